@@ -1,0 +1,229 @@
+// Package activities holds durawait's side effects: the calls that the
+// deterministic workflows delegate to workers.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// ProbeOutput is the answer of one probe call.
+type ProbeOutput struct {
+	// Text is the observation: the result's text content joined, or its
+	// structured content as JSON when it has no text.
+	Text string
+	// IsError is the tool result's isError flag.
+	IsError bool
+}
+
+// Prober calls downstream MCP tools by canonical "<server>.<tool>" name.
+type Prober interface {
+	CallProbe(ctx context.Context, tool string, args json.RawMessage) (ProbeOutput, error)
+}
+
+// UnavailableError reports that a probe's downstream server could not be
+// reached. A wait does not end on it: it carries on and samples again.
+type UnavailableError struct {
+	Server string
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("downstream MCP server %q is unavailable: %v", e.Server, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// SampleObserver is told of every sample a wait takes, for progress
+// notifications. It must not block.
+type SampleObserver interface {
+	ObserveSample(workflowID string, sample workflows.Sample)
+}
+
+// Poller runs wait_for probe loops.
+type Poller struct {
+	Prober Prober
+	// Observer, when set, is told of every sample.
+	Observer SampleObserver
+}
+
+// PollProbe samples the probe until the condition holds or the deadline
+// passes. It resumes from its last heartbeat when Temporal retries it.
+func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
+	matcher, err := workflows.NewMatcher(in.Spec, in.QuietFor)
+	if err != nil {
+		return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidSpec, err)
+	}
+	var progress workflows.PollProgress
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &progress); err != nil {
+			return workflows.WaitForResult{}, fmt.Errorf("resume probe loop from heartbeat: %w", err)
+		}
+	}
+	info := activity.GetInfo(ctx)
+	loop := &probeLoop{
+		poller:   p,
+		in:       in,
+		matcher:  matcher,
+		progress: progress,
+		wfID:     info.WorkflowExecution.ID,
+		expected: workflows.ExpectedSamples(in.Poll, in.Deadline.Sub(in.StartedAt)),
+		beat:     time.NewTicker(heartbeatInterval(info.HeartbeatTimeout)),
+	}
+	defer loop.beat.Stop()
+	return loop.run(ctx)
+}
+
+// heartbeatInterval sends heartbeats well inside the timeout; the SDK
+// throttles them further.
+func heartbeatInterval(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return time.Second
+	}
+	return max(timeout/3, 50*time.Millisecond)
+}
+
+type probeLoop struct {
+	poller   *Poller
+	in       workflows.PollInput
+	matcher  *workflows.Matcher
+	progress workflows.PollProgress
+	wfID     string
+	expected int
+	beat     *time.Ticker
+}
+
+func (l *probeLoop) heartbeat(ctx context.Context) {
+	activity.RecordHeartbeat(ctx, l.progress)
+}
+
+func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind) workflows.WaitForResult {
+	return l.progress.Result(l.in.Spec, reason, cond, time.Since(l.in.StartedAt))
+}
+
+func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
+	tool := l.in.Spec.Probe.Tool
+	for {
+		at, ok := l.progress.NextAttemptAt(l.in.Poll, l.in.Deadline)
+		if !ok {
+			l.heartbeat(ctx)
+			return l.result(workflows.ReasonTimeout, ""), nil
+		}
+		if err := l.sleepUntil(ctx, at); err != nil {
+			return workflows.WaitForResult{}, err
+		}
+
+		start := time.Now()
+		l.progress.RecordAttempt(start)
+		out, err := l.call(ctx, start)
+		switch {
+		case errors.Is(err, errDeadline):
+			l.heartbeat(ctx)
+			if !l.progress.HasObservation {
+				msg := fmt.Sprintf("probe %s hung: sample %d did not return within max_wait_sec %d",
+					tool, l.progress.Samples+1, l.in.Spec.MaxWaitSec)
+				return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeHung, nil)
+			}
+			return l.result(workflows.ReasonTimeout, ""), nil
+		case err != nil && ctx.Err() != nil:
+			return workflows.WaitForResult{}, ctx.Err()
+		case err != nil:
+			var unavailable *UnavailableError
+			if errors.As(err, &unavailable) {
+				l.progress.RecordUnavailable(err)
+				l.heartbeat(ctx)
+				continue
+			}
+			msg := fmt.Sprintf("sample %d: calling probe %s failed: %v", l.progress.Samples+1, tool, err)
+			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeReturnedError, nil)
+		case out.IsError:
+			msg := fmt.Sprintf("sample %d: probe %s returned an error: %q", l.progress.Samples+1, tool, out.Text)
+			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeReturnedError, nil)
+		case len(out.Text) > workflows.MaxObservationBytes:
+			msg := fmt.Sprintf("sample %d: probe %s returned %d bytes (%.1f KiB), over the %d KiB limit",
+				l.progress.Samples+1, tool, len(out.Text), float64(len(out.Text))/1024, workflows.MaxObservationBytes/1024)
+			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeOutputTooLarge, nil)
+		}
+
+		l.progress.RecordObservation(out.Text, start)
+		l.heartbeat(ctx)
+		if obs := l.poller.Observer; obs != nil {
+			obs.ObserveSample(l.wfID, workflows.Sample{
+				Number: l.progress.Samples, Expected: l.expected, Observation: out.Text,
+			})
+		}
+		if reason, cond, done := l.matcher.Judge(l.progress, start); done {
+			return l.result(reason, cond), nil
+		}
+	}
+}
+
+// sleepUntil waits for at, heartbeating, or returns when ctx ends.
+func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) error {
+	d := time.Until(at)
+	if at.IsZero() || d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return nil
+		case <-l.beat.C:
+			l.heartbeat(ctx)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+var errDeadline = errors.New("probe call outlived the wait's bound")
+
+// FinalSampleAllowance is how long the sample taken on the bound itself may
+// take to answer before the wait ends without it.
+const FinalSampleAllowance = time.Second
+
+// call runs one probe call, raced against the deadline, heartbeating while
+// it is in flight. A call that outlives the deadline is abandoned.
+func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
+	callDeadline := l.in.Deadline
+	if !start.Before(callDeadline) {
+		callDeadline = start.Add(FinalSampleAllowance)
+	}
+	callCtx, cancel := context.WithDeadline(ctx, callDeadline)
+	defer cancel()
+	type answer struct {
+		out ProbeOutput
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := l.poller.Prober.CallProbe(callCtx, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args)
+		done <- answer{out, err}
+	}()
+	for {
+		select {
+		case a := <-done:
+			if a.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
+				return ProbeOutput{}, errDeadline
+			}
+			return a.out, a.err
+		case <-l.beat.C:
+			l.heartbeat(ctx)
+		case <-callCtx.Done():
+			if ctx.Err() != nil {
+				return ProbeOutput{}, ctx.Err()
+			}
+			return ProbeOutput{}, errDeadline
+		}
+	}
+}

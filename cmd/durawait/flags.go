@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/durawait/durawait/internal/config"
+)
+
+// loadConfig parses a command's flags and merges them over the config file
+// (flags win) and the defaults.
+func loadConfig(name string, args []string, stderr io.Writer) (config.Config, error) {
+	fs := flag.NewFlagSet("durawait "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := config.Default()
+	var (
+		file       = fs.String("config", "", "TOML config file (flags override it)")
+		httpAddr   = fs.String("http", def.HTTP, "listen address of the MCP front end (streamable HTTP at /mcp) and /healthz")
+		stdio      = fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP; logs go to stderr")
+		dataDir    = fs.String("data-dir", def.DataDir, "data dir of the embedded engine (SQLite) and the lock file")
+		temporal   = fs.String("temporal", "", "HOST:PORT of an existing Temporal frontend; no embedded engine is started")
+		namespace  = fs.String("namespace", def.Namespace, "Temporal namespace")
+		taskQueue  = fs.String("task-queue", def.TaskQueue, "Temporal task queue of the workers")
+		enginePort = fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)")
+		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
+		logLevel   = fs.String("log-level", def.LogLevel, "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config.Config{}, errUsage
+		}
+		return config.Config{}, errUsage
+	}
+	if fs.NArg() > 0 {
+		return config.Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	cfg := def
+	if *file != "" {
+		var err error
+		if cfg, err = config.Load(*file); err != nil {
+			return config.Config{}, err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "http":
+			cfg.HTTP = *httpAddr
+		case "stdio":
+			cfg.Stdio = *stdio
+		case "data-dir":
+			cfg.DataDir = *dataDir
+		case "temporal":
+			cfg.Temporal = *temporal
+		case "namespace":
+			cfg.Namespace = *namespace
+		case "task-queue":
+			cfg.TaskQueue = *taskQueue
+		case "engine-port":
+			cfg.EnginePort = *enginePort
+		case "ui-port":
+			cfg.UIPort = *uiPort
+		case "log-level":
+			cfg.LogLevel = *logLevel
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return cfg, nil
+}

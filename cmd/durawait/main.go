@@ -1,0 +1,69 @@
+// Command durawait is an MCP server that gives AI agents durable waits.
+//
+//	durawait serve    everything in one process: embedded Temporal engine,
+//	                  Web UI, worker and MCP front end
+//	durawait worker   a worker only, against an existing Temporal (--temporal)
+//	durawait front    an MCP front end only, against an existing Temporal
+//	durawait version  print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "durawait:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+const usage = `usage: durawait <command> [flags]
+
+commands:
+  serve     run everything in one process (embedded Temporal engine unless --temporal)
+  worker    run a worker only, against --temporal HOST:PORT
+  front     run an MCP front end only, against --temporal HOST:PORT
+  version   print the version
+
+Run 'durawait <command> -h' for the flags of a command.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runRoles(ctx, "serve", roles{engine: true, worker: true, front: true}, rest, stdin, stdout, stderr)
+	case "worker":
+		return runRoles(ctx, "worker", roles{worker: true}, rest, stdin, stdout, stderr)
+	case "front":
+		return runRoles(ctx, "front", roles{front: true}, rest, stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "durawait", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "durawait: unknown command %q\n\n%s", cmd, usage)
+		return errUsage
+	}
+}

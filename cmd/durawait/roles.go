@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/datadir"
+	"github.com/durawait/durawait/internal/engine"
+	"github.com/durawait/durawait/internal/samplehub"
+	"github.com/durawait/durawait/mcpfront"
+	"github.com/durawait/durawait/worker"
+	"github.com/durawait/durawait/worker/downstream"
+)
+
+// roles says which parts a process runs.
+type roles struct {
+	engine, worker, front bool
+}
+
+// runRoles runs the parts of durawait that roles names until ctx ends (or,
+// with --stdio, until stdin closes), then stops them in reverse order.
+func runRoles(ctx context.Context, name string, r roles, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(name, args, stderr)
+	if err != nil {
+		return err
+	}
+	level, _ := cfg.SlogLevel()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Temporal != "" {
+		r.engine = false
+	} else if !r.engine {
+		return fmt.Errorf("durawait %s needs --temporal HOST:PORT (only serve embeds an engine)", name)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	// Claim the HTTP address first, so /healthz answers (503) while the
+	// rest starts and a port conflict is reported at once.
+	health := &healthState{}
+	var httpServer *http.Server
+	var mux *http.ServeMux
+	if !cfg.Stdio && cfg.HTTP != "" {
+		ln, err := net.Listen("tcp", cfg.HTTP)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.HTTP, err)
+		}
+		mux = http.NewServeMux()
+		mux.Handle("GET /healthz", health)
+		httpServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("HTTP server stopped", "error", err)
+				cancel()
+			}
+		}()
+		cleanups = append(cleanups, func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			_ = httpServer.Shutdown(sctx)
+		})
+		logger.Info("listening", "http", "http://"+ln.Addr().String())
+	}
+
+	temporalAddr := cfg.Temporal
+	if r.engine {
+		owner := datadir.Owner{PID: os.Getpid(), StartedAt: time.Now().UTC()}
+		if httpServer != nil {
+			owner.HTTP = "http://" + cfg.HTTP + "/mcp"
+		}
+		lock, err := datadir.Acquire(cfg.DataDir, owner)
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, lock.Release)
+		eng, err := engine.Start(engine.Options{
+			DataDir:   cfg.DataDir,
+			Port:      cfg.EnginePort,
+			UIPort:    cfg.UIPort,
+			Namespace: cfg.Namespace,
+			Logger:    logger,
+			LogLevel:  max(level, slog.LevelWarn),
+		})
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, eng.Stop)
+		temporalAddr = eng.Addr()
+		owner.Engine = temporalAddr
+		if err := lock.Update(owner); err != nil {
+			return err
+		}
+		logger.Info("embedded Temporal engine started", "addr", temporalAddr, "ui", uiURL(eng.UIAddr()), "data_dir", cfg.DataDir)
+	}
+
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:  temporalAddr,
+		Namespace: cfg.Namespace,
+		Logger:    sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk")),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
+	}
+	cleanups = append(cleanups, tc.Close)
+
+	manager := downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
+	var managerDone sync.WaitGroup
+	managerCtx, stopManager := context.WithCancel(context.Background())
+	managerDone.Go(func() { manager.Run(managerCtx) })
+	cleanups = append(cleanups, func() { stopManager(); managerDone.Wait() })
+	readyCtx, readyCancel := context.WithTimeout(ctx, 30*time.Second)
+	_ = manager.WaitReady(readyCtx)
+	readyCancel()
+
+	hub := samplehub.New()
+	if r.worker {
+		w, err := worker.New(worker.Options{
+			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub,
+		})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		cleanups = append(cleanups, w.Stop)
+	}
+
+	if !r.front {
+		health.setReady(temporalAddr, manager)
+		<-ctx.Done()
+		return nil
+	}
+	var feed mcpfront.SampleFeed
+	if r.worker {
+		feed = hub
+	}
+	front := mcpfront.New(mcpfront.Options{
+		Temporal:         tc,
+		TaskQueue:        cfg.TaskQueue,
+		Downstream:       manager,
+		Samples:          feed,
+		HeartbeatTimeout: cfg.HeartbeatTimeout(),
+		Logger:           logger.With("component", "mcpfront"),
+		Version:          version,
+	})
+	manager.OnToolsChanged(front.Refresh)
+	front.Refresh()
+
+	if cfg.Stdio {
+		logger.Info("serving MCP on stdio")
+		health.setReady(temporalAddr, manager)
+		return front.ServeStdio(ctx, stdin, stdout)
+	}
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(front.MCPServer(),
+		server.WithEndpointPath("/mcp"),
+		server.WithHeartbeatInterval(15*time.Second)))
+	health.setReady(temporalAddr, manager)
+	logger.Info("durawait ready", "mcp", "http://"+cfg.HTTP+"/mcp")
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return nil
+}
+
+func uiURL(addr string) string {
+	if addr == "" {
+		return "disabled"
+	}
+	return "http://" + addr
+}
+
+func serverConfigs(cfg config.Config) []downstream.ServerConfig {
+	out := make([]downstream.ServerConfig, len(cfg.MCPServers))
+	for i, s := range cfg.MCPServers {
+		out[i] = downstream.ServerConfig{
+			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
+			Transport: s.Transport, Expose: s.Exposed(),
+		}
+	}
+	return out
+}
+
+// healthState answers /healthz: 503 while starting, then 200 with a short
+// status report.
+type healthState struct {
+	ready    atomic.Bool
+	engine   string
+	upstream *downstream.Manager
+}
+
+func (h *healthState) setReady(engine string, m *downstream.Manager) {
+	h.engine = engine
+	h.upstream = m
+	h.ready.Store(true)
+}
+
+func (h *healthState) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if !h.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"starting"}` + "\n"))
+		return
+	}
+	servers := map[string]string{}
+	for _, name := range h.upstream.ServerNames() {
+		_, _, err := h.upstream.ServerTools(name)
+		if err != nil {
+			servers[name] = "unavailable: " + err.Error()
+		} else {
+			servers[name] = "connected"
+		}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"status": "ok", "temporal": h.engine, "downstream": servers,
+	})
+}

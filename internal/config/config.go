@@ -1,0 +1,181 @@
+// Package config loads durawait's TOML configuration file and checks it.
+// Command-line flags override the file; see cmd/durawait.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is durawait's whole configuration.
+type Config struct {
+	// HTTP is the listen address of the MCP front end (streamable HTTP at
+	// /mcp) and /healthz.
+	HTTP string `toml:"http"`
+	// Stdio serves MCP on stdin/stdout instead of HTTP.
+	Stdio bool `toml:"stdio"`
+	// DataDir holds the embedded engine's database and the lock file.
+	DataDir string `toml:"data_dir"`
+	// Temporal is the HOST:PORT of an existing Temporal frontend; empty runs
+	// the embedded engine.
+	Temporal  string `toml:"temporal"`
+	Namespace string `toml:"namespace"`
+	TaskQueue string `toml:"task_queue"`
+	// EnginePort is the embedded engine's gRPC port.
+	EnginePort int `toml:"engine_port"`
+	// UIPort is the embedded Web UI's port; 0 disables it.
+	UIPort   int    `toml:"ui_port"`
+	LogLevel string `toml:"log_level"`
+
+	WaitFor    WaitFor     `toml:"wait_for"`
+	MCPServers []MCPServer `toml:"mcp_servers"`
+}
+
+// WaitFor tunes the wait_for tool.
+type WaitFor struct {
+	// HeartbeatTimeoutSec bounds how long a probe loop may be silent before
+	// Temporal retries it; it bounds the recovery time after a crash.
+	HeartbeatTimeoutSec int `toml:"heartbeat_timeout_sec"`
+}
+
+// MCPServer is one downstream MCP server.
+type MCPServer struct {
+	Name      string            `toml:"name"`
+	Command   []string          `toml:"command"`
+	Env       map[string]string `toml:"env"`
+	URL       string            `toml:"url"`
+	Transport string            `toml:"transport"`
+	// Expose re-exposes the server's tools (default true).
+	Expose *bool `toml:"expose"`
+}
+
+// Exposed reports the expose setting with its default applied.
+func (s MCPServer) Exposed() bool { return s.Expose == nil || *s.Expose }
+
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		HTTP:       "127.0.0.1:8765",
+		DataDir:    ".durawait",
+		Namespace:  "default",
+		TaskQueue:  "durawait",
+		EnginePort: 7233,
+		UIPort:     8233,
+		LogLevel:   "info",
+		WaitFor:    WaitFor{HeartbeatTimeoutSec: 5},
+	}
+}
+
+// Load reads path over the defaults. Unknown keys are errors, so a typo does
+// not silently fall back to a default. Relative paths in the file (data_dir
+// and a server command's program) are taken from the file's folder.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	md, err := toml.DecodeFile(path, &cfg)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	base := filepath.Dir(path)
+	if md.IsDefined("data_dir") && !filepath.IsAbs(cfg.DataDir) {
+		cfg.DataDir = filepath.Join(base, cfg.DataDir)
+	}
+	for i, s := range cfg.MCPServers {
+		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
+			cfg.MCPServers[i].Command[0] = filepath.Join(base, s.Command[0])
+		}
+	}
+	return cfg, nil
+}
+
+// Validate checks every rule of the configuration and names each broken one.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Namespace == "" {
+		bad("namespace: must not be empty")
+	}
+	if c.TaskQueue == "" {
+		bad("task_queue: must not be empty")
+	}
+	if !c.Stdio && c.HTTP == "" {
+		bad("http: must be a listen address such as 127.0.0.1:8765 (or set stdio)")
+	}
+	if c.Temporal == "" && c.DataDir == "" {
+		bad("data_dir: must not be empty when the embedded engine runs")
+	}
+	if c.EnginePort < 0 || c.EnginePort > 65535 {
+		bad("engine_port: must be a TCP port (0 picks a free one), got %d", c.EnginePort)
+	}
+	if c.UIPort < 0 || c.UIPort > 65535 {
+		bad("ui_port: must be a TCP port or 0 to disable the UI, got %d", c.UIPort)
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		bad("log_level: %v", err)
+	}
+	if c.WaitFor.HeartbeatTimeoutSec < 1 {
+		bad("wait_for.heartbeat_timeout_sec: must be at least 1, got %d", c.WaitFor.HeartbeatTimeoutSec)
+	}
+	seen := map[string]bool{}
+	for i, s := range c.MCPServers {
+		field := fmt.Sprintf("mcp_servers[%d]", i)
+		switch {
+		case s.Name == "":
+			bad("%s.name: must not be empty", field)
+		case strings.ContainsAny(s.Name, ". "):
+			bad("%s.name: %q must not contain dots or spaces (tools are named <server>.<tool>)", field, s.Name)
+		case seen[s.Name]:
+			bad("%s.name: %q is used by another server", field, s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case len(s.Command) > 0 && s.URL != "":
+			bad("%s: set command (stdio) or url (HTTP), not both", field)
+		case len(s.Command) == 0 && s.URL == "":
+			bad("%s: set command (a stdio server) or url (an HTTP server)", field)
+		case len(s.Command) > 0 && s.Command[0] == "":
+			bad("%s.command: the program must not be empty", field)
+		}
+		if s.Transport != "" && !slices.Contains([]string{"streamable-http", "sse"}, s.Transport) {
+			bad("%s.transport: must be \"streamable-http\" or \"sse\", got %q", field, s.Transport)
+		}
+		if s.Transport != "" && s.URL == "" {
+			bad("%s.transport: applies only with url", field)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SlogLevel parses LogLevel.
+func (c Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return l, nil
+}
+
+// HeartbeatTimeout of wait_for probe loops.
+func (c Config) HeartbeatTimeout() time.Duration {
+	return time.Duration(c.WaitFor.HeartbeatTimeoutSec) * time.Second
+}
+
+// Exists reports whether path names a file.
+func Exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

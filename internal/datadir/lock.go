@@ -1,0 +1,96 @@
+// Package datadir guards a durawait data dir so that one process owns it:
+// two processes must never open the same SQLite database.
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Owner describes the process that holds a data dir.
+type Owner struct {
+	PID       int       `json:"pid"`
+	HTTP      string    `json:"http,omitempty"`
+	Engine    string    `json:"engine,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// InUseError says which process holds the data dir.
+type InUseError struct {
+	Dir   string
+	Owner Owner
+}
+
+func (e *InUseError) Error() string {
+	msg := fmt.Sprintf("data dir %s is in use by another durawait process (pid %d", e.Dir, e.Owner.PID)
+	if e.Owner.HTTP != "" {
+		msg += ", MCP at " + e.Owner.HTTP
+	}
+	if e.Owner.Engine != "" {
+		msg += ", Temporal engine at " + e.Owner.Engine
+	}
+	msg += ", started " + e.Owner.StartedAt.Format(time.RFC3339) + ")"
+	if e.Owner.Engine != "" {
+		msg += fmt.Sprintf("; to add a worker and front end to it, run with --temporal %s, or use another --data-dir", e.Owner.Engine)
+	}
+	return msg
+}
+
+// Lock is a held data dir.
+type Lock struct {
+	file *os.File
+}
+
+// Acquire takes dir for this process, creating it if needed. The lock is an
+// flock: the kernel releases it when the process dies, even on kill -9.
+func Acquire(dir string, owner Owner) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	path := filepath.Join(dir, "durawait.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			var other Owner
+			_ = json.NewDecoder(f).Decode(&other)
+			return nil, &InUseError{Dir: dir, Owner: other}
+		}
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	l := &Lock{file: f}
+	if err := l.Update(owner); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Update rewrites the owner record, e.g. once the listen addresses are known.
+func (l *Lock) Update(owner Owner) error {
+	b, err := json.Marshal(owner)
+	if err != nil {
+		return err
+	}
+	if err := l.file.Truncate(0); err != nil {
+		return fmt.Errorf("write lock file: %w", err)
+	}
+	if _, err := l.file.WriteAt(append(b, '\n'), 0); err != nil {
+		return fmt.Errorf("write lock file: %w", err)
+	}
+	return nil
+}
+
+// Release gives the data dir up.
+func (l *Lock) Release() {
+	_ = syscall.Flock(int(l.file.Fd()), syscall.LOCK_UN)
+	_ = l.file.Close()
+}

@@ -1,0 +1,252 @@
+// Package engine runs an embedded Temporal server (SQLite persistence in the
+// data dir, WAL mode) and, optionally, the Temporal Web UI, inside the
+// durawait process. It follows the shape of the Temporal CLI's dev server.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+const clusterName = "durawait"
+
+// Options configure the embedded engine.
+type Options struct {
+	// DataDir holds the SQLite database (temporal.db).
+	DataDir string
+	// IP the engine's ports bind to; 127.0.0.1 when empty.
+	IP string
+	// Port of the frontend gRPC service; a free port when zero.
+	Port int
+	// UIPort of the Web UI; zero runs no UI.
+	UIPort int
+	// Namespace to create at first start.
+	Namespace string
+	// SearchAttributes to register on the namespace when it is created.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Logger receives the engine's logs at LogLevel and above.
+	Logger   *slog.Logger
+	LogLevel slog.Level
+}
+
+// Engine is a running embedded Temporal server.
+type Engine struct {
+	server temporal.Server
+	ui     *uiserver.Server
+	addr   string
+	uiAddr string
+}
+
+// Start creates the database on first use and starts the engine. It returns
+// once the frontend accepts connections.
+func Start(opts Options) (*Engine, error) {
+	if opts.IP == "" {
+		opts.IP = "127.0.0.1"
+	}
+	if opts.Namespace == "" {
+		return nil, errors.New("engine: namespace is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var err error
+	if opts.Port == 0 {
+		if opts.Port, err = freePort(opts.IP); err != nil {
+			return nil, err
+		}
+	}
+	ports := make([]int, 4) // frontend HTTP, history, matching, worker
+	for i := range ports {
+		if ports[i], err = freePort(opts.IP); err != nil {
+			return nil, err
+		}
+	}
+
+	sqlConf, err := prepareDatabase(opts)
+	if err != nil {
+		return nil, err
+	}
+	conf := serverConfig(opts, sqlConf, ports)
+	logger := newTemporalLogger(opts.Logger, opts.LogLevel)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("engine: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("engine: claim mapper: %w", err)
+	}
+	hostOf := func(svc primitives.ServiceName) static.Hosts {
+		return static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(conf.Services[string(svc)].RPC.GRPCPort)))
+	}
+	dyn := dynamicconfig.StaticClient{
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	server, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: hostOf(primitives.FrontendService),
+			primitives.HistoryService:  hostOf(primitives.HistoryService),
+			primitives.MatchingService: hostOf(primitives.MatchingService),
+			primitives.WorkerService:   hostOf(primitives.WorkerService),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("engine: build server: %w", err)
+	}
+	if err := server.Start(); err != nil {
+		return nil, fmt.Errorf("engine: start server: %w", err)
+	}
+	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))}
+	if opts.UIPort > 0 {
+		e.startUI(opts)
+	}
+	return e, nil
+}
+
+// Addr is the frontend's gRPC address, for Temporal clients.
+func (e *Engine) Addr() string { return e.addr }
+
+// UIAddr is the Web UI's address, or empty when no UI runs.
+func (e *Engine) UIAddr() string { return e.uiAddr }
+
+// Stop stops the UI and the engine.
+func (e *Engine) Stop() {
+	if e.ui != nil {
+		e.ui.Stop()
+	}
+	_ = e.server.Stop()
+}
+
+func (e *Engine) startUI(opts Options) {
+	e.uiAddr = net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort))
+	e.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+		Host:                opts.IP,
+		Port:                opts.UIPort,
+		TemporalGRPCAddress: e.addr,
+		EnableUI:            true,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+		HideLogs:            true,
+		DisableNewsFetch:    true,
+		DefaultNamespace:    opts.Namespace,
+	}))
+	ui := e.ui
+	go func() {
+		// Start blocks until Stop; an error here is a port conflict or similar.
+		if err := ui.Start(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			opts.Logger.Error("Temporal Web UI stopped", "addr", e.uiAddr, "error", err)
+		}
+	}()
+}
+
+// prepareDatabase creates the schema on first use and the namespace.
+func prepareDatabase(opts Options) (*config.SQL, error) {
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: create data dir: %w", err)
+	}
+	file := filepath.Join(opts.DataDir, "temporal.db")
+	conf := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: file,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "NORMAL",
+			"busy_timeout": "10000",
+		},
+	}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(conf); err != nil {
+			return nil, fmt.Errorf("engine: create schema in %s: %w", file, err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("engine: namespace %q: %w", opts.Namespace, err)
+	}
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return nil, fmt.Errorf("engine: create namespace %q: %w", opts.Namespace, err)
+	}
+	return conf, nil
+}
+
+func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config {
+	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
+	frontendHTTP := net.JoinHostPort(opts.IP, strconv.Itoa(ports[0]))
+	var conf config.Config
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = opts.IP
+	conf.Persistence.DefaultStore = "sqlite"
+	conf.Persistence.VisibilityStore = "sqlite"
+	conf.Persistence.NumHistoryShards = 1
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sqlConf}}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             frontend,
+				HTTPAddress:            frontendHTTP,
+				ClusterID:              "durawait-embedded",
+			},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	service := func(grpcPort, httpPort int) config.Service {
+		var s config.Service
+		s.RPC.GRPCPort = grpcPort
+		s.RPC.HTTPPort = httpPort
+		s.RPC.BindOnIP = opts.IP
+		return s
+	}
+	conf.Services = map[string]config.Service{
+		"frontend": service(opts.Port, ports[0]),
+		"history":  service(ports[1], 0),
+		"matching": service(ports[2], 0),
+		"worker":   service(ports[3], 0),
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontend
+	return &conf
+}
+
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("engine: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+)
+
+// temporalLogger adapts a *slog.Logger to the Temporal server's log.Logger.
+// The server logs a great deal at info level; level filters what is kept.
+type temporalLogger struct {
+	logger *slog.Logger
+	level  slog.Level
+}
+
+var _ log.Logger = temporalLogger{}
+
+func newTemporalLogger(logger *slog.Logger, level slog.Level) temporalLogger {
+	return temporalLogger{logger: logger.With("component", "temporal"), level: level}
+}
+
+func (l temporalLogger) Debug(msg string, tags ...tag.Tag)  { l.log(slog.LevelDebug, msg, tags) }
+func (l temporalLogger) Info(msg string, tags ...tag.Tag)   { l.log(slog.LevelInfo, msg, tags) }
+func (l temporalLogger) Warn(msg string, tags ...tag.Tag)   { l.log(slog.LevelWarn, msg, tags) }
+func (l temporalLogger) Error(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
+func (l temporalLogger) DPanic(msg string, tags ...tag.Tag) { l.log(slog.LevelError, msg, tags) }
+func (l temporalLogger) Panic(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
+func (l temporalLogger) Fatal(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
+
+func (l temporalLogger) log(level slog.Level, msg string, tags []tag.Tag) {
+	if level < l.level || !l.logger.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, len(tags))
+	for i, t := range tags {
+		attrs[i] = slog.Any(t.Key(), t.Value())
+	}
+	l.logger.LogAttrs(context.Background(), level, msg, attrs...)
+}

@@ -1,0 +1,142 @@
+// Package mcpfront is durawait's MCP face: the tool definitions and their
+// schemas, the parsing of tool arguments into domain types, starting and
+// attaching to the workflows behind each wait, progress notifications,
+// result shaping, and the re-exposed downstream tools.
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
+)
+
+// SampleFeed delivers the samples of running waits, for progress
+// notifications. Subscribe returns a channel of the samples of one workflow
+// and a function that ends the subscription.
+type SampleFeed interface {
+	Subscribe(workflowID string) (<-chan workflows.Sample, func())
+}
+
+// Options configure a Front.
+type Options struct {
+	// Temporal starts and attaches to the workflows.
+	Temporal client.Client
+	// TaskQueue the workers poll.
+	TaskQueue string
+	// Downstream servers to re-expose and probe.
+	Downstream Downstream
+	// Samples, when set, feeds progress notifications.
+	Samples SampleFeed
+	// HeartbeatTimeout of probe loops.
+	HeartbeatTimeout time.Duration
+	Logger           *slog.Logger
+	// Version is reported to MCP clients.
+	Version string
+}
+
+// Front is the MCP server.
+type Front struct {
+	opts Options
+	mcp  *server.MCPServer
+
+	mu  sync.Mutex
+	cat *catalog
+}
+
+const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.
+Use wait_for to poll a downstream MCP tool (the probe) until its output matches a regex, stops matching, or stays unchanged.
+Waits are durable: if your tool call is cut off, call again with the same arguments to pick up the same wait.`
+
+// New builds the MCP server and its tool list.
+func New(opts Options) *Front {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	f := &Front{opts: opts}
+	f.mcp = server.NewMCPServer("durawait", opts.Version,
+		server.WithToolCapabilities(true),
+		server.WithInstructions(instructions),
+		server.WithRecovery(),
+	)
+	f.Refresh()
+	return f
+}
+
+// MCPServer is the underlying mcp-go server, for the transports.
+func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
+
+// nativeToolNames are durawait's own tools; they cannot be probed and a
+// downstream tool of the same name is exposed as <server>.<tool>.
+var nativeToolNames = []string{"wait_for"}
+
+// Refresh rebuilds the tool list from the downstream servers' current tools.
+// Call it whenever a server's tool list changes.
+func (f *Front) Refresh() {
+	cat := newCatalog(f.opts.Downstream, nativeToolNames)
+	f.mu.Lock()
+	f.cat = cat
+	f.mu.Unlock()
+
+	var tools []server.ServerTool
+	if len(cat.servers) > 0 {
+		tools = append(tools, server.ServerTool{Tool: waitForTool(), Handler: f.handleWaitFor})
+	}
+	for name, ref := range cat.exposed {
+		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
+	}
+	f.mcp.SetTools(tools...)
+}
+
+func (f *Front) catalog() *catalog {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cat
+}
+
+// proxyTool is a downstream tool's definition under its exposed name.
+func proxyTool(name string, def mcp.Tool) mcp.Tool {
+	t := def
+	t.Name = name
+	if t.RawInputSchema == nil && t.InputSchema.Type == "" {
+		t.InputSchema = mcp.ToolInputSchema{Type: "object"}
+	}
+	return t
+}
+
+func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := f.opts.Downstream.CallTool(ctx, ref.Server, ref.Def.Name, req.Params.Arguments)
+		if err != nil {
+			var unavailable *activities.UnavailableError
+			if errors.As(err, &unavailable) {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: %v",
+				ref.Def.Name, ref.Server, err)), nil
+		}
+		return res, nil
+	}
+}
+
+// structuredResult returns v as structured content with the same JSON as text.
+func structuredResult(v any) *mcp.CallToolResult {
+	text, err := json.Marshal(v)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("encode result: %v", err))
+	}
+	return mcp.NewToolResultStructured(v, string(text))
+}

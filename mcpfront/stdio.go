@@ -1,0 +1,127 @@
+package mcpfront
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves MCP over newline-delimited JSON-RPC on in and out until
+// in reaches EOF or ctx ends. Unlike mcp-go's stdio server, which runs at
+// most 100 tool calls at once and queues the rest, every request runs on its
+// own goroutine: a client may hold any number of waits on one connection.
+func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 1024)}
+	if err := f.mcp.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("register stdio session: %w", err)
+	}
+	defer f.mcp.UnregisterSession(ctx, sess.SessionID())
+
+	ctx, cancel := context.WithCancel(f.mcp.WithContext(ctx, sess))
+	defer cancel()
+	w := &lineWriter{w: out}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case n := <-sess.notifications:
+				if err := w.write(n); err != nil {
+					f.opts.Logger.Warn("stdio: write notification", "error", err)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+
+	reader := bufio.NewReaderSize(in, 1<<20)
+	var err error
+	for {
+		line, rerr := reader.ReadBytes('\n')
+		if len(line) > 0 {
+			f.dispatchStdio(ctx, &wg, w, line)
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				err = fmt.Errorf("read stdin: %w", rerr)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	// The client is gone: end its calls (their waits run on) and wait for
+	// the handlers to return.
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, line []byte) {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		_ = w.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "parse error", nil))
+		return
+	}
+	switch {
+	case head.Method == "":
+		// A response to a server-to-client request; durawait sends none.
+	case len(head.ID) == 0 || string(head.ID) == "null":
+		// Notifications (initialized, cancelled) are handled in order.
+		f.mcp.HandleMessage(ctx, line)
+	default:
+		msg := append(json.RawMessage(nil), line...)
+		wg.Go(func() {
+			if resp := f.mcp.HandleMessage(ctx, msg); resp != nil {
+				if err := w.write(resp); err != nil {
+					f.opts.Logger.Warn("stdio: write response", "error", err)
+				}
+			}
+		})
+	}
+}
+
+// lineWriter writes one JSON message per line, one writer at a time.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.w.Write(append(b, '\n'))
+	return err
+}
+
+// stdioSession is the single client session of a stdio connection.
+type stdioSession struct {
+	notifications chan mcp.JSONRPCNotification
+	initialized   atomic.Bool
+}
+
+var _ server.ClientSession = (*stdioSession)(nil)
+
+func (s *stdioSession) SessionID() string { return "stdio" }
+func (s *stdioSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	return s.notifications
+}
+func (s *stdioSession) Initialize()       { s.initialized.Store(true) }
+func (s *stdioSession) Initialized() bool { return s.initialized.Load() }

@@ -1,0 +1,163 @@
+package mcpfront
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+var (
+	//go:embed schemas/wait_for.input.json
+	waitForInputSchema []byte
+	//go:embed schemas/wait_for.output.json
+	waitForOutputSchema []byte
+)
+
+const waitForDescription = `Poll a downstream MCP tool (the probe) until its output matches a regex (until.matches), stops matching (until.not_matches), or stays unchanged for quiet_for_sec; stop early with reason "failed" when until.fail_matches matches.
+The first sample is taken at once, then one every poll_sec (default 2); max_wait_sec (default 120) is clamped to 300. A timeout is a normal result that still returns last_observation: call again if you need longer.
+Prefer matches / not_matches: quiescence proves idleness, not completion.
+The wait is durable: if this call is cut off, call again with the same arguments and you attach to the same wait (samples and elapsed_sec count from the first call).`
+
+func waitForTool() mcp.Tool {
+	t := mcp.NewToolWithRawSchema("wait_for", waitForDescription, waitForInputSchema)
+	t.RawOutputSchema = waitForOutputSchema
+	t.Annotations = mcp.ToolAnnotation{
+		Title:           "Wait for a probe's condition",
+		ReadOnlyHint:    mcp.ToBoolPtr(true),
+		DestructiveHint: mcp.ToBoolPtr(false),
+		IdempotentHint:  mcp.ToBoolPtr(true),
+		OpenWorldHint:   mcp.ToBoolPtr(true),
+	}
+	return t
+}
+
+func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("wait_for: arguments: %v", err)), nil
+	}
+	if req.Params.Arguments == nil {
+		raw = []byte(`{}`)
+	}
+	spec, err := workflows.ParseWaitFor(raw, f.catalog())
+	if err != nil {
+		return mcp.NewToolResultError("wait_for: " + err.Error()), nil
+	}
+	id := spec.WorkflowID("")
+
+	var samples <-chan workflows.Sample
+	if token := progressToken(req); token != nil && f.opts.Samples != nil {
+		ch, unsubscribe := f.opts.Samples.Subscribe(id)
+		defer unsubscribe()
+		samples = ch
+		go f.forwardProgress(ctx, token, samples)
+	}
+
+	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                f.opts.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            waitSummary(spec),
+		Memo: map[string]any{
+			"probe_tool": spec.Probe.Tool,
+			"probe_args": string(spec.Probe.Args),
+			"until":      spec.Until,
+		},
+	}, workflows.WaitForWorkflowName, workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultError(fmt.Sprintf("wait_for: could not start the wait (Temporal engine unavailable?): %v", err)), nil
+	}
+
+	var result workflows.WaitForResult
+	if err := run.Get(ctx, &result); err != nil {
+		if ctx.Err() != nil {
+			// The caller went away; the wait runs on to its own bound.
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err)), nil
+	}
+	return structuredResult(result), nil
+}
+
+// workflowErrorMessage digs the application error's own message out of the
+// wrappers Temporal puts around it.
+func workflowErrorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+func waitSummary(spec workflows.WaitForSpec) string {
+	cond := string(spec.Until.Kind)
+	switch spec.Until.Kind {
+	case workflows.ConditionQuietForSec:
+		cond = fmt.Sprintf("quiet for %ds", spec.Until.QuietForSec)
+	default:
+		cond = fmt.Sprintf("%s /%s/", spec.Until.Kind, spec.Until.Pattern)
+	}
+	if spec.Until.FailPattern != "" {
+		cond += fmt.Sprintf(", fail on /%s/", spec.Until.FailPattern)
+	}
+	return fmt.Sprintf("wait_for %s until %s (every %ds, at most %ds)", spec.Probe.Tool, cond, spec.PollSec, spec.MaxWaitSec)
+}
+
+func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	return req.Params.Meta.ProgressToken
+}
+
+// forwardProgress sends one notifications/progress per sample until ctx ends
+// or the feed closes.
+func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, samples <-chan workflows.Sample) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s, ok := <-samples:
+			if !ok {
+				return
+			}
+			err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token,
+				"progress":      s.Number,
+				"total":         s.Expected,
+				"message":       fmt.Sprintf("sample %d: %s", s.Number, shorten(s.Observation, 120)),
+			})
+			if err != nil {
+				f.opts.Logger.Debug("progress notification not sent", "error", err)
+			}
+		}
+	}
+}
+
+// shorten returns the first n runes of s's first line, with an ellipsis when cut.
+func shorten(s string, n int) string {
+	line, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
+	if utf8.RuneCountInString(line) > n {
+		line = string([]rune(line)[:n])
+		cut = true
+	}
+	if cut {
+		line += "…"
+	}
+	return line
+}

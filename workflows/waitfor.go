@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// WaitForWorkflowName and PollProbeActivityName are the names the worker
+// registers; they are part of the durable contract with running histories.
+const (
+	WaitForWorkflowName   = "WaitFor"
+	PollProbeActivityName = "PollProbe"
+)
+
+// Error types of a wait_for that ended without a result. The activity raises
+// them as non-retryable application errors.
+const (
+	ErrTypeProbeOutputTooLarge = "ProbeOutputTooLarge"
+	ErrTypeProbeReturnedError  = "ProbeReturnedError"
+	ErrTypeProbeHung           = "ProbeHung"
+	ErrTypeNoSample            = "NoSample"
+	ErrTypeInvalidSpec         = "InvalidSpec"
+)
+
+// DefaultHeartbeatTimeout is how long a probe loop may go silent before
+// Temporal retries it elsewhere; it bounds recovery after a crash.
+const DefaultHeartbeatTimeout = 5 * time.Second
+
+// WaitForInput is the input of the WaitFor workflow.
+type WaitForInput struct {
+	Spec WaitForSpec `json:"spec"`
+	// HeartbeatTimeout of the probe loop; DefaultHeartbeatTimeout when zero.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+}
+
+// PollInput is the input of the PollProbe activity.
+type PollInput struct {
+	Spec WaitForSpec `json:"spec"`
+	// StartedAt is when the wait began (the first call); elapsed time counts
+	// from here, across retries and restarts.
+	StartedAt time.Time `json:"started_at"`
+	// Deadline is StartedAt plus the effective bound.
+	Deadline time.Time `json:"deadline"`
+	// Poll is the interval between probe calls.
+	Poll time.Duration `json:"poll"`
+	// QuietFor is the quiet window of a quiet_for_sec condition.
+	QuietFor time.Duration `json:"quiet_for"`
+}
+
+// WaitFor is the workflow behind one wait_for call. It runs the whole probe
+// loop in one heartbeating activity (the frequent-polling pattern), so its
+// history has the same few events whether the wait takes 3 samples or 300.
+//
+// The bound is enforced twice. The activity never sleeps or probes past the
+// deadline, and races each probe call against it. Temporal enforces the
+// activity's schedule-to-close timeout (deadline plus grace) as a durable
+// server-side timer, which ends the wait even if no worker is left to run
+// the activity; the timeout carries the last heartbeat, so the result still
+// holds every sample taken.
+func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
+	started := workflow.Now(ctx)
+	maxWait := in.Spec.MaxWait()
+	heartbeat := in.HeartbeatTimeout
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeatTimeout
+	}
+	// Grace past the deadline: long enough for a lost attempt to be noticed
+	// (one heartbeat timeout) and retried to report its last sample.
+	grace := 2*heartbeat + 5*time.Second
+
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ScheduleToCloseTimeout: maxWait + grace,
+		HeartbeatTimeout:       heartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    heartbeat,
+			NonRetryableErrorTypes: []string{
+				ErrTypeProbeOutputTooLarge, ErrTypeProbeReturnedError, ErrTypeProbeHung,
+				ErrTypeNoSample, ErrTypeInvalidSpec,
+			},
+		},
+	})
+
+	input := PollInput{
+		Spec:      in.Spec,
+		StartedAt: started,
+		Deadline:  started.Add(maxWait),
+		Poll:      in.Spec.Poll(),
+		QuietFor:  in.Spec.QuietFor(),
+	}
+	var result WaitForResult
+	err := workflow.ExecuteActivity(ctx, PollProbeActivityName, input).Get(ctx, &result)
+	if err == nil {
+		return result, nil
+	}
+
+	var timeoutErr *temporal.TimeoutError
+	if !errors.As(err, &timeoutErr) {
+		return WaitForResult{}, err
+	}
+	// The activity could not report by deadline plus grace: its worker is
+	// gone or stuck. Finish from its last heartbeat.
+	elapsed := workflow.Now(ctx).Sub(started)
+	var progress PollProgress
+	if timeoutErr.HasLastHeartbeatDetails() {
+		if derr := timeoutErr.LastHeartbeatDetails(&progress); derr != nil {
+			return WaitForResult{}, fmt.Errorf("decode last heartbeat of the probe loop: %w", derr)
+		}
+	}
+	if !progress.HasObservation {
+		return WaitForResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("no sample of %s was taken within max_wait_sec %d: no worker ran the probe in time",
+				in.Spec.Probe.Tool, in.Spec.MaxWaitSec),
+			ErrTypeNoSample, err)
+	}
+	return progress.Result(in.Spec, ReasonTimeout, "", elapsed), nil
+}

@@ -1,0 +1,186 @@
+package workflows
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Reason says why a wait_for stopped.
+type Reason string
+
+// The reasons of the seed, plus "failed" for until.fail_matches.
+const (
+	ReasonMatched Reason = "matched"
+	ReasonSettled Reason = "settled"
+	ReasonTimeout Reason = "timeout"
+	ReasonFailed  Reason = "failed"
+)
+
+// WaitForResult is what a finished wait_for returns. A timeout is a normal
+// result, not an error.
+type WaitForResult struct {
+	Reason Reason `json:"reason"`
+	// Condition names the condition that fired; empty on timeout.
+	Condition       ConditionKind `json:"condition,omitempty"`
+	LastObservation string        `json:"last_observation"`
+	ElapsedSec      float64       `json:"elapsed_sec"`
+	Samples         int           `json:"samples"`
+	// EffectiveMaxWaitSec is max_wait_sec after clamping to the ceiling.
+	EffectiveMaxWaitSec int `json:"effective_max_wait_sec"`
+	// ProbeError is set when the last attempt to sample failed because the
+	// downstream server was unavailable; the wait carried on regardless.
+	ProbeError string `json:"probe_error,omitempty"`
+}
+
+// PollProgress is the resumable state of a wait_for's probe loop. The
+// activity records it in every heartbeat, so a retried attempt (after a crash
+// or on another worker) continues the same wait instead of starting over.
+type PollProgress struct {
+	// Samples counts successful probe calls.
+	Samples int `json:"samples"`
+	// HasObservation is false until the first successful sample.
+	HasObservation  bool   `json:"has_observation"`
+	LastObservation string `json:"last_observation"`
+	// QuietSince is when LastObservation was first seen unchanged.
+	QuietSince time.Time `json:"quiet_since"`
+	// Attempts counts probe calls, successful or not.
+	Attempts int `json:"attempts"`
+	// LastAttemptAt is when the most recent probe call started.
+	LastAttemptAt time.Time `json:"last_attempt_at"`
+	// LastError is the unavailability error of the most recent attempt, or
+	// empty when it succeeded.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// NextAttemptAt returns when the next probe call is due: at once for the
+// first, then every poll, with the last interval trimmed so that one call
+// lands exactly on the deadline. ok is false once a call has been made at
+// (or after) the deadline: the wait is over.
+func (p PollProgress) NextAttemptAt(poll time.Duration, deadline time.Time) (at time.Time, ok bool) {
+	if p.Attempts == 0 {
+		return time.Time{}, true
+	}
+	if !p.LastAttemptAt.Before(deadline) {
+		return time.Time{}, false
+	}
+	next := p.LastAttemptAt.Add(poll)
+	if next.After(deadline) {
+		next = deadline
+	}
+	return next, true
+}
+
+// RecordAttempt notes that a probe call started at at.
+func (p *PollProgress) RecordAttempt(at time.Time) {
+	p.Attempts++
+	p.LastAttemptAt = at
+}
+
+// RecordObservation notes a successful sample taken at at.
+func (p *PollProgress) RecordObservation(observation string, at time.Time) {
+	if !p.HasObservation || observation != p.LastObservation {
+		p.QuietSince = at
+	}
+	p.Samples++
+	p.HasObservation = true
+	p.LastObservation = observation
+	p.LastError = ""
+}
+
+// RecordUnavailable notes an attempt that failed because the probe's server
+// could not be reached.
+func (p *PollProgress) RecordUnavailable(err error) {
+	p.LastError = err.Error()
+}
+
+// Result builds the wait's result from the progress so far.
+func (p PollProgress) Result(spec WaitForSpec, reason Reason, cond ConditionKind, elapsed time.Duration) WaitForResult {
+	return WaitForResult{
+		Reason:              reason,
+		Condition:           cond,
+		LastObservation:     p.LastObservation,
+		ElapsedSec:          math.Round(elapsed.Seconds()*1000) / 1000,
+		Samples:             p.Samples,
+		EffectiveMaxWaitSec: spec.MaxWaitSec,
+		ProbeError:          p.LastError,
+	}
+}
+
+// Matcher decides, sample by sample, whether a wait_for's condition holds.
+type Matcher struct {
+	kind     ConditionKind
+	success  *regexp.Regexp
+	fail     *regexp.Regexp
+	quietFor time.Duration
+}
+
+// NewMatcher compiles a spec's patterns; quietFor is the quiet window of a
+// quiet_for_sec condition. The parser has already compiled the patterns once,
+// so an error here means the spec did not come from ParseWaitFor.
+func NewMatcher(spec WaitForSpec, quietFor time.Duration) (*Matcher, error) {
+	m := &Matcher{kind: spec.Until.Kind, quietFor: quietFor}
+	var err error
+	if spec.Until.Pattern != "" {
+		if m.success, err = regexp.Compile(spec.Until.Pattern); err != nil {
+			return nil, fmt.Errorf("compile until.%s: %w", spec.Until.Kind, err)
+		}
+	}
+	if spec.Until.FailPattern != "" {
+		if m.fail, err = regexp.Compile(spec.Until.FailPattern); err != nil {
+			return nil, fmt.Errorf("compile until.fail_matches: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Judge says whether the wait is over after the latest observation in p,
+// taken at now. The failure pattern is checked first: when an output matches
+// both, the wait fails.
+func (m *Matcher) Judge(p PollProgress, now time.Time) (Reason, ConditionKind, bool) {
+	if !p.HasObservation {
+		return "", "", false
+	}
+	obs := p.LastObservation
+	if m.fail != nil && m.fail.MatchString(obs) {
+		return ReasonFailed, ConditionFailMatches, true
+	}
+	switch m.kind {
+	case ConditionMatches:
+		if m.success.MatchString(obs) {
+			return ReasonMatched, ConditionMatches, true
+		}
+	case ConditionNotMatches:
+		if !m.success.MatchString(obs) {
+			return ReasonMatched, ConditionNotMatches, true
+		}
+	case ConditionQuietForSec:
+		if now.Sub(p.QuietSince) >= m.quietFor {
+			return ReasonSettled, ConditionQuietForSec, true
+		}
+	}
+	return "", "", false
+}
+
+// Sample is one probe observation, as reported to progress listeners.
+type Sample struct {
+	// Number counts samples from 1.
+	Number int
+	// Expected is how many samples the wait takes if it runs to its bound.
+	Expected    int
+	Observation string
+}
+
+// ExpectedSamples is how many samples a wait with this poll interval takes
+// when it runs to its bound: one at once, one per interval, one on the bound.
+func ExpectedSamples(poll, maxWait time.Duration) int {
+	if poll <= 0 {
+		return 1
+	}
+	n := int(maxWait / poll)
+	if maxWait%poll != 0 {
+		n++
+	}
+	return n + 1
+}
