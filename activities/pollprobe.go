@@ -117,12 +117,17 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 			l.heartbeat(ctx)
 			return l.result(workflows.ReasonTimeout, ""), nil
 		}
+		if at.IsZero() {
+			at = time.Now()
+		}
 		if err := l.sleepUntil(ctx, at); err != nil {
 			return workflows.WaitForResult{}, err
 		}
 
+		// The schedule is fixed-rate: an attempt is recorded at its planned
+		// time, so a late wake-up does not shift every later sample.
 		start := time.Now()
-		l.progress.RecordAttempt(start)
+		l.progress.RecordAttempt(at)
 		out, err := l.call(ctx, start)
 		switch {
 		case errors.Is(err, errDeadline):
@@ -169,7 +174,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 // sleepUntil waits for at, heartbeating, or returns when ctx ends.
 func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) error {
 	d := time.Until(at)
-	if at.IsZero() || d <= 0 {
+	if d <= 0 {
 		return nil
 	}
 	timer := time.NewTimer(d)

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -41,6 +42,10 @@ func New(opts Options) (sdkworker.Worker, error) {
 	}
 	w := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentWaits,
+		// A probe loop's progress (samples, last observation) lives in its
+		// heartbeats; sending them at least every second bounds what a crash
+		// can lose to the last second of samples.
+		MaxHeartbeatThrottleInterval: time.Second,
 	})
 	Register(w, opts.Prober, opts.Observer)
 	return w, nil

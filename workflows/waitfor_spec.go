@@ -264,9 +264,11 @@ func parsePattern(raw json.RawMessage, field string, errs *fieldErrors) (string,
 // safe from overflow.
 func parseSeconds(raw json.RawMessage, field string, errs *fieldErrors) (int, bool) {
 	var n json.Number
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&n); err != nil || n == "" {
+	if kind := jsonKind(bytes.TrimSpace(raw)); kind != "a number" {
+		errs.add(field, fmt.Sprintf("must be a whole number of seconds (got %s)", kind))
+		return 0, false
+	}
+	if err := json.Unmarshal(raw, &n); err != nil {
 		errs.add(field, "must be a whole number of seconds")
 		return 0, false
 	}

@@ -29,7 +29,12 @@ import (
 	"go.temporal.io/server/temporal"
 )
 
-const clusterName = "durawait"
+const (
+	clusterName = "durawait"
+	// embeddedClusterID is fixed so that the database keeps one identity
+	// across restarts.
+	embeddedClusterID = "6d7572a1-7761-4974-8000-656d62656464"
+)
 
 // Options configure the embedded engine.
 type Options struct {
@@ -216,7 +221,7 @@ func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config
 				InitialFailoverVersion: 1,
 				RPCAddress:             frontend,
 				HTTPAddress:            frontendHTTP,
-				ClusterID:              "durawait-embedded",
+				ClusterID:              embeddedClusterID,
 			},
 		},
 	}

@@ -1,0 +1,280 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// scriptedProber answers each call with the next step of its script; the
+// last step repeats. A step may hang until the call is cancelled.
+type scriptedProber struct {
+	mu    sync.Mutex
+	steps []step
+	calls int
+}
+
+type step struct {
+	out   ProbeOutput
+	err   error
+	hang  bool
+	delay time.Duration
+}
+
+func text(s string) step { return step{out: ProbeOutput{Text: s}} }
+
+func (p *scriptedProber) CallProbe(ctx context.Context, tool string, args json.RawMessage) (ProbeOutput, error) {
+	p.mu.Lock()
+	s := p.steps[min(p.calls, len(p.steps)-1)]
+	p.calls++
+	p.mu.Unlock()
+	if s.hang {
+		<-ctx.Done()
+		return ProbeOutput{}, ctx.Err()
+	}
+	if s.delay > 0 {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return ProbeOutput{}, ctx.Err()
+		}
+	}
+	return s.out, s.err
+}
+
+func (p *scriptedProber) callCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls
+}
+
+// recordingObserver keeps every sample it is told of.
+type recordingObserver struct {
+	mu      sync.Mutex
+	samples []workflows.Sample
+}
+
+func (o *recordingObserver) ObserveSample(_ string, s workflows.Sample) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.samples = append(o.samples, s)
+}
+
+// The activity works in real time; these inputs use milliseconds where the
+// tool's contract uses seconds, so each test takes a fraction of a second.
+func input(until workflows.Until, poll, maxWait, quiet time.Duration) workflows.PollInput {
+	now := time.Now()
+	return workflows.PollInput{
+		Spec: workflows.WaitForSpec{
+			Probe:      workflows.Probe{Tool: "demo.read_file", Args: json.RawMessage(`{}`)},
+			Until:      until,
+			PollSec:    1,
+			MaxWaitSec: 7,
+		},
+		StartedAt: now,
+		Deadline:  now.Add(maxWait),
+		Poll:      poll,
+		QuietFor:  quiet,
+	}
+}
+
+func runPoll(t *testing.T, prober Prober, in workflows.PollInput, observer SampleObserver, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	poller := &Poller{Prober: prober, Observer: observer}
+	env.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
+	if resume != nil {
+		env.SetHeartbeatDetails(*resume)
+	}
+	val, err := env.ExecuteActivity(workflows.PollProbeActivityName, in)
+	if err != nil {
+		return workflows.WaitForResult{}, err
+	}
+	var res workflows.WaitForResult
+	require.NoError(t, val.Get(&res))
+	return res, nil
+}
+
+var matchesReady = workflows.Until{Kind: workflows.ConditionMatches, Pattern: "READY"}
+
+func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("starting"), text("starting"), text("READY now")}}
+	obs := &recordingObserver{}
+	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), obs, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.ConditionMatches, res.Condition)
+	assert.Equal(t, 3, res.Samples)
+	assert.Equal(t, "READY now", res.LastObservation)
+	assert.Equal(t, 7, res.EffectiveMaxWaitSec)
+	assert.Equal(t, 3, prober.callCount())
+	require.Len(t, obs.samples, 3, "one progress sample per probe call")
+	assert.Equal(t, 1, obs.samples[0].Number)
+	assert.Equal(t, "READY now", obs.samples[2].Observation)
+}
+
+func TestPollProbeTakesTheFirstSampleAtOnce(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("READY")}}
+	// A poll interval far beyond the test's patience: only an immediate
+	// first sample lets this return.
+	res, err := runPoll(t, prober, input(matchesReady, time.Hour, 2*time.Hour, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Samples)
+	assert.Less(t, res.ElapsedSec, 60.0)
+}
+
+func TestPollProbeNotMatches(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("pod-a Terminating"), text("")}}
+	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"},
+		10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.ConditionNotMatches, res.Condition)
+	assert.Equal(t, 2, res.Samples)
+}
+
+func TestPollProbeSettlesWhenQuiet(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("1"), text("2"), text("3"), text("3")}}
+	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 1},
+		20*time.Millisecond, 5*time.Second, 100*time.Millisecond), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, "3", res.LastObservation)
+	assert.GreaterOrEqual(t, res.Samples, 4, "three changes, then at least 100ms of \"3\"")
+}
+
+func TestPollProbeFailMatches(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("Pending"), text("CrashLoopBackOff")}}
+	until := matchesReady
+	until.FailPattern = "CrashLoop"
+	res, err := runPoll(t, prober, input(until, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonFailed, res.Reason)
+	assert.Equal(t, workflows.ConditionFailMatches, res.Condition)
+	assert.Equal(t, 2, res.Samples)
+}
+
+func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("Pending")}}
+	in := input(matchesReady, 40*time.Millisecond, 300*time.Millisecond, 0)
+	res, err := runPoll(t, prober, in, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Empty(t, res.Condition)
+	assert.Equal(t, "Pending", res.LastObservation)
+	// 0, 40, ..., 280 and one on the bound at 300: a sample lands on the bound.
+	assert.Equal(t, 9, res.Samples)
+	assert.GreaterOrEqual(t, res.ElapsedSec, 0.3)
+}
+
+func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("Pending"), {hang: true}}}
+	in := input(matchesReady, 20*time.Millisecond, 300*time.Millisecond, 0)
+	start := time.Now()
+	res, err := runPoll(t, prober, in, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, "Pending", res.LastObservation, "the previous observation")
+	assert.Equal(t, 1, res.Samples)
+	assert.Less(t, time.Since(start), 300*time.Millisecond+FinalSampleAllowance+2*time.Second)
+}
+
+func TestPollProbeHungFirstCallIsAnError(t *testing.T) {
+	prober := &scriptedProber{steps: []step{{hang: true}}}
+	_, err := runPoll(t, prober, input(matchesReady, 20*time.Millisecond, 200*time.Millisecond, 0), nil, nil)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, workflows.ErrTypeProbeHung, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	assert.Contains(t, appErr.Message(), "probe demo.read_file hung: sample 1 did not return within max_wait_sec 7")
+}
+
+func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
+	big := strings.Repeat("x", 300*1024)
+	prober := &scriptedProber{steps: []step{text("small"), text(big)}}
+	_, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, workflows.ErrTypeProbeOutputTooLarge, appErr.Type())
+	assert.Equal(t, "sample 2: probe demo.read_file returned 307200 bytes (300.0 KiB), over the 256 KiB limit", appErr.Message())
+}
+
+func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
+	exact := strings.Repeat("x", workflows.MaxObservationBytes-5) + "READY"
+	prober := &scriptedProber{steps: []step{text(exact)}}
+	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+}
+
+func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
+	prober := &scriptedProber{steps: []step{{out: ProbeOutput{Text: "pods \"web\" not found", IsError: true}}}}
+	_, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, workflows.ErrTypeProbeReturnedError, appErr.Type())
+	assert.Equal(t, `sample 1: probe demo.read_file returned an error: "pods \"web\" not found"`, appErr.Message())
+}
+
+func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
+	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
+	prober := &scriptedProber{steps: []step{text("starting"), {err: down}, {err: down}, text("READY")}}
+	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
+	assert.Equal(t, 4, prober.callCount())
+	assert.Empty(t, res.ProbeError)
+}
+
+func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
+	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
+	prober := &scriptedProber{steps: []step{text("starting"), {err: down}}}
+	res, err := runPoll(t, prober, input(matchesReady, 20*time.Millisecond, 200*time.Millisecond, 0), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, "starting", res.LastObservation)
+	assert.Equal(t, `downstream MCP server "demo" is unavailable: connection refused`, res.ProbeError)
+}
+
+func TestPollProbeResumesFromItsLastHeartbeat(t *testing.T) {
+	in := input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 1}, 10*time.Millisecond, 5*time.Second, 150*time.Millisecond)
+	// Before the crash: 5 samples, "same" unchanged since 100ms ago.
+	resume := workflows.PollProgress{
+		Samples: 5, HasObservation: true, LastObservation: "same",
+		QuietSince: time.Now().Add(-100 * time.Millisecond), Attempts: 5, LastAttemptAt: time.Now().Add(-20 * time.Millisecond),
+	}
+	prober := &scriptedProber{steps: []step{text("same")}}
+	res, err := runPoll(t, prober, in, nil, &resume)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, 5+prober.callCount(), res.Samples, "samples before and after the restart both count")
+	assert.Less(t, prober.callCount(), 15, "the quiet window carried over: 150ms minus the 100ms already quiet")
+}
+
+func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
+	in := input(matchesReady, 10*time.Millisecond, 50*time.Millisecond, 0)
+	in.StartedAt = in.StartedAt.Add(-time.Second)
+	in.Deadline = in.Deadline.Add(-time.Second)
+	resume := workflows.PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending", Attempts: 3,
+		LastAttemptAt: in.Deadline}
+	prober := &scriptedProber{steps: []step{text("READY")}}
+	res, err := runPoll(t, prober, in, nil, &resume)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, 3, res.Samples)
+	assert.Equal(t, 0, prober.callCount())
+}

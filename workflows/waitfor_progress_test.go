@@ -1,0 +1,141 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func TestNextAttemptAtTrimsTheLastIntervalOntoTheBound(t *testing.T) {
+	deadline := t0.Add(10 * time.Second)
+	poll := 3 * time.Second
+	var p PollProgress
+
+	var got []time.Duration
+	for {
+		at, ok := p.NextAttemptAt(poll, deadline)
+		if !ok {
+			break
+		}
+		if at.IsZero() {
+			at = t0 // the first sample is taken at once
+		}
+		got = append(got, at.Sub(t0))
+		p.RecordAttempt(at)
+		require.Less(t, len(got), 10, "the schedule must end")
+	}
+	assert.Equal(t, []time.Duration{0, 3 * time.Second, 6 * time.Second, 9 * time.Second, 10 * time.Second}, got)
+}
+
+func TestNextAttemptAtAfterALateAttempt(t *testing.T) {
+	deadline := t0.Add(10 * time.Second)
+	p := PollProgress{Attempts: 1, LastAttemptAt: t0.Add(9500 * time.Millisecond)}
+	at, ok := p.NextAttemptAt(2*time.Second, deadline)
+	require.True(t, ok)
+	assert.Equal(t, deadline, at)
+
+	p.RecordAttempt(deadline)
+	_, ok = p.NextAttemptAt(2*time.Second, deadline)
+	assert.False(t, ok, "a sample on the bound is the last")
+}
+
+func TestExpectedSamples(t *testing.T) {
+	assert.Equal(t, 5, ExpectedSamples(3*time.Second, 10*time.Second))
+	assert.Equal(t, 61, ExpectedSamples(2*time.Second, 120*time.Second))
+	assert.Equal(t, 301, ExpectedSamples(time.Second, 300*time.Second))
+}
+
+func matcher(t *testing.T, u Until, quiet time.Duration) *Matcher {
+	t.Helper()
+	m, err := NewMatcher(WaitForSpec{Until: u}, quiet)
+	require.NoError(t, err)
+	return m
+}
+
+func observe(p *PollProgress, obs string, at time.Time) PollProgress {
+	p.RecordAttempt(at)
+	p.RecordObservation(obs, at)
+	return *p
+}
+
+func TestJudgeMatches(t *testing.T) {
+	m := matcher(t, Until{Kind: ConditionMatches, Pattern: `phase: Running`}, 0)
+	var p PollProgress
+	_, _, done := m.Judge(p, t0)
+	assert.False(t, done, "no observation yet")
+	_, _, done = m.Judge(observe(&p, "phase: Pending", t0), t0)
+	assert.False(t, done)
+	reason, cond, done := m.Judge(observe(&p, "phase: Running", t0.Add(time.Second)), t0.Add(time.Second))
+	assert.True(t, done)
+	assert.Equal(t, ReasonMatched, reason)
+	assert.Equal(t, ConditionMatches, cond)
+}
+
+func TestJudgeNotMatches(t *testing.T) {
+	m := matcher(t, Until{Kind: ConditionNotMatches, Pattern: `Terminating`}, 0)
+	var p PollProgress
+	_, _, done := m.Judge(observe(&p, "pod-a Terminating", t0), t0)
+	assert.False(t, done)
+	reason, cond, done := m.Judge(observe(&p, "", t0.Add(time.Second)), t0.Add(time.Second))
+	assert.True(t, done)
+	assert.Equal(t, ReasonMatched, reason)
+	assert.Equal(t, ConditionNotMatches, cond)
+}
+
+func TestJudgeQuietCountsFromTheFirstIdenticalSample(t *testing.T) {
+	m := matcher(t, Until{Kind: ConditionQuietForSec, QuietForSec: 5}, 5*time.Second)
+	var p PollProgress
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, step := range []struct {
+		sec  int
+		obs  string
+		done bool
+	}{
+		{0, "a", false},
+		{2, "a", false},
+		{4, "b", false}, // changed: the window restarts here
+		{6, "b", false},
+		{8, "b", false},
+		{9, "b", true}, // 5 s of "b"
+	} {
+		_, _, done := m.Judge(observe(&p, step.obs, at(step.sec)), at(step.sec))
+		assert.Equal(t, step.done, done, "at %ds", step.sec)
+	}
+	reason, cond, _ := m.Judge(p, at(9))
+	assert.Equal(t, ReasonSettled, reason)
+	assert.Equal(t, ConditionQuietForSec, cond)
+	assert.Equal(t, at(4), p.QuietSince)
+}
+
+func TestJudgeFailWinsOverSuccess(t *testing.T) {
+	m := matcher(t, Until{Kind: ConditionMatches, Pattern: `Running`, FailPattern: `CrashLoopBackOff`}, 0)
+	var p PollProgress
+	reason, cond, done := m.Judge(observe(&p, "Running CrashLoopBackOff", t0), t0)
+	assert.True(t, done)
+	assert.Equal(t, ReasonFailed, reason)
+	assert.Equal(t, ConditionFailMatches, cond)
+}
+
+func TestRecordUnavailableKeepsTheLastObservation(t *testing.T) {
+	var p PollProgress
+	observe(&p, "ok", t0)
+	p.RecordAttempt(t0.Add(time.Second))
+	p.RecordUnavailable(assert.AnError)
+	assert.Equal(t, 1, p.Samples)
+	assert.Equal(t, 2, p.Attempts)
+	assert.Equal(t, "ok", p.LastObservation)
+	assert.Equal(t, assert.AnError.Error(), p.LastError)
+
+	res := p.Result(WaitForSpec{MaxWaitSec: 30}, ReasonTimeout, "", 30*time.Second+1234*time.Millisecond)
+	assert.Equal(t, WaitForResult{
+		Reason: ReasonTimeout, LastObservation: "ok", ElapsedSec: 31.234, Samples: 1,
+		EffectiveMaxWaitSec: 30, ProbeError: assert.AnError.Error(),
+	}, res)
+
+	observe(&p, "ok", t0.Add(2*time.Second))
+	assert.Empty(t, p.LastError, "a successful sample clears the error")
+}

@@ -1,0 +1,106 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+func testSpec(maxWaitSec int) WaitForSpec {
+	return WaitForSpec{
+		Probe:      Probe{Tool: "k8s.kubectl_get", Args: []byte(`{}`)},
+		Until:      Until{Kind: ConditionMatches, Pattern: "Running"},
+		PollSec:    2,
+		MaxWaitSec: maxWaitSec,
+	}
+}
+
+// pollProbeStub stands in for the activity; the mock decides what it does.
+func pollProbeStub(context.Context, PollInput) (WaitForResult, error) {
+	panic("mocked")
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WaitFor, workflow.RegisterOptions{Name: WaitForWorkflowName})
+	env.RegisterActivityWithOptions(pollProbeStub, activity.RegisterOptions{Name: PollProbeActivityName})
+	return env
+}
+
+func TestWaitForPassesTheScheduleAndReturnsTheLoopsResult(t *testing.T) {
+	env := newEnv(t)
+	spec := testSpec(300)
+	spec.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 30}
+	want := WaitForResult{Reason: ReasonTimeout, LastObservation: "Pending", ElapsedSec: 300, Samples: 151, EffectiveMaxWaitSec: 300}
+
+	var got PollInput
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		After(300*time.Second). // skipped: a 300 s wait tests in milliseconds
+		Return(func(_ context.Context, in PollInput) (WaitForResult, error) {
+			got = in
+			return want, nil
+		})
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: spec})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res WaitForResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Equal(t, want, res)
+	assert.Equal(t, 300*time.Second, got.Deadline.Sub(got.StartedAt))
+	assert.Equal(t, 2*time.Second, got.Poll)
+	assert.Equal(t, 30*time.Second, got.QuietFor)
+	assert.Equal(t, spec, got.Spec)
+}
+
+func TestWaitForEndsFromTheLastHeartbeatWhenTheLoopIsLost(t *testing.T) {
+	env := newEnv(t)
+	last := PollProgress{Samples: 7, HasObservation: true, LastObservation: "Pending", Attempts: 8}
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, last))
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res WaitForResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Equal(t, ReasonTimeout, res.Reason)
+	assert.Equal(t, 7, res.Samples)
+	assert.Equal(t, "Pending", res.LastObservation)
+	assert.Equal(t, 60, res.EffectiveMaxWaitSec)
+}
+
+func TestWaitForFailsWhenNoSampleWasEverTaken(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no sample of k8s.kubectl_get was taken within max_wait_sec 60")
+}
+
+func TestWaitForSurfacesProbeErrors(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(WaitForResult{}, temporal.NewNonRetryableApplicationError("sample 3: probe k8s.kubectl_get returned 300 KiB", ErrTypeProbeOutputTooLarge, nil))
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+
+	require.True(t, env.IsWorkflowCompleted())
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	assert.Equal(t, ErrTypeProbeOutputTooLarge, appErr.Type())
+	assert.Contains(t, appErr.Message(), "sample 3")
+}
