@@ -1,0 +1,376 @@
+// Package e2e runs durawait as its users do: the real binary with its
+// embedded Temporal engine, real downstream MCP server processes, and real
+// MCP clients over streamable HTTP and stdio.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/datadir"
+)
+
+// Binaries built once for the whole package.
+var bin struct {
+	durawait, demoprobe string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "durawait-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin.durawait = filepath.Join(dir, "durawait")
+	bin.demoprobe = filepath.Join(dir, "demoprobe")
+	for out, pkg := range map[string]string{bin.durawait: "./cmd/durawait", bin.demoprobe: "./cmd/demoprobe"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = "../.."
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testTimeout bounds every wait on a condition in these tests: generous,
+// since CI machines are slow, and never a sleep that hopes.
+const testTimeout = 90 * time.Second
+
+// eventually polls cond every 50ms until it holds or testTimeout passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// workspace is one test's folder: config, data dir, probe files, call log.
+type workspace struct {
+	t   *testing.T
+	dir string
+}
+
+func newWorkspace(t *testing.T) *workspace {
+	return &workspace{t: t, dir: t.TempDir()}
+}
+
+func (w *workspace) path(name string) string { return filepath.Join(w.dir, name) }
+
+// write sets a probe file's contents.
+func (w *workspace) write(name, content string) {
+	w.t.Helper()
+	require.NoError(w.t, os.WriteFile(w.path(name), []byte(content), 0o644))
+}
+
+// calls counts the demo probe's calls whose arguments mention needle.
+func (w *workspace) calls(needle string) int {
+	b, err := os.ReadFile(w.path("calls.log"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), needle) {
+			n++
+		}
+	}
+	return n
+}
+
+// server is one downstream server entry of the config.
+type server struct {
+	name    string
+	command []string
+	expose  *bool
+}
+
+// demoServer is the demo probe, logging calls to the workspace's call log.
+// It refuses to start while the file "down" exists in the workspace, so a
+// test can hold it down.
+func (w *workspace) demoServer(name string) server {
+	script := fmt.Sprintf("test -e %q && { echo held down >&2; exit 1; }; exec %q --call-log %q",
+		w.path("down"), bin.demoprobe, w.path("calls.log"))
+	return server{name: name, command: []string{"/bin/sh", "-c", script}}
+}
+
+// writeConfig writes durawait.toml with the given servers.
+func (w *workspace) writeConfig(servers ...server) string {
+	w.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", w.path("data"))
+	for _, s := range servers {
+		cmd, _ := json.Marshal(s.command)
+		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\ncommand = %s\n", s.name, cmd)
+		if s.expose != nil {
+			fmt.Fprintf(&b, "expose = %v\n", *s.expose)
+		}
+	}
+	path := w.path("durawait.toml")
+	require.NoError(w.t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
+
+// instance is a running `durawait serve`.
+type instance struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	http string
+	log  *syncBuffer
+	done chan struct{}
+}
+
+// syncBuffer collects a process's output safely.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveArgs are the flags every test instance runs with: no fixed ports.
+func serveArgs(config, httpAddr string) []string {
+	return []string{"serve", "--config", config, "--http", httpAddr, "--engine-port", "0", "--ui-port", "0"}
+}
+
+// startServe runs `durawait serve` on the workspace's config over HTTP and
+// waits for /healthz to answer 200.
+func (w *workspace) startServe(config string) *instance {
+	w.t.Helper()
+	inst := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
+	inst.cmd = exec.Command(bin.durawait, serveArgs(config, inst.http)...)
+	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
+	require.NoError(w.t, inst.cmd.Start())
+	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
+	w.t.Cleanup(func() {
+		inst.kill9()
+		if w.t.Failed() {
+			w.t.Logf("durawait log:\n%s", inst.log.String())
+		}
+	})
+	eventually(w.t, "/healthz 200", func() bool {
+		select {
+		case <-inst.done:
+			w.t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
+		default:
+		}
+		resp, err := http.Get("http://" + inst.http + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return inst
+}
+
+// kill9 kills durawait without a chance to clean up, as a crash would.
+func (i *instance) kill9() {
+	_ = i.cmd.Process.Signal(syscall.SIGKILL)
+	<-i.done
+}
+
+// client connects a real MCP client over streamable HTTP.
+func (i *instance) client(t *testing.T) *mcpClient {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient("http://" + i.http + "/mcp")
+	require.NoError(t, err)
+	return initialize(t, c)
+}
+
+// mcpClient is an initialized MCP client that records progress notifications.
+type mcpClient struct {
+	*client.Client
+	mu       sync.Mutex
+	progress map[string][]float64 // progress token -> progress values
+}
+
+func initialize(t *testing.T, c *client.Client) *mcpClient {
+	t.Helper()
+	mc := &mcpClient{Client: c, progress: map[string][]float64{}}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method != "notifications/progress" {
+			return
+		}
+		token := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
+		p, _ := n.Params.AdditionalFields["progress"].(float64)
+		mc.mu.Lock()
+		mc.progress[token] = append(mc.progress[token], p)
+		mc.mu.Unlock()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.NoError(t, c.Start(ctx))
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-e2e", Version: "1"}
+	_, err := c.Initialize(ctx, req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return mc
+}
+
+func (c *mcpClient) progressOf(token string) []float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]float64(nil), c.progress[token]...)
+}
+
+// call calls a tool; token, when not empty, asks for progress.
+func (c *mcpClient) call(ctx context.Context, tool string, args map[string]any, token string) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	if token != "" {
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
+	return c.CallTool(ctx, req)
+}
+
+// waitResult is wait_for's structured result.
+type waitResult struct {
+	Reason              string  `json:"reason"`
+	Condition           string  `json:"condition"`
+	LastObservation     string  `json:"last_observation"`
+	ElapsedSec          float64 `json:"elapsed_sec"`
+	Samples             int     `json:"samples"`
+	EffectiveMaxWaitSec int     `json:"effective_max_wait_sec"`
+	ProbeError          string  `json:"probe_error"`
+}
+
+// waitFor calls wait_for and decodes a successful result; it fails the test
+// on an isError result.
+func (c *mcpClient) waitFor(t *testing.T, args map[string]any) waitResult {
+	t.Helper()
+	res := c.waitForRaw(t, args)
+	require.False(t, res.IsError, "wait_for failed: %s", resultText(res))
+	return decodeWait(t, res)
+}
+
+func (c *mcpClient) waitForRaw(t *testing.T, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	res, err := c.call(ctx, "wait_for", args, "")
+	require.NoError(t, err)
+	return res
+}
+
+func decodeWait(t *testing.T, res *mcp.CallToolResult) waitResult {
+	t.Helper()
+	var structured, fromText waitResult
+	raw := res.RawStructuredContent
+	if len(raw) == 0 {
+		var err error
+		raw, err = json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+	}
+	require.NoError(t, json.Unmarshal(raw, &structured))
+	require.NoError(t, json.Unmarshal([]byte(resultText(res)), &fromText), "the text rendering is the same JSON")
+	require.Equal(t, structured, fromText)
+	return structured
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// readFileWait is the usual wait: until the file says READY.
+func readFileWait(path string, extra map[string]any) map[string]any {
+	args := map[string]any{
+		"probe":        map[string]any{"tool": "read_file", "args": map[string]any{"path": path}},
+		"until":        map[string]any{"matches": "READY"},
+		"poll_sec":     1,
+		"max_wait_sec": 60,
+	}
+	for k, v := range extra {
+		args[k] = v
+	}
+	return args
+}
+
+// owner reads the data dir's lock file.
+func (w *workspace) owner() datadir.Owner {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.path("data"), "durawait.lock"))
+	require.NoError(w.t, err)
+	var o datadir.Owner
+	require.NoError(w.t, json.Unmarshal(b, &o))
+	return o
+}
+
+// stdioClient starts `durawait serve --stdio` under a real MCP stdio client
+// and returns the client and the durawait process.
+func (w *workspace) stdioClient(config string) (*mcpClient, *os.Process) {
+	w.t.Helper()
+	var cmd *exec.Cmd
+	logs := &syncBuffer{}
+	tr := transport.NewStdioWithOptions(bin.durawait,
+		nil, []string{"serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0"},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd = exec.Command(command, args...)
+			cmd.Env = append(os.Environ(), env...)
+			return cmd, nil
+		}),
+		transport.WithCommandStderrWriter(logs))
+	c := client.NewClient(tr)
+	mc := initialize(w.t, c)
+	w.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if w.t.Failed() {
+			w.t.Logf("durawait (stdio) log:\n%s", logs.String())
+		}
+	})
+	return mc, cmd.Process
+}
