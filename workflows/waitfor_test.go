@@ -45,7 +45,7 @@ func TestWaitForPassesTheScheduleAndReturnsTheLoopsResult(t *testing.T) {
 
 	var got PollInput
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
-		After(300*time.Second). // skipped: a 300 s wait tests in milliseconds
+		After(300 * time.Second). // skipped: a 300 s wait tests in milliseconds
 		Return(func(_ context.Context, in PollInput) (WaitForResult, error) {
 			got = in
 			return want, nil

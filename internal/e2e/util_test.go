@@ -82,3 +82,8 @@ func outputSchema(t *testing.T, tool mcp.Tool) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

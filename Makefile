@@ -1,0 +1,45 @@
+# durawait — the two commands a newcomer needs are `make run` and `make test`.
+
+GO      ?= go
+BIN     := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all build run test unit e2e vet fmt-check bench clean
+
+all: build
+
+## build: the durawait binary and the demo probe server, into bin/
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/durawait ./cmd/durawait
+	$(GO) build -o $(BIN)/demoprobe ./cmd/demoprobe
+
+## run: durawait serve with the demo config (MCP at http://127.0.0.1:8765/mcp, UI at http://127.0.0.1:8233)
+run: build
+	$(BIN)/durawait serve --config deploy/examples/demo.toml
+
+## test: formatting, vet, and every test (unit and end-to-end)
+test: fmt-check vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+## unit: the fast tests only (no processes started)
+unit:
+	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/...
+
+## e2e: the end-to-end tests only
+e2e:
+	$(GO) test -count=1 -timeout 30m ./internal/e2e/...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## bench: benchmarks (timing claims live here, not in tests)
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "durawait.toml")
+	require.NoError(t, os.WriteFile(path, []byte("http = \"127.0.0.1:1111\"\nnamespace = \"from-file\"\nui_port = 9999\n"), 0o644))
+
+	cfg, err := loadConfig("serve", []string{"--config", path, "--http", "127.0.0.1:2222", "--ui-port", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:2222", cfg.HTTP, "a flag wins over the file")
+	assert.Equal(t, 0, cfg.UIPort, "a flag wins even when it sets the zero value")
+	assert.Equal(t, "from-file", cfg.Namespace, "the file wins over a default")
+	assert.Equal(t, "durawait", cfg.TaskQueue, "defaults fill the rest")
+}
+
+func TestFlagsAloneWithoutAFile(t *testing.T) {
+	cfg, err := loadConfig("serve", []string{"--stdio", "--data-dir", "/tmp/x", "--temporal", "host:7233", "--namespace", "n", "--task-queue", "q", "--log-level", "debug", "--engine-port", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, cfg.Stdio)
+	assert.Equal(t, "/tmp/x", cfg.DataDir)
+	assert.Equal(t, "host:7233", cfg.Temporal)
+	assert.Equal(t, "n", cfg.Namespace)
+	assert.Equal(t, "q", cfg.TaskQueue)
+	assert.Equal(t, "debug", cfg.LogLevel)
+	assert.Equal(t, 0, cfg.EnginePort)
+}
+
+func TestBadFlagValuesAreNamed(t *testing.T) {
+	_, err := loadConfig("serve", []string{"--log-level", "chatty"}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `log_level: must be debug, info, warn or error, got "chatty"`)
+
+	_, err = loadConfig("serve", []string{"--config", "/does/not/exist.toml"}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "/does/not/exist.toml")
+}
+
+func TestWorkerAndFrontNeedATemporalAddress(t *testing.T) {
+	for _, cmd := range []string{"worker", "front"} {
+		err := run(t.Context(), []string{cmd}, nil, io.Discard, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "durawait "+cmd+" needs --temporal HOST:PORT")
+	}
+}

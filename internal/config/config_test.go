@@ -1,0 +1,103 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "durawait.toml")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+func TestLoadAppliesDefaultsAndResolvesRelativePaths(t *testing.T) {
+	path := writeFile(t, `
+data_dir = "state"
+ui_port = 0
+
+[[mcp_servers]]
+name = "k8s"
+command = ["kubectl-mcp", "--read-only"]
+env = { KUBECONFIG = "/etc/kube/config" }
+
+[[mcp_servers]]
+name = "demo"
+command = ["../bin/demoprobe"]
+expose = false
+
+[[mcp_servers]]
+name = "ci"
+url = "http://127.0.0.1:9000/mcp"
+transport = "sse"
+`)
+	cfg, err := Load(path)
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	dir := filepath.Dir(path)
+	assert.Equal(t, filepath.Join(dir, "state"), cfg.DataDir)
+	assert.Equal(t, 0, cfg.UIPort)
+	assert.Equal(t, "127.0.0.1:8765", cfg.HTTP, "defaults stay")
+	assert.Equal(t, 5, cfg.WaitFor.HeartbeatTimeoutSec)
+	require.Len(t, cfg.MCPServers, 3)
+	assert.Equal(t, []string{"kubectl-mcp", "--read-only"}, cfg.MCPServers[0].Command, "a bare program name is looked up on PATH")
+	assert.Equal(t, filepath.Join(dir, "../bin/demoprobe"), cfg.MCPServers[1].Command[0])
+	assert.True(t, cfg.MCPServers[0].Exposed())
+	assert.False(t, cfg.MCPServers[1].Exposed())
+	assert.Equal(t, "/etc/kube/config", cfg.MCPServers[0].Env["KUBECONFIG"])
+}
+
+func TestLoadRejectsUnknownKeys(t *testing.T) {
+	_, err := Load(writeFile(t, "htpp = \"x\"\n[[mcp_servers]]\nname = \"a\"\ncommand = [\"x\"]\nexpse = true\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unknown keys: htpp, mcp_servers.expse")
+}
+
+func TestLoadReportsSyntaxErrors(t *testing.T) {
+	_, err := Load(writeFile(t, "http = \n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "durawait.toml")
+}
+
+func TestValidateNamesEveryBrokenRule(t *testing.T) {
+	cfg := Default()
+	cfg.Namespace = ""
+	cfg.LogLevel = "loud"
+	cfg.UIPort = 70000
+	cfg.WaitFor.HeartbeatTimeoutSec = 0
+	cfg.MCPServers = []MCPServer{
+		{Name: "", Command: []string{"x"}},
+		{Name: "a.b", Command: []string{"x"}},
+		{Name: "dup", Command: []string{"x"}},
+		{Name: "dup", URL: "http://x", Command: []string{"y"}},
+		{Name: "none"},
+		{Name: "t", Command: []string{"x"}, Transport: "sse"},
+		{Name: "u", URL: "http://x", Transport: "websocket"},
+	}
+	err := cfg.Validate()
+	require.Error(t, err)
+	for _, msg := range []string{
+		"namespace: must not be empty",
+		`log_level: must be debug, info, warn or error, got "loud"`,
+		"ui_port: must be a TCP port or 0 to disable the UI, got 70000",
+		"wait_for.heartbeat_timeout_sec: must be at least 1, got 0",
+		"mcp_servers[0].name: must not be empty",
+		`mcp_servers[1].name: "a.b" must not contain dots or spaces`,
+		`mcp_servers[3].name: "dup" is used by another server`,
+		"mcp_servers[3]: set command (stdio) or url (HTTP), not both",
+		"mcp_servers[4]: set command (a stdio server) or url (an HTTP server)",
+		"mcp_servers[5].transport: applies only with url",
+		`mcp_servers[6].transport: must be "streamable-http" or "sse", got "websocket"`,
+	} {
+		assert.Contains(t, err.Error(), msg)
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	assert.NoError(t, Default().Validate())
+}

@@ -1,0 +1,30 @@
+package datadir
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSecondAcquireNamesTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	started := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	first, err := Acquire(dir, Owner{PID: 4242, StartedAt: started})
+	require.NoError(t, err)
+	require.NoError(t, first.Update(Owner{PID: 4242, HTTP: "http://127.0.0.1:8765/mcp", Engine: "127.0.0.1:7233", StartedAt: started}))
+
+	_, err = Acquire(dir, Owner{PID: 1})
+	var inUse *InUseError
+	require.ErrorAs(t, err, &inUse)
+	assert.Equal(t, 4242, inUse.Owner.PID)
+	assert.Equal(t, "data dir "+dir+" is in use by another durawait process (pid 4242, MCP at http://127.0.0.1:8765/mcp, "+
+		"Temporal engine at 127.0.0.1:7233, started 2026-11-29T12:00:00Z); to add a worker and front end to it, "+
+		"run with --temporal 127.0.0.1:7233, or use another --data-dir", err.Error())
+
+	first.Release()
+	again, err := Acquire(dir, Owner{PID: 2})
+	require.NoError(t, err, "released locks can be taken")
+	again.Release()
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A wait outlives a kill -9 of durawait: after a restart, the same call
+// attaches to it and gets the result, with samples from before and after.
+func TestWaitSurvivesKill9OverHTTP(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	first := w.startServe(config)
+	w.write("deploy", "rolling out")
+	args := readFileWait(w.path("deploy"), nil)
+
+	start := time.Now()
+	go func() {
+		// This caller's connection dies with the server.
+		_, _ = first.client(t).call(context.Background(), "wait_for", args, "")
+	}()
+	eventually(t, "samples before the crash", func() bool { return w.calls("deploy") >= 3 })
+	first.kill9()
+	before := w.calls("deploy")
+
+	second := w.startServe(config)
+	c := second.client(t)
+	done := make(chan waitResult, 1)
+	go func() { done <- c.waitFor(t, args) }()
+	eventually(t, "samples after the restart", func() bool { return w.calls("deploy") >= before+2 })
+	w.write("deploy", "READY")
+	res := <-done
+
+	total := w.calls("deploy")
+	assert.Equal(t, "matched", res.Reason)
+	assert.Equal(t, "READY", res.LastObservation)
+	after := total - before
+	assert.Greater(t, res.Samples, after, "samples from before the crash count too")
+	assert.LessOrEqual(t, res.Samples, total)
+	assert.GreaterOrEqual(t, res.Samples, total-2, "at most the last second of samples before the crash is lost")
+	assert.GreaterOrEqual(t, res.ElapsedSec, time.Since(start).Seconds()-2, "elapsed counts from the first call, before the crash")
+}
+
+func TestWaitSurvivesKill9OverStdio(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.write("job", "queued")
+	args := readFileWait(w.path("job"), nil)
+
+	c, proc := w.stdioClient(config)
+	go func() { _, _ = c.call(context.Background(), "wait_for", args, "") }()
+	eventually(t, "samples before the crash", func() bool { return w.calls("job") >= 3 })
+	require.NoError(t, proc.Signal(syscall.SIGKILL))
+	_, _ = proc.Wait()
+	before := w.calls("job")
+
+	// The client restarts its server, as stdio clients do, and calls again.
+	c2, _ := w.stdioClient(config)
+	done := make(chan waitResult, 1)
+	go func() { done <- c2.waitFor(t, args) }()
+	eventually(t, "samples after the restart", func() bool { return w.calls("job") >= before+2 })
+	w.write("job", "READY")
+	res := <-done
+
+	total := w.calls("job")
+	assert.Equal(t, "matched", res.Reason)
+	assert.Greater(t, res.Samples, total-before, "samples from before the crash count too")
+	assert.LessOrEqual(t, res.Samples, total)
+}
+
+// A downstream server that dies is restarted; calls during the outage fail
+// with a message naming it, and a running wait carries on.
+func TestDownstreamOutageIsSurvived(t *testing.T) {
+	w := newWorkspace(t)
+	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
+	c := inst.client(t)
+	w.write("svc", "down for maintenance")
+
+	done := make(chan waitResult, 1)
+	go func() { done <- c.waitFor(t, readFileWait(w.path("svc"), nil)) }()
+	eventually(t, "a sample", func() bool { return w.calls("svc") >= 1 })
+
+	// Hold the server down and kill it.
+	w.write("down", "")
+	probePID := childPID(t, inst.cmd.Process.Pid, "demoprobe")
+	require.NoError(t, syscall.Kill(probePID, syscall.SIGKILL))
+
+	eventually(t, "calls to fail naming the server", func() bool {
+		res, err := c.call(context.Background(), "read_file", map[string]any{"path": w.path("svc")}, "")
+		return err == nil && res.IsError && strings.Contains(resultText(res), `downstream MCP server "demo" is unavailable`)
+	})
+	callsDuringOutage := w.calls("svc")
+
+	// Let it come back; the wait sees the file change.
+	require.NoError(t, os.Remove(w.path("down")))
+	w.write("svc", "READY")
+	res := <-done
+	assert.Equal(t, "matched", res.Reason)
+	assert.Equal(t, "READY", res.LastObservation)
+	assert.Greater(t, w.calls("svc"), callsDuringOutage)
+}
+
+// childPID finds the process named name among pid's descendants.
+func childPID(t *testing.T, pid int, name string) int {
+	t.Helper()
+	var found int
+	eventually(t, name+" process", func() bool {
+		out, err := exec.Command("pgrep", "-f", name).Output()
+		if err != nil {
+			return false
+		}
+		for _, f := range strings.Fields(string(out)) {
+			p := atoi(f)
+			if isDescendant(p, pid) {
+				found = p
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func isDescendant(p, ancestor int) bool {
+	for i := 0; i < 10 && p > 1; i++ {
+		stat, err := os.ReadFile("/proc/" + itoa(p) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		p = atoi(fields[1])
+		if p == ancestor {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,109 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeDownstream is a fixed set of servers and tools.
+type fakeDownstream struct {
+	order   []string
+	tools   map[string][]string
+	expose  map[string]bool
+	lastErr map[string]error
+}
+
+func (f fakeDownstream) ServerNames() []string { return f.order }
+
+func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
+	var out []mcp.Tool
+	for _, name := range f.tools[server] {
+		out = append(out, mcp.NewTool(name))
+	}
+	return out, f.expose[server], f.lastErr[server]
+}
+
+func (f fakeDownstream) CallTool(context.Context, string, string, any) (*mcp.CallToolResult, error) {
+	return nil, errors.New("not used")
+}
+
+func exposedNames(c *catalog) []string {
+	var names []string
+	for n := range c.exposed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func TestCatalogNamesToolsAndResolvesProbes(t *testing.T) {
+	d := fakeDownstream{
+		order:   []string{"k8s", "ci", "hidden", "gone"},
+		tools:   map[string][]string{"k8s": {"kubectl_get", "logs", "wait_for"}, "ci": {"logs", "job_status"}, "hidden": {"secret_probe", "logs"}},
+		expose:  map[string]bool{"k8s": true, "ci": true, "hidden": false, "gone": true},
+		lastErr: map[string]error{"gone": errors.New("connection refused")},
+	}
+	c := newCatalog(d, nativeToolNames)
+
+	assert.Equal(t, []string{"ci.logs", "job_status", "k8s.logs", "k8s.wait_for", "kubectl_get"}, exposedNames(c),
+		"shared names and names of native tools are server-qualified; unexposed servers are not listed")
+
+	for name, want := range map[string]string{
+		"kubectl_get":      "k8s.kubectl_get",
+		"k8s.kubectl_get":  "k8s.kubectl_get",
+		"job_status":       "ci.job_status",
+		"secret_probe":     "hidden.secret_probe", // probe-only servers can still be probed
+		"k8s.wait_for":     "k8s.wait_for",
+		"hidden.logs":      "hidden.logs",
+		"ci.logs":          "ci.logs",
+		"k8s.logs":         "k8s.logs",
+		"hidden.secret_pr": "",
+	} {
+		got, err := c.ResolveProbeTool(name)
+		if want == "" {
+			assert.Error(t, err, name)
+			continue
+		}
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+	}
+
+	_, err := c.ResolveProbeTool("wait_for")
+	assert.EqualError(t, err, `"wait_for" is one of durawait's own tools; native tools cannot be probed, name a downstream MCP tool`)
+	_, err = c.ResolveProbeTool("logs")
+	assert.EqualError(t, err, `"logs" is a tool of several downstream servers; name one of k8s.logs, ci.logs, hidden.logs`)
+	_, err = c.ResolveProbeTool("nope")
+	assert.EqualError(t, err, `no downstream MCP server exposes a tool named "nope"; configured servers: `+
+		`k8s (tools: kubectl_get, logs, wait_for); ci (tools: job_status, logs); hidden (tools: logs, secret_probe); gone (not connected: connection refused)`)
+}
+
+func TestWaitForIsListedOnlyWithADownstreamServer(t *testing.T) {
+	ctx := context.Background()
+	list := func(d Downstream) []string {
+		f := New(Options{Downstream: d})
+		resp := f.mcp.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		res, ok := resp.(mcp.JSONRPCResponse)
+		require.True(t, ok, "%#v", resp)
+		tools := res.Result.(mcp.ListToolsResult).Tools
+		var names []string
+		for _, tool := range tools {
+			names = append(names, tool.Name)
+		}
+		sort.Strings(names)
+		return names
+	}
+	assert.Empty(t, list(fakeDownstream{}))
+	assert.Equal(t, []string{"kubectl_get", "wait_for"}, list(fakeDownstream{
+		order: []string{"k8s"}, tools: map[string][]string{"k8s": {"kubectl_get"}}, expose: map[string]bool{"k8s": true},
+	}))
+	// A configured server that never connected still makes wait_for available.
+	assert.Equal(t, []string{"wait_for"}, list(fakeDownstream{
+		order: []string{"k8s"}, expose: map[string]bool{"k8s": true}, lastErr: map[string]error{"k8s": errors.New("down")},
+	}))
+}
