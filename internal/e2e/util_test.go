@@ -63,22 +63,20 @@ func historyLengths(t *testing.T, engine string) []int {
 // inputSchema is a listed tool's input schema as JSON, however the client
 // library stored it.
 func inputSchema(t *testing.T, tool mcp.Tool) []byte {
-	t.Helper()
-	if len(tool.RawInputSchema) > 0 {
-		return tool.RawInputSchema
-	}
-	b, err := json.Marshal(tool.InputSchema)
-	require.NoError(t, err)
-	return b
+	return schemaJSON(t, tool.RawInputSchema, tool.InputSchema)
 }
 
 // outputSchema is a listed tool's output schema as JSON.
 func outputSchema(t *testing.T, tool mcp.Tool) []byte {
+	return schemaJSON(t, tool.RawOutputSchema, tool.OutputSchema)
+}
+
+func schemaJSON(t *testing.T, raw []byte, parsed any) []byte {
 	t.Helper()
-	if len(tool.RawOutputSchema) > 0 {
-		return tool.RawOutputSchema
+	if len(raw) > 0 {
+		return raw
 	}
-	b, err := json.Marshal(tool.OutputSchema)
+	b, err := json.Marshal(parsed)
 	require.NoError(t, err)
 	return b
 }
