@@ -61,6 +61,9 @@ type Engine struct {
 	ui     *uiserver.Server
 	addr   string
 	uiAddr string
+	// logLevel is raised on Stop: a stopping engine warns about every
+	// connection it closes.
+	logLevel *slog.LevelVar
 }
 
 // Start creates the database on first use and starts the engine. It returns
@@ -93,7 +96,9 @@ func Start(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	conf := serverConfig(opts, sqlConf, ports)
-	logger := newTemporalLogger(opts.Logger, opts.LogLevel)
+	level := &slog.LevelVar{}
+	level.Set(opts.LogLevel)
+	logger := newTemporalLogger(opts.Logger, level)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("engine: authorizer: %w", err)
@@ -128,7 +133,7 @@ func Start(opts Options) (*Engine, error) {
 	if err := server.Start(); err != nil {
 		return nil, fmt.Errorf("engine: start server: %w", err)
 	}
-	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))}
+	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level}
 	if opts.UIPort > 0 {
 		e.startUI(opts)
 	}
@@ -143,6 +148,7 @@ func (e *Engine) UIAddr() string { return e.uiAddr }
 
 // Stop stops the UI and the engine.
 func (e *Engine) Stop() {
+	e.logLevel.Set(slog.LevelError)
 	if e.ui != nil {
 		e.ui.Stop()
 	}

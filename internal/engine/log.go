@@ -12,12 +12,12 @@ import (
 // The server logs a great deal at info level; level filters what is kept.
 type temporalLogger struct {
 	logger *slog.Logger
-	level  slog.Level
+	level  *slog.LevelVar
 }
 
 var _ log.Logger = temporalLogger{}
 
-func newTemporalLogger(logger *slog.Logger, level slog.Level) temporalLogger {
+func newTemporalLogger(logger *slog.Logger, level *slog.LevelVar) temporalLogger {
 	return temporalLogger{logger: logger.With("component", "temporal"), level: level}
 }
 
@@ -30,7 +30,7 @@ func (l temporalLogger) Panic(msg string, tags ...tag.Tag)  { l.log(slog.LevelEr
 func (l temporalLogger) Fatal(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
 
 func (l temporalLogger) log(level slog.Level, msg string, tags []tag.Tag) {
-	if level < l.level || !l.logger.Enabled(context.Background(), level) {
+	if level < l.level.Level() || !l.logger.Enabled(context.Background(), level) {
 		return
 	}
 	attrs := make([]slog.Attr, len(tags))
