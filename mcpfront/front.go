@@ -40,6 +40,9 @@ type Options struct {
 	Samples SampleFeed
 	// HeartbeatTimeout of probe loops.
 	HeartbeatTimeout time.Duration
+	// Agents configures the agent tools; they are listed when providers are
+	// configured.
+	Agents AgentOptions
 	Logger           *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
@@ -81,7 +84,7 @@ func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
 
 // nativeToolNames are durawait's own tools; they cannot be probed and a
 // downstream tool of the same name is exposed as <server>.<tool>.
-var nativeToolNames = []string{"wait_for"}
+var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents"}
 
 // Refresh rebuilds the tool list from the downstream servers' current tools.
 // Call it whenever a server's tool list changes.
@@ -94,6 +97,9 @@ func (f *Front) Refresh() {
 	var tools []server.ServerTool
 	if len(cat.servers) > 0 {
 		tools = append(tools, server.ServerTool{Tool: waitForTool(), Handler: f.handleWaitFor})
+	}
+	if f.opts.Agents.enabled() {
+		tools = append(tools, f.agentTools()...)
 	}
 	for name, ref := range cat.exposed {
 		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})

@@ -1,8 +1,9 @@
-// Package worker wires durawait's Temporal worker: it registers the
-// workflows and activities on a task queue and runs them.
+// Package worker wires durawait's Temporal workers: it registers the
+// workflows and activities on their task queues and runs them.
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// Options configure a worker.
+// Options configure the workers.
 type Options struct {
 	Client    client.Client
 	TaskQueue string
@@ -23,6 +24,9 @@ type Options struct {
 	Prober activities.Prober
 	// Observer, when set, is told of every sample.
 	Observer activities.SampleObserver
+	// Agents, when set, runs agent CLIs on this host; its HostQueue gets a
+	// worker of its own.
+	Agents *activities.AgentRunner
 	// MaxConcurrentWaits caps the probe loops this worker runs at once;
 	// each is a goroutine that mostly sleeps.
 	MaxConcurrentWaits int
@@ -31,33 +35,73 @@ type Options struct {
 // DefaultMaxConcurrentWaits is the cap when Options leaves it zero.
 const DefaultMaxConcurrentWaits = 20000
 
-// New returns a worker with every workflow and activity registered. Start it
-// with Start, stop it with Stop.
-func New(opts Options) (sdkworker.Worker, error) {
+// Workers are durawait's running workers.
+type Workers struct {
+	workers []sdkworker.Worker
+}
+
+// New returns the workers, every workflow and activity registered.
+func New(opts Options) (*Workers, error) {
 	if opts.Client == nil || opts.TaskQueue == "" || opts.Prober == nil {
-		return nil, fmt.Errorf("worker: client, task queue and prober are required")
+		return nil, errors.New("worker: client, task queue and prober are required")
 	}
 	if opts.MaxConcurrentWaits <= 0 {
 		opts.MaxConcurrentWaits = DefaultMaxConcurrentWaits
 	}
-	w := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
+	main := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentWaits,
 		// A probe loop's progress (samples, last observation) lives in its
 		// heartbeats; sending them at least every second bounds what a crash
 		// can lose to the last second of samples.
 		MaxHeartbeatThrottleInterval: time.Second,
 	})
-	Register(w, opts.Prober, opts.Observer)
-	return w, nil
+	Register(main, opts.Prober, opts.Observer, opts.Agents)
+	ws := &Workers{workers: []sdkworker.Worker{main}}
+	if opts.Agents != nil {
+		host := sdkworker.New(opts.Client, opts.Agents.HostQueue, sdkworker.Options{
+			MaxHeartbeatThrottleInterval: time.Second,
+		})
+		host.RegisterActivityWithOptions(opts.Agents.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
+		ws.workers = append(ws.workers, host)
+	}
+	return ws, nil
 }
 
-// Register puts durawait's workflows and activities on r under their
-// durable names. Tests use it with the Temporal test environment.
-func Register(r interface {
+// Start starts every worker.
+func (w *Workers) Start() error {
+	for i, wk := range w.workers {
+		if err := wk.Start(); err != nil {
+			for _, started := range w.workers[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop stops every worker.
+func (w *Workers) Stop() {
+	for _, wk := range w.workers {
+		wk.Stop()
+	}
+}
+
+// Registry is where workflows and activities are registered: a worker or
+// the Temporal test environment.
+type Registry interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, prober activities.Prober, observer activities.SampleObserver) {
+}
+
+// Register puts durawait's workflows and the shared-queue activities on r
+// under their durable names.
+func Register(r Registry, prober activities.Prober, observer activities.SampleObserver, agents *activities.AgentRunner) {
 	r.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AgentInvocation, workflow.RegisterOptions{Name: workflows.AgentWorkflowName})
 	poller := &activities.Poller{Prober: prober, Observer: observer}
 	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
+	if agents != nil {
+		r.RegisterActivityWithOptions(agents.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
+	}
 }

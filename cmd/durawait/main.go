@@ -56,6 +56,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runRoles(ctx, "worker", roles{worker: true}, rest, stdin, stdout, stderr)
 	case "front":
 		return runRoles(ctx, "front", roles{front: true}, rest, stdin, stdout, stderr)
+	case "agent-supervise":
+		code, err := runSupervise(rest, stderr)
+		if err != nil {
+			return err
+		}
+		os.Exit(code)
+		return nil
 	case "version", "--version":
 		fmt.Fprintln(stdout, "durawait", version)
 		return nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
@@ -25,6 +29,7 @@ import (
 	"github.com/durawait/durawait/mcpfront"
 	"github.com/durawait/durawait/worker"
 	"github.com/durawait/durawait/worker/downstream"
+	"github.com/durawait/durawait/workflows"
 )
 
 // roles says which parts a process runs.
@@ -135,14 +140,18 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 
 	hub := samplehub.New()
 	if r.worker {
+		runner, err := agentRunner(cfg, tc, logger)
+		if err != nil {
+			return err
+		}
 		w, err := worker.New(worker.Options{
-			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub,
+			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub, Agents: runner,
 		})
 		if err != nil {
 			return err
 		}
 		if err := w.Start(); err != nil {
-			return fmt.Errorf("start worker: %w", err)
+			return err
 		}
 		cleanups = append(cleanups, w.Stop)
 	}
@@ -162,7 +171,13 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		Downstream:       manager,
 		Samples:          feed,
 		HeartbeatTimeout: cfg.HeartbeatTimeout(),
-		Logger:           logger.With("component", "mcpfront"),
+		Agents: mcpfront.AgentOptions{
+			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
+			WaitWindow: cfg.Agents.WaitWindow(),
+			MaxRun:     cfg.Agents.MaxRun(),
+			CancelWait: cfg.Agents.CancelGrace() + 30*time.Second,
+		},
+		Logger: logger.With("component", "mcpfront"),
 		Version:          version,
 	})
 	manager.OnToolsChanged(front.Refresh)
@@ -181,6 +196,35 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
+}
+
+// agentRunner builds the runner of agent CLIs on this host, or nil when no
+// provider is configured.
+func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*activities.AgentRunner, error) {
+	if len(cfg.Agents.Providers) == 0 {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the durawait executable (the agent supervisor): %w", err)
+	}
+	spool, err := filepath.Abs(filepath.Join(cfg.DataDir, "agents"))
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(spool))
+	return &activities.AgentRunner{
+		Providers:    cfg.Agents.ResolvedProviders(),
+		AllowedRoots: cfg.Agents.AllowedRoots,
+		SpoolDir:     spool,
+		// One queue per host and spool: the run's output lives on this disk.
+		HostQueue:   fmt.Sprintf("durawait-agents-%s-%s", host, hex.EncodeToString(sum[:4])),
+		Supervisor:  []string{self, "agent-supervise"},
+		Signals:     tc,
+		CancelGrace: cfg.Agents.CancelGrace(),
+		Logger:      logger.With("component", "agents"),
+	}, nil
 }
 
 func uiURL(addr string) string {

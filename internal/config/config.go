@@ -37,6 +37,7 @@ type Config struct {
 
 	WaitFor    WaitFor     `toml:"wait_for"`
 	MCPServers []MCPServer `toml:"mcp_servers"`
+	Agents     Agents      `toml:"agents"`
 }
 
 // WaitFor tunes the wait_for tool.
@@ -71,6 +72,7 @@ func Default() Config {
 		UIPort:     8233,
 		LogLevel:   "info",
 		WaitFor:    WaitFor{HeartbeatTimeoutSec: 5},
+		Agents:     Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
 	}
 }
 
@@ -97,6 +99,12 @@ func Load(path string) (Config, error) {
 	for i, s := range cfg.MCPServers {
 		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
 			cfg.MCPServers[i].Command[0] = filepath.Join(base, s.Command[0])
+		}
+	}
+	for name, p := range cfg.Agents.Providers {
+		if len(p.Command) > 0 && strings.Contains(p.Command[0], "/") && !filepath.IsAbs(p.Command[0]) {
+			p.Command[0] = filepath.Join(base, p.Command[0])
+			cfg.Agents.Providers[name] = p
 		}
 	}
 	return cfg, nil
@@ -157,6 +165,7 @@ func (c Config) Validate() error {
 			bad("%s.transport: applies only with url", field)
 		}
 	}
+	errs = append(errs, c.Agents.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,125 @@
+// Package agentstream reads the machine-readable output of agent CLIs (Claude
+// Code stream-json, Codex exec --json, Gemini CLI stream-json, plain text)
+// line by line into the few things durawait acts on: the session ID, the
+// latest public reply, what the CLI is doing, execution blockers, and the
+// CLI's own final verdict. An unknown or malformed line is ignored, never a
+// crash.
+package agentstream
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// Formats a provider's output may be read as.
+const (
+	FormatClaude = "claude-stream-json"
+	FormatCodex  = "codex-json"
+	FormatGemini = "gemini-stream-json"
+	FormatText   = "text"
+)
+
+// Formats lists every supported format.
+var Formats = []string{FormatClaude, FormatCodex, FormatGemini, FormatText}
+
+// Event is what one output line means; most lines set one field or none.
+type Event struct {
+	SessionID string
+	// Reply is the latest public reply as a whole (not a delta).
+	Reply    string
+	Activity *workflows.AgentActivity
+	Blocker  *workflows.AgentError
+	Final    *Final
+}
+
+// Final is a CLI's own verdict on its run (Claude's result line, Codex's
+// turn.completed / turn.failed, Gemini's result).
+type Final struct {
+	IsError bool
+	// Output is the final reply when the CLI states it.
+	Output string
+	// Error classifies a failed run; nil when unknown.
+	Error *workflows.AgentError
+}
+
+// Parser turns lines into events. Implementations keep the little state a
+// format needs (deltas, tool names by ID) and are not safe for concurrent use.
+type Parser interface {
+	Parse(line []byte) []Event
+}
+
+// New returns a parser for format. now is the clock used to judge how soon
+// a rate limit resets.
+func New(format string, now func() time.Time) (Parser, error) {
+	switch format {
+	case FormatClaude:
+		return &claudeParser{now: now, tools: map[string]string{}}, nil
+	case FormatCodex:
+		return &codexParser{}, nil
+	case FormatGemini:
+		return &geminiParser{tools: map[string]string{}}, nil
+	case FormatText:
+		return &textParser{}, nil
+	}
+	return nil, fmt.Errorf("unknown output format %q (known: %s)", format, strings.Join(Formats, ", "))
+}
+
+// textParser treats every line as part of the reply; the exit status decides.
+type textParser struct {
+	reply strings.Builder
+}
+
+func (p *textParser) Parse(line []byte) []Event {
+	if p.reply.Len() > 0 {
+		p.reply.WriteByte('\n')
+	}
+	p.reply.Write(line)
+	if p.reply.Len() > 4*workflows.OutputTailChars*4 {
+		// Keep memory bounded; only the tail is ever shown while running.
+		tail := workflows.Tail(p.reply.String(), 2*workflows.OutputTailChars)
+		p.reply.Reset()
+		p.reply.WriteString(tail)
+	}
+	return []Event{{Reply: p.reply.String()}}
+}
+
+func blocker(code, message string) *workflows.AgentError {
+	return &workflows.AgentError{Code: code, Message: message}
+}
+
+// Classify maps a CLI's error message to a blocker category, or "" when it
+// is an ordinary failure. Only messages that end a turn are classified:
+// transient retries are never blockers.
+func Classify(msg string) string {
+	m := strings.ToLower(msg)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(m, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("requested permission", "haven't granted", "have not granted", "denied by policy",
+		"requires approval", "approval required", "permission denied by user"):
+		return workflows.BlockerPermission
+	case has("invalid api key", "authentication", "unauthorized", "401", "/login", "not logged in",
+		"login required", "oauth token has expired", "api key not valid"):
+		return workflows.BlockerAuth
+	case has("credit balance", "billing", "payment required", "402", "insufficient_quota", "insufficient credits"):
+		return workflows.BlockerBilling
+	case has("usage limit", "rate limit", "rate_limit", "quota exceeded", "resource_exhausted", "429", "too many requests"):
+		return workflows.BlockerRateLimit
+	}
+	return ""
+}
+
+// isRetry says whether an error message reports a transient retry.
+func isRetry(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "retrying") || strings.Contains(m, "reconnecting") || strings.Contains(m, "retry in")
+}

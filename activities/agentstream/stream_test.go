@@ -1,0 +1,164 @@
+package agentstream
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// replay feeds a recorded stream through a parser into a State and returns
+// it with the blockers in the order they were first seen.
+func replay(t *testing.T, format, file string) (State, []string) {
+	t.Helper()
+	p, err := New(format, func() time.Time { return now })
+	require.NoError(t, err)
+	f, err := os.Open(filepath.Join("testdata", file))
+	require.NoError(t, err)
+	defer f.Close()
+	var st State
+	var woke []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		for _, ev := range p.Parse(sc.Bytes()) {
+			if b := st.Apply(ev, now); b != nil {
+				woke = append(woke, b.Code)
+			}
+		}
+	}
+	return st, woke
+}
+
+func TestClaudeStream(t *testing.T) {
+	st, woke := replay(t, FormatClaude, "claude.jsonl")
+	assert.Equal(t, "c0ffee-1", st.Live.SessionID)
+	assert.Equal(t, "The tests fail in pkg/x; I could not write the fix.", st.Live.Reply)
+	require.NotNil(t, st.Live.Activity)
+	assert.Equal(t, workflows.AgentActivity{Kind: "tool_call", State: "failed"}, *st.Live.Activity)
+	// The failed Bash call and the api_retry are not blockers; the denied
+	// Write is, once, though it shows twice (tool_result and result).
+	assert.Equal(t, []string{workflows.BlockerPermission}, woke)
+
+	out := st.Outcome(0)
+	assert.Equal(t, workflows.AgentSucceeded, out.Status, "a run that finishes despite a denial succeeded")
+	assert.Equal(t, "Tests fail in pkg/x; fix needs Write permission.", out.Output, "the result line is the final reply")
+	assert.Equal(t, "c0ffee-1", out.SessionID)
+}
+
+func TestClaudeRateLimitAndAuth(t *testing.T) {
+	p, _ := New(FormatClaude, func() time.Time { return now })
+	soon := now.Add(2 * time.Minute).Unix()
+	later := now.Add(3 * time.Hour).Unix()
+	evs := p.Parse([]byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":` + itoa(soon) + `}}`))
+	assert.Empty(t, evs, "a limit that resets within minutes is transient")
+	evs = p.Parse([]byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":` + itoa(later) + `,"rateLimitType":"five_hour"}}`))
+	require.Len(t, evs, 1)
+	assert.Equal(t, workflows.BlockerRateLimit, evs[0].Blocker.Code)
+	assert.Contains(t, evs[0].Blocker.Message, "five_hour rate limit reached; resets at 2026-11-29T15:00:00Z")
+
+	var st State
+	for _, line := range []string{
+		`{"type":"system","subtype":"init","session_id":"s1"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"Invalid API key · Please run /login"}]}}`,
+		`{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"s1"}`,
+	} {
+		for _, ev := range p.Parse([]byte(line)) {
+			st.Apply(ev, now)
+		}
+	}
+	out := st.Outcome(1)
+	assert.Equal(t, workflows.AgentBlocked, out.Status)
+	require.NotNil(t, out.Error)
+	assert.Equal(t, workflows.BlockerAuth, out.Error.Code)
+}
+
+func TestClaudeQuestionIsABlocker(t *testing.T) {
+	p, _ := New(FormatClaude, time.Now)
+	evs := p.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t9","name":"AskUserQuestion","input":{}}]}}`))
+	var codes []string
+	for _, ev := range evs {
+		if ev.Blocker != nil {
+			codes = append(codes, ev.Blocker.Code)
+		}
+	}
+	assert.Equal(t, []string{workflows.BlockerQuestion}, codes)
+}
+
+func TestCodexStream(t *testing.T) {
+	st, woke := replay(t, FormatCodex, "codex.jsonl")
+	assert.Equal(t, "0199a213-81c0-7800-8aa1-bbab2a035a53", st.Live.SessionID)
+	assert.Equal(t, "Listed the repo; rm was declined.", st.Live.Reply)
+	assert.Equal(t, []string{workflows.BlockerPermission}, woke, "a reconnect is not a blocker; a declined command is")
+	assert.Equal(t, &workflows.AgentActivity{Kind: "command_execution", State: "declined", ToolName: "rm -rf build"}, st.Live.Activity)
+	out := st.Outcome(0)
+	assert.Equal(t, workflows.AgentSucceeded, out.Status)
+	assert.Equal(t, "Listed the repo; rm was declined.", out.Output)
+}
+
+func TestCodexUsageLimitEndsBlocked(t *testing.T) {
+	st, woke := replay(t, FormatCodex, "codex-failed.jsonl")
+	assert.Equal(t, []string{workflows.BlockerRateLimit}, woke)
+	out := st.Outcome(1)
+	assert.Equal(t, workflows.AgentBlocked, out.Status)
+	assert.Equal(t, workflows.BlockerRateLimit, out.Error.Code)
+	assert.Equal(t, "You've hit your usage limit. Try again in 4 days.", out.Error.Message)
+}
+
+func TestGeminiStream(t *testing.T) {
+	st, woke := replay(t, FormatGemini, "gemini.jsonl")
+	assert.Equal(t, "gem-42", st.Live.SessionID)
+	assert.Equal(t, "Build fixed.", st.Live.Reply, "deltas join; a tool call starts a new message")
+	assert.Empty(t, woke, "a failed tool and a warning are not blockers")
+	out := st.Outcome(0)
+	assert.Equal(t, workflows.AgentSucceeded, out.Status)
+	assert.Equal(t, "Build fixed.", out.Output)
+}
+
+func TestGeminiAuthFailure(t *testing.T) {
+	st, woke := replay(t, FormatGemini, "gemini-auth.jsonl")
+	assert.Equal(t, []string{workflows.BlockerAuth}, woke)
+	out := st.Outcome(41)
+	assert.Equal(t, workflows.AgentBlocked, out.Status)
+	assert.Equal(t, workflows.BlockerAuth, out.Error.Code)
+}
+
+func TestTextFormatExitStatusDecides(t *testing.T) {
+	p, _ := New(FormatText, time.Now)
+	var st State
+	for _, line := range []string{"working", "done: 3 files"} {
+		for _, ev := range p.Parse([]byte(line)) {
+			st.Apply(ev, now)
+		}
+	}
+	assert.Equal(t, "working\ndone: 3 files", st.Live.Reply)
+	assert.Equal(t, workflows.AgentSucceeded, st.Outcome(0).Status)
+	failed := st.Outcome(3)
+	assert.Equal(t, workflows.AgentFailed, failed.Status)
+	assert.Equal(t, &workflows.AgentError{Code: workflows.ErrCodeExitStatus, Message: "the CLI exited with status 3"}, failed.Error)
+}
+
+func TestNoParserCrashesOnGarbage(t *testing.T) {
+	lines := []string{"", "{", "[]", "null", `{"type":5}`, `{"type":"assistant","message":null}`,
+		`{"type":"item.completed","item":null}`, `{"type":"result","permission_denials":"x"}`, strings.Repeat("{", 10000)}
+	for _, format := range Formats {
+		p, err := New(format, time.Now)
+		require.NoError(t, err)
+		for _, l := range lines {
+			assert.NotPanics(t, func() { p.Parse([]byte(l)) }, "%s: %q", format, l)
+		}
+	}
+	_, err := New("xml", time.Now)
+	assert.EqualError(t, err, `unknown output format "xml" (known: claude-stream-json, codex-json, gemini-stream-json, text)`)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

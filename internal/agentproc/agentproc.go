@@ -1,0 +1,233 @@
+// Package agentproc runs agent CLIs detached from durawait, so that a CLI
+// keeps running when durawait dies (even on kill -9) and a restarted durawait
+// can find it again.
+//
+// Each run has a spool folder. A small supervisor process (durawait's hidden
+// `agent-supervise` command) starts in its own session, starts the CLI in its
+// own process group with its output spooled to files, waits for it, and
+// records its exit status:
+//
+//	<dir>/prompt          the prompt, when the CLI reads it on stdin
+//	<dir>/stdout          the CLI's output, as it is written
+//	<dir>/stderr          its error output
+//	<dir>/supervisor.pid  the supervisor's pid
+//	<dir>/cli.pgid        the CLI's process group
+//	<dir>/exit            its exit status, written atomically once it ended
+package agentproc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// File names in a spool folder.
+const (
+	PromptFile     = "prompt"
+	StdoutFile     = "stdout"
+	StderrFile     = "stderr"
+	SupervisorFile = "supervisor.pid"
+	PgidFile       = "cli.pgid"
+	ExitFile       = "exit"
+)
+
+// Launch describes one CLI run.
+type Launch struct {
+	// Dir is the run's spool folder; it is created.
+	Dir string
+	// Argv is the CLI and its arguments; no shell is involved.
+	Argv []string
+	Cwd  string
+	// Env is added to the supervisor's environment.
+	Env []string
+	// Stdin, when not nil, is written to the prompt file and fed to the CLI.
+	Stdin []byte
+	// Supervisor is the command that runs Supervise, e.g.
+	// [durawait agent-supervise].
+	Supervisor []string
+}
+
+// Start launches the supervisor detached, and returns once it has recorded
+// its pid.
+func Start(l Launch) error {
+	if len(l.Argv) == 0 || l.Argv[0] == "" {
+		return errors.New("agentproc: empty command")
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return fmt.Errorf("agentproc: create spool folder: %w", err)
+	}
+	args := append([]string{}, l.Supervisor[1:]...)
+	args = append(args, "--dir", l.Dir, "--cwd", l.Cwd)
+	if l.Stdin != nil {
+		if err := os.WriteFile(filepath.Join(l.Dir, PromptFile), l.Stdin, 0o600); err != nil {
+			return fmt.Errorf("agentproc: write prompt: %w", err)
+		}
+		args = append(args, "--stdin", filepath.Join(l.Dir, PromptFile))
+	}
+	args = append(args, "--")
+	args = append(args, l.Argv...)
+	cmd := exec.Command(l.Supervisor[0], args...)
+	cmd.Env = append(os.Environ(), l.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("agentproc: start supervisor: %w", err)
+	}
+	pid := cmd.Process.Pid
+	// The supervisor is not our child for long: release it so it is never
+	// a zombie of ours, and let it live on without us.
+	go func() { _ = cmd.Wait() }()
+	if err := writeAtomic(filepath.Join(l.Dir, SupervisorFile), strconv.Itoa(pid)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Supervise runs in the supervisor process: it starts argv in its own
+// process group with output spooled to dir, waits for it, and records its
+// exit status. It returns the status.
+func Supervise(dir, cwd, stdinPath string, argv []string) int {
+	stdout, err := os.OpenFile(filepath.Join(dir, StdoutFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return recordExit(dir, 127, err)
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(filepath.Join(dir, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return recordExit(dir, 127, err)
+	}
+	defer stderr.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = cwd
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if stdinPath != "" {
+		in, err := os.Open(stdinPath)
+		if err != nil {
+			return recordExit(dir, 127, err)
+		}
+		defer in.Close()
+		cmd.Stdin = in
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "durawait: cannot start %s: %v\n", argv[0], err)
+		return recordExit(dir, 127, nil)
+	}
+	_ = writeAtomic(filepath.Join(dir, PgidFile), strconv.Itoa(cmd.Process.Pid))
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			return recordExit(dir, 127, err)
+		}
+		code = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	return recordExit(dir, code, nil)
+}
+
+func recordExit(dir string, code int, err error) int {
+	if err != nil {
+		if f, ferr := os.OpenFile(filepath.Join(dir, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); ferr == nil {
+			fmt.Fprintf(f, "durawait supervisor: %v\n", err)
+			f.Close()
+		}
+	}
+	_ = writeAtomic(filepath.Join(dir, ExitFile), strconv.Itoa(code))
+	return code
+}
+
+// Started reports whether a run was ever launched in dir.
+func Started(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, SupervisorFile))
+	return err == nil
+}
+
+// ExitCode returns the CLI's exit status once it has ended.
+func ExitCode(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, ExitFile))
+	if err != nil {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, false
+	}
+	return code, true
+}
+
+// Running reports whether the run's supervisor is still alive.
+func Running(dir string) bool {
+	pid, ok := readInt(filepath.Join(dir, SupervisorFile))
+	if !ok {
+		return false
+	}
+	// Signal 0 checks that the process exists; a zombie counts as gone.
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Terminate stops the CLI's whole process group: SIGTERM, then SIGKILL if
+// it has not ended after grace. It returns once the exit status is recorded
+// or the supervisor is gone.
+func Terminate(dir string, grace time.Duration) {
+	pgid, ok := readInt(filepath.Join(dir, PgidFile))
+	if !ok {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if waitExit(dir, grace) {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitExit(dir, 5*time.Second)
+}
+
+func waitExit(dir string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, done := ExitCode(dir); done {
+			return true
+		}
+		if !Running(dir) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func readInt(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n, err == nil && n > 0
+}
+
+func writeAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("agentproc: write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("agentproc: write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/durawait/durawait/activities/agentstream"
+)
+
+// Agents configures start_agent, wait_agent and cancel_agent.
+type Agents struct {
+	// WaitWindowSec is how long one wait_agent call waits (an operator
+	// setting, never a tool argument).
+	WaitWindowSec int `toml:"wait_window_sec"`
+	// AllowedRoots are the folders an agent's cwd must lie inside.
+	AllowedRoots []string `toml:"allowed_roots"`
+	// MaxRunSec bounds one invocation's whole run.
+	MaxRunSec int `toml:"max_run_sec"`
+	// CancelGraceSec is how long cancel_agent waits after SIGTERM before
+	// SIGKILL.
+	CancelGraceSec int `toml:"cancel_grace_sec"`
+	// Providers are the CLIs that may run, by name. Only configured providers
+	// run; a built-in preset fills what a provider leaves out.
+	Providers map[string]AgentProvider `toml:"providers"`
+}
+
+// AgentProvider says how to run one agent CLI. Every argument is an element
+// of an argument vector (no shell); "{prompt}", "{model}" and "{session_id}"
+// in an element are replaced by the call's values.
+type AgentProvider struct {
+	// Format names the parser of the CLI's output.
+	Format string `toml:"format"`
+	// Command is the CLI and its arguments. Without "{prompt}" in it, the
+	// prompt is written to the CLI's stdin.
+	Command []string `toml:"command"`
+	// Resume is inserted before the prompt when start_agent has a session_id.
+	Resume []string `toml:"resume"`
+	// Model is inserted before the prompt when start_agent has a model.
+	Model []string `toml:"model"`
+	// Env is added to the CLI's environment.
+	Env map[string]string `toml:"env"`
+}
+
+// AgentPresets are the built-in providers: each CLI in its headless,
+// machine-readable mode, mapped to the format it emits.
+var AgentPresets = map[string]AgentProvider{
+	"claude": {
+		Format:  agentstream.FormatClaude,
+		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "{prompt}"},
+		Resume:  []string{"--resume", "{session_id}"},
+		Model:   []string{"--model", "{model}"},
+	},
+	"codebuddy": {
+		Format:  agentstream.FormatClaude,
+		Command: []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "{prompt}"},
+		Resume:  []string{"--resume", "{session_id}"},
+		Model:   []string{"--model", "{model}"},
+	},
+	"codex": {
+		Format:  agentstream.FormatCodex,
+		Command: []string{"codex", "exec", "--json", "--skip-git-repo-check", "{prompt}"},
+		Resume:  []string{"resume", "{session_id}"},
+		Model:   []string{"--model", "{model}"},
+	},
+	"gemini": {
+		Format:  agentstream.FormatGemini,
+		Command: []string{"gemini", "--output-format", "stream-json", "--prompt={prompt}"},
+		Resume:  []string{"--resume", "{session_id}"},
+		Model:   []string{"--model", "{model}"},
+	},
+	"grok": {
+		Format:  agentstream.FormatText,
+		Command: []string{"grok", "--prompt", "{prompt}"},
+		Model:   []string{"--model", "{model}"},
+	},
+	"antigravity": {
+		Format:  agentstream.FormatText,
+		Command: []string{"antigravity", "--prompt", "{prompt}"},
+		Model:   []string{"--model", "{model}"},
+	},
+}
+
+// ResolvedProviders returns the configured providers with their presets
+// applied to every field they leave empty.
+func (a Agents) ResolvedProviders() map[string]AgentProvider {
+	out := make(map[string]AgentProvider, len(a.Providers))
+	for name, p := range a.Providers {
+		preset := AgentPresets[name]
+		if p.Format == "" {
+			p.Format = preset.Format
+		}
+		if len(p.Command) == 0 {
+			p.Command = preset.Command
+		}
+		if p.Resume == nil {
+			p.Resume = preset.Resume
+		}
+		if p.Model == nil {
+			p.Model = preset.Model
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// ProviderNames lists the configured providers, sorted.
+func (a Agents) ProviderNames() []string {
+	names := make([]string, 0, len(a.Providers))
+	for n := range a.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WaitWindow is the wait_agent window.
+func (a Agents) WaitWindow() time.Duration { return time.Duration(a.WaitWindowSec) * time.Second }
+
+// MaxRun bounds one invocation.
+func (a Agents) MaxRun() time.Duration { return time.Duration(a.MaxRunSec) * time.Second }
+
+// CancelGrace is the SIGTERM to SIGKILL delay of cancel_agent.
+func (a Agents) CancelGrace() time.Duration { return time.Duration(a.CancelGraceSec) * time.Second }
+
+func (a Agents) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if a.WaitWindowSec < 1 {
+		bad("agents.wait_window_sec: must be at least 1, got %d", a.WaitWindowSec)
+	}
+	if a.MaxRunSec < 1 {
+		bad("agents.max_run_sec: must be at least 1, got %d", a.MaxRunSec)
+	}
+	if a.CancelGraceSec < 0 {
+		bad("agents.cancel_grace_sec: must not be negative, got %d", a.CancelGraceSec)
+	}
+	for i, r := range a.AllowedRoots {
+		if !filepath.IsAbs(r) {
+			bad("agents.allowed_roots[%d]: %q must be an absolute path", i, r)
+		}
+	}
+	for _, name := range a.ProviderNames() {
+		p := a.ResolvedProviders()[name]
+		field := "agents.providers." + name
+		if p.Format == "" {
+			bad("%s.format: required for a provider without a built-in preset (presets: %s)", field, strings.Join(presetNames(), ", "))
+		} else if !slices.Contains(agentstream.Formats, p.Format) {
+			bad("%s.format: %q is not a known format (%s)", field, p.Format, strings.Join(agentstream.Formats, ", "))
+		}
+		if len(p.Command) == 0 || p.Command[0] == "" {
+			bad("%s.command: required for a provider without a built-in preset", field)
+		}
+		if count := countPrompt(p.Command); count > 1 {
+			bad("%s.command: \"{prompt}\" may appear once, got %d", field, count)
+		}
+	}
+	return errs
+}
+
+func countPrompt(argv []string) int {
+	n := 0
+	for _, a := range argv {
+		n += strings.Count(a, "{prompt}")
+	}
+	return n
+}
+
+func presetNames() []string {
+	names := make([]string, 0, len(AgentPresets))
+	for n := range AgentPresets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

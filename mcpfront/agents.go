@@ -1,0 +1,290 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+var (
+	//go:embed schemas/start_agent.input.json
+	startAgentInputSchema []byte
+	//go:embed schemas/invocation_id.input.json
+	invocationIDInputSchema []byte
+	//go:embed schemas/invocation.output.json
+	invocationOutputSchema []byte
+	//go:embed schemas/list_agents.input.json
+	listAgentsInputSchema []byte
+	//go:embed schemas/list_agents.output.json
+	listAgentsOutputSchema []byte
+)
+
+// AgentOptions configure the agent tools; without providers they are not
+// listed.
+type AgentOptions struct {
+	Limits     workflows.AgentLimits
+	WaitWindow time.Duration
+	MaxRun     time.Duration
+	// CancelWait bounds how long cancel_agent waits for the CLI to stop.
+	CancelWait time.Duration
+}
+
+func (o AgentOptions) enabled() bool { return len(o.Limits.Providers) > 0 }
+
+func tool(name, title, description string, input, output []byte, readOnly, destructive, idempotent, openWorld bool) mcp.Tool {
+	t := mcp.NewToolWithRawSchema(name, description, input)
+	t.RawOutputSchema = output
+	t.Annotations = mcp.ToolAnnotation{
+		Title:           title,
+		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
+		DestructiveHint: mcp.ToBoolPtr(destructive),
+		IdempotentHint:  mcp.ToBoolPtr(idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
+	}
+	return t
+}
+
+func (f *Front) agentTools() []server.ServerTool {
+	window := f.opts.Agents.WaitWindow.Round(time.Second)
+	return []server.ServerTool{
+		{Tool: tool("start_agent", "Start a sub-agent",
+			"Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root.",
+			startAgentInputSchema, invocationOutputSchema, false, true, false, true), Handler: f.handleStartAgent},
+		{Tool: tool("wait_agent", "Wait for a subagent invocation",
+			fmt.Sprintf("Wait for an agent invocation to complete or hit an execution blocker, returning early with the latest reply and its age. Continue waiting by calling again with the same ID.\n\n"+
+				"Waits for a fixed window of %s; completion or an explicit CLI execution blocker returns early. Running responses include the latest public reply tail (at most 1000 characters) and its age. "+
+				"execution_blocked leaves the CLI running: continue waiting or cancel with the same ID. Each blocker category wakes once per invocation. Ordinary tool failures, transient retries, and silence are not proof the task cannot proceed. "+
+				"Finished responses contain the final reply. Wait expiry leaves the invocation running. Call again with the same ID to continue. This is request/response waiting, not a background notification subscription.", window),
+			invocationIDInputSchema, invocationOutputSchema, true, false, true, false), Handler: f.handleWaitAgent},
+		{Tool: tool("cancel_agent", "Cancel a subagent invocation",
+			"Stop an agent invocation's CLI (its whole process group: SIGTERM, then SIGKILL after a grace period) and return its payload with status cancelled. Cancelling a finished invocation returns its final payload unchanged.",
+			invocationIDInputSchema, invocationOutputSchema, false, true, true, false), Handler: f.handleCancelAgent},
+		{Tool: tool("list_agents", "List subagent invocations",
+			"List the agent invocations, newest first, with their status, provider, cwd and the start of their prompt.",
+			listAgentsInputSchema, listAgentsOutputSchema, true, false, true, false), Handler: f.handleListAgents},
+	}
+}
+
+func newInvocationID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return workflows.AgentIDPrefix + hex.EncodeToString(b)
+}
+
+func rawArgs(req mcp.CallToolRequest) json.RawMessage {
+	if req.Params.Arguments == nil {
+		return json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
+func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	spec, err := workflows.ParseStartAgent(rawArgs(req), f.opts.Agents.Limits)
+	if err != nil {
+		return mcp.NewToolResultError("start_agent: " + err.Error()), nil
+	}
+	id := newInvocationID()
+	_, err = f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:            id,
+		TaskQueue:     f.opts.TaskQueue,
+		StaticSummary: fmt.Sprintf("agent %s in %s: %s", spec.Provider, spec.Cwd, shorten(spec.Prompt, 100)),
+		Memo: map[string]any{
+			"provider": spec.Provider, "cwd": spec.Cwd, "prompt": shorten(spec.Prompt, 200), "status": string(workflows.AgentRunning),
+		},
+	}, workflows.AgentWorkflowName, workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
+	}
+	return structuredResult(workflows.InvocationPayload{
+		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.ReasonStarted,
+	}), nil
+}
+
+func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := workflows.ParseInvocationID(rawArgs(req))
+	if err != nil {
+		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
+	}
+	handle, err := f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   id,
+		UpdateName:   workflows.AgentWaitUpdate,
+		Args:         []any{workflows.AgentWaitRequest{Window: f.opts.Agents.WaitWindow}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var payload workflows.InvocationPayload
+	if err == nil {
+		err = handle.Get(ctx, &payload)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// A finished invocation takes no updates: its result is the answer.
+		final, ferr := f.finalPayload(ctx, id)
+		if ferr != nil {
+			return mcp.NewToolResultError("wait_agent: " + ferr.Error()), nil
+		}
+		return structuredResult(final), nil
+	}
+	if payload.Status == workflows.AgentRunning {
+		f.addLiveState(ctx, &payload)
+	}
+	return structuredResult(payload), nil
+}
+
+// finalPayload reads a closed invocation's result, or explains why not.
+func (f *Front) finalPayload(ctx context.Context, id string) (workflows.InvocationPayload, error) {
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return workflows.InvocationPayload{}, fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
+		}
+		return workflows.InvocationPayload{}, fmt.Errorf("could not reach the invocation (Temporal engine unavailable?): %v", err)
+	}
+	if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return workflows.InvocationPayload{}, errors.New("the invocation is running but did not answer; call again")
+	}
+	var payload workflows.InvocationPayload
+	if err := f.opts.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &payload); err != nil {
+		return workflows.InvocationPayload{}, fmt.Errorf("the invocation's workflow ended without a result: %v", workflowErrorMessage(err))
+	}
+	return payload, nil
+}
+
+// addLiveState fills a running payload with what the CLI is doing now, from
+// the runner's last heartbeat.
+func (f *Front) addLiveState(ctx context.Context, p *workflows.InvocationPayload) {
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, p.InvocationID, "")
+	if err != nil {
+		return
+	}
+	for _, pa := range desc.PendingActivities {
+		if pa.ActivityType.GetName() != workflows.RunAgentActivityName || pa.HeartbeatDetails == nil {
+			continue
+		}
+		var live workflows.AgentLive
+		if converter.GetDefaultDataConverter().FromPayloads(pa.HeartbeatDetails, &live) != nil {
+			return
+		}
+		now := time.Now()
+		p.SessionID = live.SessionID
+		if live.Reply != "" {
+			out := workflows.Tail(live.Reply, workflows.OutputTailChars)
+			age := now.Sub(live.ReplyAt).Milliseconds()
+			p.Output, p.OutputAgeMs = &out, &age
+		}
+		if live.Activity != nil {
+			a := *live.Activity
+			a.AgeMs = now.Sub(live.ActivityAt).Milliseconds()
+			p.Activity = &a
+		}
+	}
+}
+
+func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, err := workflows.ParseInvocationID(rawArgs(req))
+	if err != nil {
+		return mcp.NewToolResultError("cancel_agent: " + err.Error()), nil
+	}
+	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, nil)
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		// Unknown, or already finished: a finished invocation keeps its result.
+		final, ferr := f.finalPayload(ctx, id)
+		if ferr != nil {
+			return mcp.NewToolResultError("cancel_agent: " + ferr.Error()), nil
+		}
+		return structuredResult(final), nil
+	case err != nil:
+		return mcp.NewToolResultError(fmt.Sprintf("cancel_agent: could not reach the invocation (Temporal engine unavailable?): %v", err)), nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, f.opts.Agents.CancelWait)
+	defer cancel()
+	var payload workflows.InvocationPayload
+	if err := f.opts.Temporal.GetWorkflow(wctx, id, "").Get(wctx, &payload); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultError(fmt.Sprintf("cancel_agent: cancellation requested, but the CLI had not stopped after %s; wait_agent returns its final state: %v",
+			f.opts.Agents.CancelWait, workflowErrorMessage(err))), nil
+	}
+	return structuredResult(payload), nil
+}
+
+// agentListItem is one row of list_agents.
+type agentListItem struct {
+	InvocationID string `json:"invocation_id"`
+	Status       string `json:"status"`
+	Provider     string `json:"provider"`
+	Cwd          string `json:"cwd,omitempty"`
+	Prompt       string `json:"prompt,omitempty"`
+	StartedAt    string `json:"started_at"`
+	ClosedAt     string `json:"closed_at,omitempty"`
+}
+
+func (f *Front) handleListAgents(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	items := []agentListItem{}
+	var token []byte
+	for {
+		resp, err := f.opts.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s'", workflows.AgentWorkflowName),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("list_agents: could not list invocations: %v", err)), nil
+		}
+		for _, e := range resp.Executions {
+			item := agentListItem{
+				InvocationID: e.Execution.WorkflowId,
+				StartedAt:    e.StartTime.AsTime().UTC().Format(time.RFC3339Nano),
+			}
+			memo := map[string]string{}
+			for k, v := range e.GetMemo().GetFields() {
+				var s string
+				if converter.GetDefaultDataConverter().FromPayload(v, &s) == nil {
+					memo[k] = s
+				}
+			}
+			item.Provider, item.Cwd, item.Prompt, item.Status = memo["provider"], memo["cwd"], memo["prompt"], memo["status"]
+			switch e.Status {
+			case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+				item.Status = string(workflows.AgentRunning)
+			case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			default:
+				item.Status = string(workflows.AgentFailed)
+			}
+			if e.CloseTime != nil {
+				item.ClosedAt = e.CloseTime.AsTime().UTC().Format(time.RFC3339Nano)
+			}
+			items = append(items, item)
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].StartedAt > items[j].StartedAt })
+	return structuredResult(map[string]any{"invocations": items}), nil
+}

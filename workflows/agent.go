@@ -1,0 +1,210 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Names of the agent invocation workflow, its activities, signals, update and
+// query; part of the durable contract with running histories.
+const (
+	AgentWorkflowName         = "AgentInvocation"
+	ClaimAgentHostActivity    = "ClaimAgentHost"
+	RunAgentActivityName      = "RunAgent"
+	AgentBlockerSignal        = "blocker"
+	AgentCancelSignal         = "cancel"
+	AgentWaitUpdate           = "wait"
+	AgentStateQuery           = "state"
+	ErrTypeAgentInvalidCwd    = "InvalidCwd"
+	ErrTypeAgentUnknownConfig = "UnknownProvider"
+)
+
+// AgentHeartbeatTimeout bounds how long a lost agent runner goes unnoticed.
+const AgentHeartbeatTimeout = 10 * time.Second
+
+// AgentInvocationInput is the input of the AgentInvocation workflow.
+type AgentInvocationInput struct {
+	Spec AgentSpec `json:"spec"`
+	// MaxRun bounds the whole CLI run.
+	MaxRun time.Duration `json:"max_run"`
+}
+
+// RunAgentInput is the input of the RunAgent activity.
+type RunAgentInput struct {
+	InvocationID string    `json:"invocation_id"`
+	Spec         AgentSpec `json:"spec"`
+}
+
+// AgentFinal is how a CLI run ended.
+type AgentFinal struct {
+	Status    AgentStatus `json:"status"`
+	Output    string      `json:"output"`
+	SessionID string      `json:"session_id,omitempty"`
+	Error     *AgentError `json:"error,omitempty"`
+}
+
+// AgentLive is the RunAgent activity's heartbeat: what the CLI is doing now.
+// The front end reads it to fill running payloads.
+type AgentLive struct {
+	SessionID  string         `json:"session_id,omitempty"`
+	Reply      string         `json:"reply,omitempty"`
+	ReplyAt    time.Time      `json:"reply_at"`
+	Activity   *AgentActivity `json:"activity,omitempty"`
+	ActivityAt time.Time      `json:"activity_at"`
+	// Blockers are the categories already signalled to the workflow.
+	Blockers []string `json:"blockers,omitempty"`
+}
+
+// AgentWaitRequest is the argument of the wait update.
+type AgentWaitRequest struct {
+	Window time.Duration `json:"window"`
+}
+
+type agentState struct {
+	started   time.Time
+	final     *AgentFinal
+	blockers  []AgentError
+	delivered int // blockers[:delivered] have woken a wait
+}
+
+func (s *agentState) addBlocker(b AgentError) {
+	for _, seen := range s.blockers {
+		if seen.Code == b.Code {
+			return // each category wakes once per invocation
+		}
+	}
+	s.blockers = append(s.blockers, b)
+}
+
+func (s *agentState) payload(ctx workflow.Context, id string, reason AgentReason) InvocationPayload {
+	p := InvocationPayload{
+		InvocationID: id,
+		Status:       AgentRunning,
+		Reason:       reason,
+		ElapsedMs:    workflow.Now(ctx).Sub(s.started).Milliseconds(),
+	}
+	if s.final != nil {
+		out := s.final.Output
+		p.Status, p.Output, p.SessionID, p.Error = s.final.Status, &out, s.final.SessionID, s.final.Error
+	}
+	return p
+}
+
+// AgentInvocation is one sub-agent CLI run. The CLI runs in one heartbeating
+// activity on the task queue of the host that claimed it (its output is
+// spooled on that host's disk). Blockers arrive as signals; wait_agent is an
+// update that returns when the run finishes, when a blocker category is seen
+// for the first time, or when its window passes.
+func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	st := &agentState{started: workflow.Now(ctx)}
+
+	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
+	answer := func(ctx workflow.Context) InvocationPayload {
+		if st.final != nil {
+			return st.payload(ctx, id, ReasonFinished)
+		}
+		if st.delivered < len(st.blockers) {
+			b := st.blockers[st.delivered]
+			st.delivered++
+			p := st.payload(ctx, id, ReasonExecutionBlocked)
+			p.Error = &b
+			return p
+		}
+		return st.payload(ctx, id, ReasonWaitElapsed)
+	}
+	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
+		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
+			return InvocationPayload{}, err
+		}
+		return answer(ctx), nil
+	}); err != nil {
+		return InvocationPayload{}, err
+	}
+	if err := workflow.SetQueryHandler(ctx, AgentStateQuery, func() (InvocationPayload, error) {
+		return st.payload(ctx, id, ReasonWaitElapsed), nil
+	}); err != nil {
+		return InvocationPayload{}, err
+	}
+
+	// Claim a host: the first worker to take this activity runs the CLI.
+	var hostQueue string
+	claimCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	if err := workflow.ExecuteActivity(claimCtx, ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
+		return InvocationPayload{}, err
+	}
+
+	runCtx, cancelRun := workflow.WithCancel(ctx)
+	runCtx = workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
+		TaskQueue:           hostQueue,
+		StartToCloseTimeout: in.MaxRun,
+		HeartbeatTimeout:    AgentHeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumInterval:        5 * time.Second,
+			NonRetryableErrorTypes: []string{ErrTypeAgentInvalidCwd, ErrTypeAgentUnknownConfig},
+		},
+	})
+	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{InvocationID: id, Spec: in.Spec})
+
+	cancelled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(run, func(f workflow.Future) {
+		var final AgentFinal
+		err := f.Get(ctx, &final)
+		st.final = finalFrom(final, err, cancelled)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
+		var b AgentError
+		c.Receive(ctx, &b)
+		st.addBlocker(b)
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		if !cancelled {
+			cancelled = true
+			cancelRun()
+		}
+	})
+	for st.final == nil {
+		sel.Select(ctx)
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]any{"status": string(st.final.Status)})
+	// Let every wait_agent in flight answer before the workflow closes.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return InvocationPayload{}, err
+	}
+	return st.payload(ctx, id, ReasonFinished), nil
+}
+
+// finalFrom maps the run's outcome to how the invocation ended.
+func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
+	if err == nil {
+		return &final
+	}
+	var canceledErr *temporal.CanceledError
+	if errors.As(err, &canceledErr) || cancelled {
+		var partial AgentFinal
+		if canceledErr != nil && canceledErr.HasDetails() {
+			_ = canceledErr.Details(&partial)
+		}
+		partial.Status = AgentCancelled
+		partial.Error = nil
+		return &partial
+	}
+	code, msg := ErrCodeWorkerLost, err.Error()
+	var appErr *temporal.ApplicationError
+	var timeoutErr *temporal.TimeoutError
+	switch {
+	case errors.As(err, &appErr):
+		code, msg = ErrCodeStart, appErr.Message()
+	case errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+		code, msg = ErrCodeAgentError, "the run exceeded agents.max_run_sec"
+	}
+	return &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: code, Message: msg}}
+}

@@ -1,0 +1,168 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+func claimHostStub(context.Context) (string, error) { panic("mocked") }
+func runAgentStub(context.Context, RunAgentInput) (AgentFinal, error) {
+	panic("mocked")
+}
+
+func newAgentEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return("host-q", nil)
+	return env
+}
+
+var agentInput = AgentInvocationInput{
+	Spec:   AgentSpec{Provider: "claude", Prompt: "fix it", Cwd: "/srv/work"},
+	MaxRun: time.Hour,
+}
+
+// waitAt sends a wait update at offset and records its answer.
+func waitAt(env *testsuite.TestWorkflowEnvironment, offset, window time.Duration, got *InvocationPayload, done *bool) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AgentWaitUpdate, "", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { panic(err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					panic(err)
+				}
+				*got = v.(InvocationPayload)
+				*done = true
+			},
+		}, AgentWaitRequest{Window: window})
+	}, offset)
+}
+
+func TestWaitReturnsEarlyWhenTheRunFinishes(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(90*time.Second).
+		Return(AgentFinal{Status: AgentSucceeded, Output: "all done", SessionID: "s1"}, nil)
+	var got InvocationPayload
+	var done bool
+	waitAt(env, time.Second, 5*time.Minute, &got, &done)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, done)
+	assert.Equal(t, AgentSucceeded, got.Status)
+	assert.Equal(t, ReasonFinished, got.Reason)
+	require.NotNil(t, got.Output)
+	assert.Equal(t, "all done", *got.Output)
+	assert.Equal(t, "s1", got.SessionID)
+	assert.InDelta(t, 90_000, got.ElapsedMs, 2000, "returned at the finish, not at the window's end")
+
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, got, final)
+}
+
+func TestWaitWindowElapses(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	var got InvocationPayload
+	var done bool
+	waitAt(env, 0, 5*time.Minute, &got, &done)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, done)
+	assert.Equal(t, AgentRunning, got.Status)
+	assert.Equal(t, ReasonWaitElapsed, got.Reason)
+	assert.InDelta(t, 300_000, got.ElapsedMs, 2000)
+	assert.Nil(t, got.Output)
+}
+
+func TestEachBlockerCategoryWakesOnce(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	signal := func(at time.Duration, code string) {
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(AgentBlockerSignal, AgentError{Code: code, Message: code + " at " + at.String()})
+		}, at)
+	}
+	signal(10*time.Second, BlockerPermission)
+	signal(20*time.Second, BlockerPermission) // the same category again
+	signal(400*time.Second, BlockerRateLimit) // a new one
+	var first, second, third InvocationPayload
+	var d1, d2, d3 bool
+	waitAt(env, time.Second, 5*time.Minute, &first, &d1)     // woken by the permission blocker at 10s
+	waitAt(env, 15*time.Second, 5*time.Minute, &second, &d2) // not woken by the repeat: runs its window
+	waitAt(env, 330*time.Second, 5*time.Minute, &third, &d3) // woken by the rate limit at 400s
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, d1 && d2 && d3)
+	assert.Equal(t, ReasonExecutionBlocked, first.Reason)
+	assert.Equal(t, AgentRunning, first.Status, "a blocker leaves the CLI running")
+	assert.Equal(t, &AgentError{Code: BlockerPermission, Message: "permission_denied at 10s"}, first.Error)
+	assert.InDelta(t, 10_000, first.ElapsedMs, 1000)
+
+	assert.Equal(t, ReasonWaitElapsed, second.Reason)
+	assert.InDelta(t, 315_000, second.ElapsedMs, 1000)
+
+	assert.Equal(t, ReasonExecutionBlocked, third.Reason)
+	assert.Equal(t, BlockerRateLimit, third.Error.Code)
+	assert.InDelta(t, 400_000, third.ElapsedMs, 1000)
+}
+
+func TestABlockerBeforeTheWaitIsDeliveredToTheNextWait(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AgentBlockerSignal, AgentError{Code: BlockerQuestion, Message: "which branch?"})
+	}, 5*time.Second)
+	var got InvocationPayload
+	var done bool
+	waitAt(env, time.Minute, 5*time.Minute, &got, &done)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+	require.True(t, done)
+	assert.Equal(t, ReasonExecutionBlocked, got.Reason)
+	assert.InDelta(t, 60_000, got.ElapsedMs, 1000, "returned at once")
+}
+
+func TestCancelStopsTheRun(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "partial work", SessionID: "s2"}))
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, nil) }, 30*time.Second)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentCancelled, final.Status)
+	assert.Equal(t, ReasonFinished, final.Reason)
+	assert.Nil(t, final.Error)
+}
+
+func TestALostRunnerEndsFailedWithACode(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).
+		Return(AgentFinal{}, temporal.NewNonRetryableApplicationError("cwd \"/srv/x\" resolves outside the allowed roots", ErrTypeAgentInvalidCwd, nil))
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentFailed, final.Status)
+	require.NotNil(t, final.Error)
+	assert.Equal(t, ErrCodeStart, final.Error.Code)
+	assert.Contains(t, final.Error.Message, "outside the allowed roots")
+}
