@@ -31,7 +31,7 @@ func TestParseStartAgentRules(t *testing.T) {
 		{`{"provider":"claude","prompt":"` + strings.Repeat("x", MaxPromptBytes+1) + `"}`, "prompt", "must be at most 262144 bytes"},
 		{`{"provider":"claude","prompt":"x","cwd":"repo"}`, "cwd", `must be an absolute path (got "repo")`},
 		{`{"provider":"claude","prompt":"x","cwd":"/srv/work/../etc"}`, "cwd", `"/srv/work/../etc" is outside the allowed roots (/srv/work, /home/ci)`},
-		{`{"provider":"claude","prompt":"x","cwd":"/srv/workshop"}`, "cwd", "is outside the allowed roots"},
+		{`{"provider":"claude","prompt":"x","cwd":"/srv/workshop"}`, "cwd", `"/srv/workshop" is outside the allowed roots`},
 		{`{"provider":"claude","prompt":"x","model":"--dangerously-skip-permissions"}`, "model", "must be a model name, not empty and not starting with '-'"},
 		{`{"provider":"claude","prompt":"x","session_id":"-rf"}`, "session_id", "must be a provider session ID: not empty, not starting with '-'"},
 		{`{"provider":"claude","prompt":"x","timeout":3}`, "timeout", "unknown field"},
