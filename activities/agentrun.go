@@ -222,6 +222,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 		pending = r.signal(ctx, id, pending, sent)
 		if time.Since(lastBeat) >= time.Second || exited {
 			live := st.Live
+			live.Reply = workflows.Tail(live.Reply, workflows.OutputTailChars)
 			for code := range sent {
 				live.Blockers = append(live.Blockers, code)
 			}

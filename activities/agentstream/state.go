@@ -3,6 +3,7 @@ package agentstream
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -52,6 +53,7 @@ func (s *State) Outcome(exitCode int) workflows.AgentFinal {
 	if s.Final != nil && s.Final.Output != "" {
 		out.Output = s.Final.Output
 	}
+	out.Output = capOutput(out.Output)
 	failed := exitCode != 0 || (s.Final != nil && s.Final.IsError)
 	switch {
 	case !failed:
@@ -77,4 +79,19 @@ func isBlockerCode(code string) bool {
 		return true
 	}
 	return false
+}
+
+// MaxFinalOutputBytes bounds the final reply a payload carries; a longer one
+// keeps its end, which is where a CLI's conclusion is.
+const MaxFinalOutputBytes = 256 * 1024
+
+func capOutput(s string) string {
+	if len(s) <= MaxFinalOutputBytes {
+		return s
+	}
+	cut := len(s) - MaxFinalOutputBytes
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("[%d bytes cut]\n", cut) + s[cut:]
 }

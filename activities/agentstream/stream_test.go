@@ -162,3 +162,23 @@ func TestNoParserCrashesOnGarbage(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestClassifyEveryCategory(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Claude requested permissions to use Bash, but you haven't granted it yet.": workflows.BlockerPermission,
+		"command requires approval":                               workflows.BlockerPermission,
+		"Invalid API key · Please run /login":                     workflows.BlockerAuth,
+		"401 Unauthorized":                                        workflows.BlockerAuth,
+		"Credit balance is too low":                               workflows.BlockerBilling,
+		"insufficient_quota: check your plan and billing details": workflows.BlockerBilling,
+		"Claude AI usage limit reached|1784283600":                workflows.BlockerRateLimit,
+		"429 Too Many Requests":                                   workflows.BlockerRateLimit,
+		"RESOURCE_EXHAUSTED":                                      workflows.BlockerRateLimit,
+		"exit status 1":                                           "",
+		"compilation failed: undefined: foo":                      "",
+	} {
+		assert.Equal(t, want, Classify(msg), msg)
+	}
+	assert.True(t, isRetry("stream disconnected - retrying turn (1/5)"))
+	assert.True(t, isRetry("Reconnecting... 2/5"))
+}

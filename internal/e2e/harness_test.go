@@ -30,7 +30,7 @@ import (
 
 // Binaries built once for the whole package.
 var bin struct {
-	durawait, demoprobe string
+	durawait, demoprobe, fakeagent string
 }
 
 func TestMain(m *testing.M) {
@@ -41,7 +41,10 @@ func TestMain(m *testing.M) {
 	}
 	bin.durawait = filepath.Join(dir, "durawait")
 	bin.demoprobe = filepath.Join(dir, "demoprobe")
-	for out, pkg := range map[string]string{bin.durawait: "./cmd/durawait", bin.demoprobe: "./cmd/demoprobe"} {
+	bin.fakeagent = filepath.Join(dir, "fakeagent")
+	for out, pkg := range map[string]string{
+		bin.durawait: "./cmd/durawait", bin.demoprobe: "./cmd/demoprobe", bin.fakeagent: "./internal/e2e/fakeagent",
+	} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = "../.."
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -131,9 +134,15 @@ func (w *workspace) demoServer(name string) server {
 
 // writeConfig writes durawait.toml with the given servers.
 func (w *workspace) writeConfig(servers ...server) string {
+	return w.writeConfigWith("", servers...)
+}
+
+// writeConfigWith writes durawait.toml with extra TOML after the wait_for
+// section.
+func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 	w.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", w.path("data"))
+	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n\n[wait_for]\nheartbeat_timeout_sec = 2\n%s\n", w.path("data"), extra)
 	for _, s := range servers {
 		cmd, _ := json.Marshal(s.command)
 		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\ncommand = %s\n", s.name, cmd)

@@ -1,0 +1,460 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// agentWorkspace is a workspace whose config has the fake agent CLI as four
+// providers, one per output format, and a short wait window.
+type agentWorkspace struct {
+	*workspace
+	config string
+}
+
+func newAgentWorkspace(t *testing.T, windowSec int) *agentWorkspace {
+	w := newWorkspace(t)
+	require.NoError(t, os.MkdirAll(w.path("scripts"), 0o755))
+	require.NoError(t, os.MkdirAll(w.path("work/repo"), 0o755))
+	var b strings.Builder
+	fmt.Fprintf(&b, "[agents]\nwait_window_sec = %d\ncancel_grace_sec = 1\nallowed_roots = [%q]\n", windowSec, w.path("work"))
+	for name, format := range map[string]string{
+		"fake": "claude-stream-json", "fakecodex": "codex-json", "fakegemini": "gemini-stream-json", "faketext": "text",
+	} {
+		cmd, _ := json.Marshal([]string{bin.fakeagent, "--scripts", w.path("scripts"), "--argv-log", w.path("argv.log"), "{prompt}"})
+		fmt.Fprintf(&b, "\n[agents.providers.%s]\nformat = %q\ncommand = %s\nresume = [\"--resume\", \"{session_id}\"]\nmodel = [\"--model\", \"{model}\"]\n", name, format, cmd)
+	}
+	return &agentWorkspace{workspace: w, config: w.writeConfigWith(b.String(), w.demoServer("demo"))}
+}
+
+// script writes the fake CLI's script name.
+func (w *agentWorkspace) script(name string, lines ...string) {
+	w.t.Helper()
+	require.NoError(w.t, os.WriteFile(w.path("scripts/"+name+".script"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+// release lets a script waiting on "@wait name" go on.
+func (w *agentWorkspace) release(name string) {
+	w.t.Helper()
+	require.NoError(w.t, os.WriteFile(w.path("scripts/"+name), nil, 0o644))
+}
+
+// payload is the invocation payload as a client sees it.
+type payload struct {
+	InvocationID string  `json:"invocation_id"`
+	Status       string  `json:"status"`
+	Reason       string  `json:"reason"`
+	ElapsedMs    int64   `json:"elapsed_ms"`
+	Output       *string `json:"output"`
+	OutputAgeMs  *int64  `json:"output_age_ms"`
+	Activity     *struct {
+		Kind     string `json:"kind"`
+		State    string `json:"state"`
+		ToolName string `json:"tool_name"`
+		AgeMs    int64  `json:"age_ms"`
+	} `json:"activity"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	SessionID string `json:"session_id"`
+}
+
+func (p payload) output() string {
+	if p.Output == nil {
+		return ""
+	}
+	return *p.Output
+}
+
+func (c *mcpClient) agentCall(t *testing.T, tool string, args map[string]any) payload {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	res, err := c.call(ctx, tool, args, "")
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%s failed: %s", tool, resultText(res))
+	var p payload
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &p))
+	return p
+}
+
+func (c *mcpClient) startAgent(t *testing.T, provider, prompt string, extra map[string]any) string {
+	t.Helper()
+	args := map[string]any{"provider": provider, "prompt": prompt}
+	for k, v := range extra {
+		args[k] = v
+	}
+	p := c.agentCall(t, "start_agent", args)
+	require.Equal(t, "running", p.Status)
+	require.Equal(t, "started", p.Reason)
+	require.True(t, strings.HasPrefix(p.InvocationID, "agent/"))
+	return p.InvocationID
+}
+
+func (c *mcpClient) waitAgent(t *testing.T, id string) payload {
+	t.Helper()
+	return c.agentCall(t, "wait_agent", map[string]any{"invocation_id": id})
+}
+
+// waitUntilFinished calls wait_agent until the invocation finishes.
+func (c *mcpClient) waitUntilFinished(t *testing.T, id string) payload {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		if p := c.waitAgent(t, id); p.Reason == "finished" {
+			return p
+		}
+	}
+	t.Fatal("the invocation did not finish")
+	return payload{}
+}
+
+func TestAgentRunsToSuccess(t *testing.T) {
+	w := newAgentWorkspace(t, 60)
+	w.script("hello",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"Working on it."},{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}`,
+		`@wait go-hello`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"exit 1"}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"All tests pass now.","session_id":"{session}"}`)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fake", "hello", map[string]any{"model": "opus", "cwd": w.path("work/repo")})
+
+	// Finishing wakes the wait early, though the window is a minute.
+	start := time.Now()
+	go func() {
+		eventually(t, "the CLI to start", func() bool { return strings.Contains(readFile(w.path("argv.log")), "hello") })
+		w.release("go-hello")
+	}()
+	p := c.waitUntilFinished(t, id)
+	assert.Less(t, time.Since(start), 50*time.Second)
+	assert.Equal(t, "succeeded", p.Status)
+	assert.Equal(t, "All tests pass now.", p.output(), "the final reply")
+	assert.Equal(t, "sess-new", p.SessionID)
+	assert.Nil(t, p.Error, "a failed tool call is no error of the run")
+	assert.Contains(t, readFile(w.path("argv.log")), "--model opus hello", "the model goes before the prompt")
+
+	// Waiting again on a finished invocation returns its result at once.
+	again := c.waitAgent(t, id)
+	assert.Equal(t, p.Status, again.Status)
+	assert.Equal(t, "finished", again.Reason)
+
+	list := c.listAgents(t)
+	require.NotEmpty(t, list)
+	assert.Equal(t, id, list[0].InvocationID)
+	assert.Equal(t, "succeeded", list[0].Status)
+	assert.Equal(t, "fake", list[0].Provider)
+	assert.Equal(t, w.path("work/repo"), list[0].Cwd)
+}
+
+type listed struct {
+	InvocationID string `json:"invocation_id"`
+	Status       string `json:"status"`
+	Provider     string `json:"provider"`
+	Cwd          string `json:"cwd"`
+	Prompt       string `json:"prompt"`
+}
+
+func (c *mcpClient) listAgents(t *testing.T) []listed {
+	t.Helper()
+	res, err := c.call(context.Background(), "list_agents", nil, "")
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	var out struct {
+		Invocations []listed `json:"invocations"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.NoError(t, json.Unmarshal(raw, &out))
+	return out.Invocations
+}
+
+func TestBlockersWakeOncePerCategoryAndTheWindowExpires(t *testing.T) {
+	w := newAgentWorkspace(t, 2)
+	w.script("blocky",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`@bigtext 3000`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Write, but you haven't granted it yet."}]}}`,
+		`@wait step2`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"Claude requested permissions to use Edit, but you haven't granted it yet."}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t3","name":"Read","input":{}}]}}`,
+		`@wait step3`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fake", "blocky", nil)
+
+	// The permission blocker wakes the wait; the CLI keeps running.
+	var p payload
+	for i := 0; i < 20 && p.Reason != "execution_blocked"; i++ {
+		p = c.waitAgent(t, id)
+	}
+	require.Equal(t, "execution_blocked", p.Reason)
+	assert.Equal(t, "running", p.Status)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "permission_denied", p.Error.Code)
+	assert.Contains(t, p.Error.Message, "Write")
+
+	// The same category again does not wake it: the window runs out.
+	w.release("step2")
+	eventually(t, "the second denial to be read", func() bool {
+		q := c.waitAgent(t, id)
+		require.NotEqual(t, "execution_blocked", q.Reason, "a category wakes only once")
+		return q.Activity != nil && q.Activity.ToolName == "Read"
+	})
+	q := c.waitAgent(t, id)
+	assert.Equal(t, "wait_elapsed", q.Reason)
+	assert.Equal(t, "running", q.Status)
+	assert.GreaterOrEqual(t, q.ElapsedMs, int64(2000))
+	// Running payloads carry the reply's last 1000 characters and its age.
+	require.NotNil(t, q.Output)
+	assert.Len(t, q.output(), 1000)
+	assert.True(t, strings.HasSuffix(q.output(), "xxxEND"))
+	require.NotNil(t, q.OutputAgeMs)
+	assert.GreaterOrEqual(t, *q.OutputAgeMs, int64(1000))
+	require.NotNil(t, q.Activity)
+	assert.Equal(t, "tool_call", q.Activity.Kind)
+	assert.Equal(t, "running", q.Activity.State)
+	assert.Equal(t, "sess-new", q.SessionID)
+
+	w.release("step3")
+	final := c.waitUntilFinished(t, id)
+	assert.Equal(t, "succeeded", final.Status)
+	assert.Equal(t, "done", final.output())
+}
+
+func TestAgentExitingOnABlockerEndsBlocked(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("noauth",
+		`{"type":"thread.started","thread_id":"th-1"}`,
+		`{"type":"turn.started"}`,
+		`{"type":"turn.failed","error":{"message":"401 Unauthorized: invalid api key"}}`,
+		`@exit 1`)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fakecodex", "noauth", nil)
+	p := c.waitAgent(t, id)
+	if p.Reason == "execution_blocked" {
+		p = c.waitUntilFinished(t, id)
+	}
+	assert.Equal(t, "finished", p.Reason)
+	assert.Equal(t, "blocked", p.Status)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "auth_failed", p.Error.Code)
+	assert.Equal(t, "th-1", p.SessionID)
+}
+
+func TestAgentFailuresAndOtherFormats(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("crash", "partial output", "@stderr panic: boom", "@exit 3")
+	w.script("textok", "line one", "garbage {not json", "all good")
+	w.script("huge", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@bigtext 3000000")
+	w.script("gem",
+		`{"type":"init","session_id":"g-1"}`,
+		`{"type":"message","role":"assistant","content":"Fixed ","delta":true}`,
+		`{"type":"message","role":"assistant","content":"it.","delta":true}`,
+		`{"type":"result","status":"success"}`)
+	c := w.startServe(w.config).client(t)
+
+	crash := c.waitUntilFinished(t, c.startAgent(t, "faketext", "crash", nil))
+	assert.Equal(t, "failed", crash.Status)
+	require.NotNil(t, crash.Error)
+	assert.Equal(t, "exit_status", crash.Error.Code)
+	assert.Equal(t, "the CLI exited with status 3", crash.Error.Message)
+	assert.Equal(t, "partial output", crash.output())
+
+	ok := c.waitUntilFinished(t, c.startAgent(t, "faketext", "textok", nil))
+	assert.Equal(t, "succeeded", ok.Status)
+	assert.Equal(t, "line one\ngarbage {not json\nall good", ok.output())
+
+	huge := c.waitUntilFinished(t, c.startAgent(t, "fake", "huge", nil))
+	assert.Equal(t, "succeeded", huge.Status)
+	assert.True(t, strings.HasPrefix(huge.output(), fmt.Sprintf("[%d bytes cut]\n", 3000003-256*1024)), "a 3 MB reply keeps its last 256 KiB")
+	assert.True(t, strings.HasSuffix(huge.output(), "xxxEND"))
+
+	gem := c.waitUntilFinished(t, c.startAgent(t, "fakegemini", "gem", nil))
+	assert.Equal(t, "succeeded", gem.Status)
+	assert.Equal(t, "Fixed it.", gem.output())
+	assert.Equal(t, "g-1", gem.SessionID)
+}
+
+func TestResumeAndArgumentRules(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("again", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"resumed","session_id":"{session}"}`)
+	c := w.startServe(w.config).client(t)
+
+	p := c.waitUntilFinished(t, c.startAgent(t, "fake", "again", map[string]any{"session_id": "sess-earlier"}))
+	assert.Equal(t, "sess-earlier", p.SessionID)
+	assert.Contains(t, readFile(w.path("argv.log")), "--resume sess-earlier again")
+
+	for args, msg := range map[string]string{
+		`{"provider":"claude","prompt":"x"}`:                                  `provider: "claude" is not a configured provider (configured: fake, fakecodex, fakegemini, faketext)`,
+		`{"provider":"fake","prompt":"x","cwd":"/etc"}`:                       `cwd: "/etc" is outside the allowed roots`,
+		`{"provider":"fake","prompt":"x","cwd":"` + w.path("work/../") + `"}`: "is outside the allowed roots",
+	} {
+		var a map[string]any
+		require.NoError(t, json.Unmarshal([]byte(args), &a))
+		res, err := c.call(context.Background(), "start_agent", a, "")
+		require.NoError(t, err)
+		require.True(t, res.IsError, args)
+		assert.Contains(t, resultText(res), msg)
+	}
+	res, err := c.call(context.Background(), "wait_agent", map[string]any{"invocation_id": "agent/doesnotexist"}, "")
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, resultText(res), `"agent/doesnotexist" is not an invocation ID returned by start_agent`)
+}
+
+func TestCancelStopsTheWholeProcessGroup(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("stubborn", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"halfway"}]}}`,
+		"@child", "@ignore-term", "@wait never")
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fake", "stubborn", nil)
+	eventually(t, "the child process", func() bool { return readFile(w.path("scripts/stubborn.child.pid")) != "" })
+	child, err := strconv.Atoi(readFile(w.path("scripts/stubborn.child.pid")))
+	require.NoError(t, err)
+
+	p := c.agentCall(t, "cancel_agent", map[string]any{"invocation_id": id})
+	assert.Equal(t, "cancelled", p.Status)
+	assert.Equal(t, "finished", p.Reason)
+	assert.Equal(t, "halfway", p.output())
+	eventually(t, "the child to be gone", func() bool { return syscall.Kill(child, 0) != nil || isZombie(child) })
+
+	again := c.agentCall(t, "cancel_agent", map[string]any{"invocation_id": id})
+	assert.Equal(t, "cancelled", again.Status, "cancelling again is harmless")
+}
+
+func isZombie(pid int) bool {
+	stat := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := strings.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// The CLI keeps running while durawait is killed; after the restart the
+// invocation re-attaches and ends with the CLI's full output.
+func TestAgentSurvivesKill9(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("long", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"before the crash"}]}}`,
+		"@wait resume-long",
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"Claude requested permissions to use Edit, but you haven't granted it yet."}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"finished after the crash","session_id":"{session}"}`)
+	first := w.startServe(w.config)
+	c := first.client(t)
+	id := c.startAgent(t, "fake", "long", nil)
+	eventually(t, "the CLI's first reply", func() bool {
+		return strings.Contains(readFile(w.path("data/agents/"+strings.ReplaceAll(id, "/", "_")+"/stdout")), "before the crash")
+	})
+	first.kill9()
+
+	// The CLI outlives durawait and finishes while it is down.
+	w.release("resume-long")
+	c2 := w.startServe(w.config).client(t)
+	var p payload
+	for i := 0; i < 20; i++ {
+		p = c2.waitAgent(t, id)
+		if p.Reason == "finished" {
+			break
+		}
+		if p.Reason == "execution_blocked" {
+			assert.Equal(t, "permission_denied", p.Error.Code, "blockers written while durawait was down still wake")
+		}
+	}
+	assert.Equal(t, "finished", p.Reason)
+	assert.Equal(t, "succeeded", p.Status)
+	assert.Equal(t, "finished after the crash", p.output())
+	assert.Equal(t, "sess-new", p.SessionID)
+	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), "long"), "the CLI ran once: re-attached, not restarted")
+}
+
+func TestAgentToolsAreListedWithTheirAnnotations(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	c := w.startServe(w.config).client(t)
+	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	tools := map[string]mcp.Tool{}
+	for _, tl := range list.Tools {
+		tools[tl.Name] = tl
+	}
+	for name, want := range map[string][4]bool{ // readOnly, destructive, idempotent, openWorld
+		"start_agent":  {false, true, false, true},
+		"wait_agent":   {true, false, true, false},
+		"cancel_agent": {false, true, true, false},
+		"list_agents":  {true, false, true, false},
+	} {
+		tl, ok := tools[name]
+		require.True(t, ok, name)
+		a := tl.Annotations
+		require.NotNil(t, a.ReadOnlyHint, name)
+		assert.Equal(t, want, [4]bool{*a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, *a.OpenWorldHint}, name)
+		assert.Contains(t, string(outputSchema(t, tl)), `"type"`, name)
+	}
+	assert.Contains(t, tools["wait_agent"].Description, "Waits for a fixed window of 30s")
+	assert.Contains(t, string(outputSchema(t, tools["wait_agent"])), `"execution_blocked"`)
+}
+
+// killRun kills an invocation's supervisor and CLI, as a machine loss would.
+func killRun(t *testing.T, w *agentWorkspace, id string) {
+	t.Helper()
+	dir := w.path("data/agents/" + strings.ReplaceAll(id, "/", "_"))
+	eventually(t, "the CLI's process group", func() bool { return readFile(dir+"/cli.pgid") != "" })
+	pgid, err := strconv.Atoi(readFile(dir + "/cli.pgid"))
+	require.NoError(t, err)
+	sup, err := strconv.Atoi(readFile(dir + "/supervisor.pid"))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(sup, syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(-pgid, syscall.SIGKILL))
+	eventually(t, "the supervisor to be gone", func() bool { return syscall.Kill(sup, 0) != nil || isZombie(sup) })
+}
+
+// When the CLI is lost with its machine, a run whose provider session is
+// known resumes it; one without ends failed with worker_lost. Never stuck.
+func TestLostRunsResumeOrFailWithWorkerLost(t *testing.T) {
+	w := newAgentWorkspace(t, 2)
+	w.script("session", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"started"}]}}`, "@wait never")
+	// The resumed run gets durawait's resume prompt, whose first word names this script.
+	w.script("durawait", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"picked up where it left off","session_id":"{session}"}`)
+	w.script("nosession", "working without a session", "@wait never")
+
+	first := w.startServe(w.config)
+	c := first.client(t)
+	withSession := c.startAgent(t, "fake", "session", nil)
+	without := c.startAgent(t, "faketext", "nosession", nil)
+	eventually(t, "both runs to report", func() bool {
+		return strings.Contains(readFile(w.path("data/agents/"+strings.ReplaceAll(withSession, "/", "_")+"/stdout")), "started") &&
+			strings.Contains(readFile(w.path("data/agents/"+strings.ReplaceAll(without, "/", "_")+"/stdout")), "working")
+	})
+	// Let a heartbeat carry the session ID, then lose everything.
+	eventually(t, "the session in a heartbeat", func() bool {
+		return c.waitAgent(t, withSession).SessionID == "sess-new"
+	})
+	first.kill9()
+	killRun(t, w, withSession)
+	killRun(t, w, without)
+
+	c2 := w.startServe(w.config).client(t)
+	resumed := c2.waitUntilFinished(t, withSession)
+	assert.Equal(t, "succeeded", resumed.Status)
+	assert.Equal(t, "picked up where it left off", resumed.output())
+	assert.Contains(t, readFile(w.path("argv.log")), "--resume sess-new durawait restarted this run")
+
+	lost := c2.waitUntilFinished(t, without)
+	assert.Equal(t, "failed", lost.Status)
+	require.NotNil(t, lost.Error)
+	assert.Equal(t, "worker_lost", lost.Error.Code)
+}
