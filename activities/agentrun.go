@@ -239,7 +239,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			// let the next worker re-attach.
 			return workflows.AgentFinal{}, errors.New("worker stopping; the CLI keeps running and is re-attached on restart")
 		case <-ctx.Done():
-			if !errors.Is(ctx.Err(), context.Canceled) {
+			if !errors.Is(ctx.Err(), context.Canceled) || stopping(ctx) {
 				return workflows.AgentFinal{}, ctx.Err()
 			}
 			agentproc.Terminate(dir, r.CancelGrace)
@@ -248,6 +248,17 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			out.Status, out.Error = workflows.AgentCancelled, nil
 			return workflows.AgentFinal{}, temporal.NewCanceledError(out)
 		}
+	}
+}
+
+// stopping reports whether the worker is shutting down, which cancels
+// activities too but must leave the CLI running.
+func stopping(ctx context.Context) bool {
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return true
+	default:
+		return false
 	}
 }
 
