@@ -101,3 +101,50 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 func TestDefaultIsValid(t *testing.T) {
 	assert.NoError(t, Default().Validate())
 }
+
+func TestExampleConfigsAreValid(t *testing.T) {
+	for _, name := range []string{"demo.toml", "kubernetes-tools.toml"} {
+		cfg, err := Load(filepath.Join("..", "..", "deploy", "examples", name))
+		require.NoError(t, err, name)
+		assert.NoError(t, cfg.Validate(), name)
+	}
+}
+
+func TestAgentProvidersTakePresetsAndAreChecked(t *testing.T) {
+	cfg, err := Load(writeFile(t, `
+[agents]
+allowed_roots = ["/srv/work"]
+[agents.providers.claude]
+[agents.providers.codex]
+model = ["-m", "{model}"]
+[agents.providers.mine]
+format = "text"
+command = ["./mycli", "{prompt}"]
+`))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	p := cfg.Agents.ResolvedProviders()
+	assert.Equal(t, AgentPresets["claude"], p["claude"])
+	assert.Equal(t, []string{"-m", "{model}"}, p["codex"].Model, "a field overrides the preset")
+	assert.Equal(t, AgentPresets["codex"].Command, p["codex"].Command, "the rest comes from the preset")
+	assert.True(t, filepath.IsAbs(p["mine"].Command[0]), "relative programs are taken from the config's folder")
+	assert.Equal(t, []string{"claude", "codex", "mine"}, cfg.Agents.ProviderNames())
+	assert.Equal(t, 300, cfg.Agents.WaitWindowSec)
+
+	cfg.Agents.Providers["nopreset"] = AgentProvider{}
+	cfg.Agents.Providers["badformat"] = AgentProvider{Format: "xml", Command: []string{"x", "{prompt}", "{prompt}"}}
+	cfg.Agents.AllowedRoots = []string{"relative/root"}
+	cfg.Agents.WaitWindowSec = 0
+	err = cfg.Validate()
+	require.Error(t, err)
+	for _, msg := range []string{
+		"agents.providers.nopreset.format: required for a provider without a built-in preset",
+		"agents.providers.nopreset.command: required",
+		`agents.providers.badformat.format: "xml" is not a known format`,
+		`agents.providers.badformat.command: "{prompt}" may appear once, got 2`,
+		`agents.allowed_roots[0]: "relative/root" must be an absolute path`,
+		"agents.wait_window_sec: must be at least 1, got 0",
+	} {
+		assert.Contains(t, err.Error(), msg)
+	}
+}
