@@ -1,0 +1,89 @@
+package agentproc
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The test binary doubles as the supervisor: with DURAWAIT_TEST_SUPERVISE
+// set it runs Supervise on its arguments, as `durawait agent-supervise` does.
+func TestMain(m *testing.M) {
+	if os.Getenv("DURAWAIT_TEST_SUPERVISE") == "1" {
+		args := os.Args[1:]
+		var dir, cwd, stdin string
+		for len(args) > 0 && args[0] != "--" {
+			switch args[0] {
+			case "--dir":
+				dir = args[1]
+			case "--cwd":
+				cwd = args[1]
+			case "--stdin":
+				stdin = args[1]
+			}
+			args = args[2:]
+		}
+		os.Exit(Supervise(dir, cwd, stdin, args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func launch(t *testing.T, argv []string, stdin []byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	t.Setenv("DURAWAIT_TEST_SUPERVISE", "1")
+	require.NoError(t, Start(Launch{Dir: dir, Argv: argv, Cwd: t.TempDir(), Stdin: stdin, Supervisor: []string{os.Args[0]}}))
+	return dir
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestARunSpoolsItsOutputAndExitStatus(t *testing.T) {
+	dir := launch(t, []string{"sh", "-c", `cat; echo "in $(pwd)" >&2; exit 7`}, []byte("the prompt on stdin"))
+	waitFor(t, "the exit status", func() bool { _, ok := ExitCode(dir); return ok })
+	code, _ := ExitCode(dir)
+	assert.Equal(t, 7, code)
+	out, _ := os.ReadFile(filepath.Join(dir, StdoutFile))
+	assert.Equal(t, "the prompt on stdin", string(out))
+	errOut, _ := os.ReadFile(filepath.Join(dir, StderrFile))
+	assert.True(t, strings.HasPrefix(string(errOut), "in /"), "the CLI runs in its cwd")
+	assert.True(t, Started(dir))
+	waitFor(t, "the supervisor to end", func() bool { return !Running(dir) })
+}
+
+func TestTerminateStopsTheWholeProcessGroup(t *testing.T) {
+	// A CLI that ignores SIGTERM and has a child: SIGKILL after the grace
+	// period ends both.
+	dir := launch(t, []string{"sh", "-c", `trap '' TERM; sleep 1000 & echo $! > child; wait`}, nil)
+	waitFor(t, "the process group", func() bool {
+		_, err := os.Stat(filepath.Join(dir, PgidFile))
+		return err == nil && Running(dir)
+	})
+	start := time.Now()
+	Terminate(dir, 300*time.Millisecond)
+	code, done := ExitCode(dir)
+	require.True(t, done, "the exit status is recorded")
+	assert.Equal(t, 128+9, code, "killed by SIGKILL after the grace period")
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+}
+
+func TestAMissingProgramIsRecorded(t *testing.T) {
+	dir := launch(t, []string{"/no/such/cli"}, nil)
+	waitFor(t, "the exit status", func() bool { _, ok := ExitCode(dir); return ok })
+	code, _ := ExitCode(dir)
+	assert.Equal(t, 127, code)
+	errOut, _ := os.ReadFile(filepath.Join(dir, StderrFile))
+	assert.Contains(t, string(errOut), "cannot start /no/such/cli")
+}
