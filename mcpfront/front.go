@@ -43,7 +43,7 @@ type Options struct {
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions
-	Logger           *slog.Logger
+	Logger *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
 }

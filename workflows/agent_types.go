@@ -227,7 +227,6 @@ func insideAny(path string, roots []string) bool {
 	return false
 }
 
-
 // Tail returns at most the last n characters (runes) of s.
 func Tail(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -177,8 +177,8 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 			MaxRun:     cfg.Agents.MaxRun(),
 			CancelWait: cfg.Agents.CancelGrace() + 30*time.Second,
 		},
-		Logger: logger.With("component", "mcpfront"),
-		Version:          version,
+		Logger:  logger.With("component", "mcpfront"),
+		Version: version,
 	})
 	manager.OnToolsChanged(front.Refresh)
 	front.Refresh()
