@@ -66,10 +66,11 @@ func TestARunSpoolsItsOutputAndExitStatus(t *testing.T) {
 func TestTerminateStopsTheWholeProcessGroup(t *testing.T) {
 	// A CLI that ignores SIGTERM and has a child: SIGKILL after the grace
 	// period ends both.
-	dir := launch(t, []string{"sh", "-c", `trap '' TERM; sleep 1000 & echo $! > child; wait`}, nil)
-	waitFor(t, "the process group", func() bool {
-		_, err := os.Stat(filepath.Join(dir, PgidFile))
-		return err == nil && Running(dir)
+	childFile := filepath.Join(t.TempDir(), "child")
+	dir := launch(t, []string{"sh", "-c", `trap '' TERM; sleep 1000 & echo $! > "$1"; wait`, "sh", childFile}, nil)
+	waitFor(t, "the CLI to ignore SIGTERM and start its child", func() bool {
+		b, err := os.ReadFile(childFile)
+		return err == nil && len(strings.TrimSpace(string(b))) > 0
 	})
 	start := time.Now()
 	Terminate(dir, 300*time.Millisecond)
