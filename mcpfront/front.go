@@ -43,6 +43,8 @@ type Options struct {
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions
+	// Tmux configures the opt-in tmux tools.
+	Tmux TmuxOptions
 	Logger *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
@@ -84,7 +86,7 @@ func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
 
 // nativeToolNames are durawait's own tools; they cannot be probed and a
 // downstream tool of the same name is exposed as <server>.<tool>.
-var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents"}
+var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents", "list_panes", "wait_for_text"}
 
 // Refresh rebuilds the tool list from the downstream servers' current tools.
 // Call it whenever a server's tool list changes.
@@ -101,6 +103,7 @@ func (f *Front) Refresh() {
 	if f.opts.Agents.enabled() {
 		tools = append(tools, f.agentTools()...)
 	}
+	tools = append(tools, f.tmuxTools()...)
 	for name, ref := range cat.exposed {
 		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
 	}

@@ -27,6 +27,8 @@ type Options struct {
 	// Agents, when set, runs agent CLIs on this host; its HostQueue gets a
 	// worker of its own.
 	Agents *activities.AgentRunner
+	// TmuxQueue, when set, gets a worker that watches this host's tmux panes.
+	TmuxQueue string
 	// MaxConcurrentWaits caps the probe loops this worker runs at once;
 	// each is a goroutine that mostly sleeps.
 	MaxConcurrentWaits int
@@ -64,6 +66,12 @@ func New(opts Options) (*Workers, error) {
 		host.RegisterActivityWithOptions(opts.Agents.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
 		ws.workers = append(ws.workers, host)
 	}
+	if opts.TmuxQueue != "" {
+		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{MaxHeartbeatThrottleInterval: time.Second})
+		watcher := &activities.PaneWatcher{}
+		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
+		ws.workers = append(ws.workers, tmux)
+	}
 	return ws, nil
 }
 
@@ -99,6 +107,7 @@ type Registry interface {
 func Register(r Registry, prober activities.Prober, observer activities.SampleObserver, agents *activities.AgentRunner) {
 	r.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentInvocation, workflow.RegisterOptions{Name: workflows.AgentWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.WaitForText, workflow.RegisterOptions{Name: workflows.WaitForTextWorkflowName})
 	poller := &activities.Poller{Prober: prober, Observer: observer}
 	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
 	if agents != nil {

@@ -26,7 +26,13 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, er
 		enginePort = fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)")
 		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
 		logLevel   = fs.String("log-level", def.LogLevel, "debug, info, warn or error")
+		tmuxSocket = fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)")
+		tools      []string
 	)
+	fs.Func("tool", "enable an opt-in tool: list_panes, wait_for_text (repeatable)", func(v string) error {
+		tools = append(tools, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config.Config{}, errUsage
@@ -64,6 +70,10 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, er
 			cfg.UIPort = *uiPort
 		case "log-level":
 			cfg.LogLevel = *logLevel
+		case "tmux-socket":
+			cfg.Tmux.Socket = *tmuxSocket
+		case "tool":
+			cfg.Tools = tools
 		}
 	})
 	if err := cfg.Validate(); err != nil {

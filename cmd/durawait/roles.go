@@ -144,8 +144,12 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		if err != nil {
 			return err
 		}
+		var tmuxQueue string
+		if cfg.ToolEnabled("wait_for_text") {
+			tmuxQueue = tmuxHostQueue()
+		}
 		w, err := worker.New(worker.Options{
-			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub, Agents: runner,
+			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub, Agents: runner, TmuxQueue: tmuxQueue,
 		})
 		if err != nil {
 			return err
@@ -176,6 +180,13 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 			WaitWindow: cfg.Agents.WaitWindow(),
 			MaxRun:     cfg.Agents.MaxRun(),
 			CancelWait: cfg.Agents.CancelGrace() + 30*time.Second,
+		},
+		Tmux: mcpfront.TmuxOptions{
+			ListPanes:   cfg.ToolEnabled("list_panes"),
+			WaitForText: cfg.ToolEnabled("wait_for_text"),
+			Socket:      cfg.Tmux.Socket,
+			HostQueue:   tmuxHostQueue(),
+			MaxWait:     cfg.TmuxWaitMax(),
 		},
 		Logger:  logger.With("component", "mcpfront"),
 		Version: version,
@@ -225,6 +236,13 @@ func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*act
 		CancelGrace: cfg.Agents.CancelGrace(),
 		Logger:      logger.With("component", "agents"),
 	}, nil
+}
+
+// tmuxHostQueue is the task queue of this host's pane watcher: a tmux
+// server is local to its host.
+func tmuxHostQueue() string {
+	host, _ := os.Hostname()
+	return "durawait-tmux-" + host
 }
 
 func uiURL(addr string) string {

@@ -35,10 +35,31 @@ type Config struct {
 	UIPort   int    `toml:"ui_port"`
 	LogLevel string `toml:"log_level"`
 
+	// Tools lists the opt-in tools to serve: list_panes, wait_for_text.
+	Tools []string `toml:"tools"`
+
 	WaitFor    WaitFor     `toml:"wait_for"`
 	MCPServers []MCPServer `toml:"mcp_servers"`
 	Agents     Agents      `toml:"agents"`
+	Tmux       Tmux        `toml:"tmux"`
 }
+
+// Tmux configures list_panes and wait_for_text.
+type Tmux struct {
+	// Socket selects the tmux server (tmux -S); empty is the user's default.
+	Socket string `toml:"socket"`
+	// WaitMaxSec is wait_for_text's server-side bound.
+	WaitMaxSec int `toml:"wait_max_sec"`
+}
+
+// OptInTools are the tools served only when listed in tools.
+var OptInTools = []string{"list_panes", "wait_for_text"}
+
+// ToolEnabled reports whether the opt-in tool name is enabled.
+func (c Config) ToolEnabled(name string) bool { return slices.Contains(c.Tools, name) }
+
+// TmuxWaitMax is wait_for_text's bound.
+func (c Config) TmuxWaitMax() time.Duration { return time.Duration(c.Tmux.WaitMaxSec) * time.Second }
 
 // WaitFor tunes the wait_for tool.
 type WaitFor struct {
@@ -73,6 +94,7 @@ func Default() Config {
 		LogLevel:   "info",
 		WaitFor:    WaitFor{HeartbeatTimeoutSec: 5},
 		Agents:     Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
+		Tmux:       Tmux{WaitMaxSec: 60},
 	}
 }
 
@@ -164,6 +186,14 @@ func (c Config) Validate() error {
 		if s.Transport != "" && s.URL == "" {
 			bad("%s.transport: applies only with url", field)
 		}
+	}
+	for i, t := range c.Tools {
+		if !slices.Contains(OptInTools, t) {
+			bad("tools[%d]: %q is not an opt-in tool (opt-in tools: %s)", i, t, strings.Join(OptInTools, ", "))
+		}
+	}
+	if c.Tmux.WaitMaxSec < 1 {
+		bad("tmux.wait_max_sec: must be at least 1, got %d", c.Tmux.WaitMaxSec)
 	}
 	errs = append(errs, c.Agents.validate()...)
 	return errors.Join(errs...)

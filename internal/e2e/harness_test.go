@@ -137,12 +137,12 @@ func (w *workspace) writeConfig(servers ...server) string {
 	return w.writeConfigWith("", servers...)
 }
 
-// writeConfigWith writes durawait.toml with extra TOML after the wait_for
-// section.
+// writeConfigWith writes durawait.toml with extra TOML (top-level keys,
+// then tables) before the wait_for section.
 func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 	w.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n\n[wait_for]\nheartbeat_timeout_sec = 2\n%s\n", w.path("data"), extra)
+	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", w.path("data"), extra)
 	for _, s := range servers {
 		cmd, _ := json.Marshal(s.command)
 		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\ncommand = %s\n", s.name, cmd)

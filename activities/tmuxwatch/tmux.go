@@ -1,0 +1,159 @@
+// Package tmuxwatch talks to a tmux server: it lists panes, captures a
+// pane's screen and scrollback, and follows a pane's output through a
+// read-only control-mode client, so a wait for text is event-driven.
+package tmuxwatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// Error codes of tmux failures, as wait_for_text reports them.
+const (
+	CodeInvalidArguments = "invalid_arguments"
+	CodePaneNotFound     = "pane_not_found"
+	CodeStaleGeneration  = "stale_generation"
+	CodeTmuxUnavailable  = "tmux_unavailable"
+	CodePaneDied         = "pane_died"
+)
+
+// Error is a tmux failure with its code.
+type Error struct {
+	Code      string
+	Message   string
+	Retryable bool
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Server is one tmux server, by socket path (empty: the user's default).
+type Server struct {
+	Socket string
+}
+
+func (s Server) args(args ...string) []string {
+	if s.Socket != "" {
+		return append([]string{"-S", s.Socket}, args...)
+	}
+	return args
+}
+
+// run runs one tmux command and returns its standard output.
+func (s Server) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "tmux", s.args(args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", &Error{Code: CodeTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)", Retryable: false}
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
+			return "", &Error{Code: CodeTmuxUnavailable, Message: "no tmux server is running" + s.where() + ": " + msg, Retryable: true}
+		}
+		return "", fmt.Errorf("tmux %s: %s", args[0], orErr(msg, err))
+	}
+	return stdout.String(), nil
+}
+
+func (s Server) where() string {
+	if s.Socket == "" {
+		return " (default socket)"
+	}
+	return " on socket " + s.Socket
+}
+
+func orErr(msg string, err error) string {
+	if msg != "" {
+		return msg
+	}
+	return err.Error()
+}
+
+// Pane is one tmux pane, as list_panes reports it.
+type Pane struct {
+	PaneID         string `json:"paneId"`
+	Generation     string `json:"generation"`
+	Session        string `json:"session"`
+	WindowIndex    int    `json:"windowIndex"`
+	WindowName     string `json:"windowName"`
+	PaneIndex      int    `json:"paneIndex"`
+	Title          string `json:"title"`
+	CurrentCommand string `json:"currentCommand"`
+	Width          int    `json:"width"`
+	Height         int    `json:"height"`
+	Active         bool   `json:"active"`
+	Dead           bool   `json:"dead"`
+}
+
+// paneFormat asks list-panes for the fields of Pane and of its generation,
+// separated by a unit separator that titles do not contain.
+const paneFormat = "#{pane_id}\x1f#{pid}\x1f#{start_time}\x1f#{pane_pid}\x1f#{session_name}\x1f#{window_index}\x1f#{window_name}\x1f" +
+	"#{pane_index}\x1f#{pane_title}\x1f#{pane_current_command}\x1f#{pane_width}\x1f#{pane_height}\x1f#{pane_active}\x1f#{pane_dead}"
+
+// Generation identifies one life of a pane: the tmux server (its pid and
+// start time) and the pane's process. Respawning the pane or restarting the
+// server changes it.
+func Generation(serverPID, serverStart, paneID, panePID string) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{serverPID, serverStart, paneID, panePID}, "/")))
+	return "g1:" + hex.EncodeToString(sum[:12])
+}
+
+// ListPanes lists every pane of the server.
+func (s Server) ListPanes(ctx context.Context) ([]Pane, error) {
+	out, err := s.run(ctx, "list-panes", "-a", "-F", paneFormat)
+	if err != nil {
+		return nil, err
+	}
+	var panes []Pane
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		f := strings.Split(line, "\x1f")
+		if len(f) != 14 {
+			continue
+		}
+		atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+		panes = append(panes, Pane{
+			PaneID: f[0], Generation: Generation(f[1], f[2], f[0], f[3]),
+			Session: f[4], WindowIndex: atoi(f[5]), WindowName: f[6], PaneIndex: atoi(f[7]),
+			Title: f[8], CurrentCommand: f[9], Width: atoi(f[10]), Height: atoi(f[11]),
+			Active: f[12] == "1", Dead: f[13] == "1",
+		})
+	}
+	return panes, nil
+}
+
+// Lookup finds paneID and checks its generation.
+func (s Server) Lookup(ctx context.Context, paneID, generation string) (Pane, error) {
+	panes, err := s.ListPanes(ctx)
+	if err != nil {
+		return Pane{}, err
+	}
+	for _, p := range panes {
+		if p.PaneID != paneID {
+			continue
+		}
+		if p.Generation != generation {
+			return p, &Error{Code: CodeStaleGeneration, Message: fmt.Sprintf(
+				"pane %s is a different life of the pane than generation %q (it was respawned or the tmux server restarted); call list_panes for its current generation",
+				paneID, generation)}
+		}
+		if p.Dead {
+			return p, &Error{Code: CodePaneDied, Message: fmt.Sprintf("pane %s is dead (its process exited)", paneID)}
+		}
+		return p, nil
+	}
+	return Pane{}, &Error{Code: CodePaneNotFound, Message: fmt.Sprintf("no pane %s on the tmux server%s; call list_panes", paneID, s.where())}
+}
+
+// Capture returns the pane's screen and scrollback as text, wrapped lines
+// joined, without escape sequences.
+func (s Server) Capture(ctx context.Context, paneID string) (string, error) {
+	return s.run(ctx, "capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", paneID)
+}

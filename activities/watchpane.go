@@ -1,0 +1,110 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/durawait/durawait/activities/tmuxwatch"
+	"github.com/durawait/durawait/workflows"
+)
+
+// PaneWatcher runs wait_for_text watches on the host that owns the tmux
+// server.
+type PaneWatcher struct {
+	// LivenessInterval is how often the pane's life is re-checked while no
+	// notification arrives (text itself is event-driven).
+	LivenessInterval time.Duration
+}
+
+// WatchPane attaches a read-only control client to the pane, captures the
+// baseline, and follows the pane's output until the text appears, the
+// deadline passes, or the pane dies.
+func (w *PaneWatcher) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
+	srv := tmuxwatch.Server{Socket: in.Socket}
+	spec := in.Spec
+	pane := spec.Target.PaneID
+	fail := func(err error) (workflows.TextWaitOutcome, error) {
+		var te *tmuxwatch.Error
+		if errors.As(err, &te) {
+			return workflows.TextWaitOutcome{Error: &workflows.TextWaitError{
+				Code: te.Code, Message: te.Message, Effects: "none", Retryable: te.Retryable,
+			}}, nil
+		}
+		return workflows.TextWaitOutcome{}, err // retried
+	}
+	guarantee := fmt.Sprintf("pane %s was verified to be at generation %s (same tmux server and pane process) when this watch started", pane, spec.Target.Generation)
+
+	if _, err := srv.Lookup(ctx, pane, spec.Target.Generation); err != nil {
+		return fail(err)
+	}
+	// Attach first, then capture: output printed in between is in one or the other.
+	follower, err := srv.Follow(ctx, pane)
+	if err != nil {
+		return fail(err)
+	}
+	defer follower.Close()
+	baseline, err := srv.Capture(ctx, pane)
+	if err != nil {
+		return fail(err)
+	}
+	if strings.Contains(baseline, spec.Text) {
+		return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, true, "baseline", guarantee+", before the baseline was captured")}, nil
+	}
+
+	var cleaner tmuxwatch.Cleaner
+	finder := tmuxwatch.NewFinder(spec.Text)
+	deadline := time.NewTimer(time.Until(in.Deadline))
+	defer deadline.Stop()
+	interval := w.LivenessInterval
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	liveness := time.NewTicker(interval)
+	defer liveness.Stop()
+	beat := time.NewTicker(time.Second)
+	defer beat.Stop()
+	stillThere := func() error {
+		_, err := srv.Lookup(ctx, pane, spec.Target.Generation)
+		var te *tmuxwatch.Error
+		if errors.As(err, &te) && te.Code != tmuxwatch.CodeTmuxUnavailable {
+			return &tmuxwatch.Error{Code: tmuxwatch.CodePaneDied, Message: fmt.Sprintf("pane %s died while waiting: %s", pane, te.Message)}
+		}
+		return err
+	}
+	for {
+		select {
+		case ev, open := <-follower.Events():
+			if !open {
+				if err := stillThere(); err != nil {
+					return fail(err)
+				}
+				return workflows.TextWaitOutcome{}, errors.New("the tmux control client ended; the watch starts again")
+			}
+			if ev.Output != nil && finder.Feed(cleaner.Clean(ev.Output)) {
+				return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, true, "output",
+					guarantee+", and it had not died or been respawned when the text appeared")}, nil
+			}
+			if ev.Notice != "" {
+				if err := stillThere(); err != nil {
+					return fail(err)
+				}
+			}
+		case <-liveness.C:
+			if err := stillThere(); err != nil {
+				return fail(err)
+			}
+		case <-beat.C:
+			activity.RecordHeartbeat(ctx)
+		case <-deadline.C:
+			return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, false, "output",
+				guarantee+"; the text did not appear before the bound")}, nil
+		case <-ctx.Done():
+			return workflows.TextWaitOutcome{}, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/activities/tmuxwatch"
+	"github.com/durawait/durawait/workflows"
+)
+
+var (
+	//go:embed schemas/wait_for_text.input.json
+	waitForTextInputSchema []byte
+	//go:embed schemas/wait_for_text.output.json
+	waitForTextOutputSchema []byte
+	//go:embed schemas/list_panes.input.json
+	listPanesInputSchema []byte
+	//go:embed schemas/list_panes.output.json
+	listPanesOutputSchema []byte
+)
+
+// TmuxOptions configure the opt-in tmux tools.
+type TmuxOptions struct {
+	ListPanes, WaitForText bool
+	// Socket selects the tmux server; empty is the user's default.
+	Socket string
+	// HostQueue is the task queue of this host's pane watcher.
+	HostQueue string
+	// MaxWait is wait_for_text's server-side bound.
+	MaxWait time.Duration
+}
+
+func (f *Front) tmuxTools() []server.ServerTool {
+	var tools []server.ServerTool
+	if f.opts.Tmux.ListPanes {
+		tools = append(tools, server.ServerTool{Tool: tool("list_panes", "List tmux panes",
+			"List the tmux server's panes: paneId (%N), an opaque generation (it changes when the pane is respawned or the server restarts), session, window, index, title, current command, size, and active and dead flags. Pass paneId and generation to wait_for_text.",
+			listPanesInputSchema, listPanesOutputSchema, true, false, true, true), Handler: f.handleListPanes})
+	}
+	if f.opts.Tmux.WaitForText {
+		tools = append(tools, server.ServerTool{Tool: tool("wait_for_text", "",
+			"Wait for a literal UTF-8 string in a captured baseline or subsequent raw output. Event-driven, bounded and cancellable; opens observable control clients. Text is data, not exit-status evidence.",
+			waitForTextInputSchema, waitForTextOutputSchema, true, false, false, true), Handler: f.handleWaitForText})
+	}
+	return tools
+}
+
+// textError is the second result variant, as an isError result.
+func textError(e workflows.TextWaitError) *mcp.CallToolResult {
+	res := structuredResult(map[string]any{"error": e})
+	res.IsError = true
+	return res
+}
+
+func (f *Front) handleListPanes(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	panes, err := tmuxwatch.Server{Socket: f.opts.Tmux.Socket}.ListPanes(ctx)
+	if err != nil {
+		e := workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
+		var te *tmuxwatch.Error
+		if errors.As(err, &te) {
+			e.Code, e.Message, e.Retryable = te.Code, te.Message, te.Retryable
+		}
+		return textError(e), nil
+	}
+	if panes == nil {
+		panes = []tmuxwatch.Pane{}
+	}
+	return structuredResult(map[string]any{"panes": panes}), nil
+}
+
+func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	spec, err := workflows.ParseWaitForText(rawArgs(req))
+	if err != nil {
+		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"}), nil
+	}
+	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
+	sum := sha256.Sum256(key)
+	id := "wait_for_text/" + hex.EncodeToString(sum[:12])
+	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                f.opts.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
+	}, workflows.WaitForTextWorkflowName, workflows.WaitForTextInput{
+		Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+	})
+	if err != nil {
+		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
+	}
+	var out workflows.TextWaitOutcome
+	if err := run.Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			// The caller cancelled: detach the control client now.
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = f.opts.Temporal.CancelWorkflow(cctx, id, run.GetRunID())
+			return nil, ctx.Err()
+		}
+		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+			Message: "the wait ended without a result: " + workflowErrorMessage(err)}), nil
+	}
+	if out.Error != nil {
+		return textError(*out.Error), nil
+	}
+	return structuredResult(out.Result), nil
+}

@@ -1,0 +1,190 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Names of the wait_for_text workflow and its activity.
+const (
+	WaitForTextWorkflowName = "WaitForText"
+	WatchPaneActivityName   = "WatchPane"
+)
+
+// Limits of wait_for_text's arguments (seed 004).
+const (
+	MaxPaneIDBytes     = 64
+	MaxGenerationBytes = 128
+	MaxTextBytes       = 1024
+)
+
+var paneIDPattern = regexp.MustCompile(`^%(0|[1-9][0-9]*)$`)
+
+// PaneTarget is a pane at one generation, as list_panes reports it.
+type PaneTarget struct {
+	PaneID     string `json:"paneId"`
+	Generation string `json:"generation"`
+}
+
+// TextWaitSpec is a parsed wait_for_text call.
+type TextWaitSpec struct {
+	Target PaneTarget `json:"target"`
+	Text   string     `json:"text"`
+}
+
+// TextWaitResult is the first result variant of wait_for_text.
+type TextWaitResult struct {
+	Matched             bool       `json:"matched"`
+	Source              string     `json:"source"`
+	TerminalContent     string     `json:"terminalContent"`
+	Evidence            string     `json:"evidence"`
+	Continuity          string     `json:"continuity"`
+	Text                string     `json:"text"`
+	GenerationGuarantee string     `json:"generationGuarantee"`
+	KeysSent            bool       `json:"keysSent"`
+	Target              PaneTarget `json:"target"`
+}
+
+// TextWaitError is the error of the second result variant.
+type TextWaitError struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Effects   string `json:"effects"`
+	Retryable bool   `json:"retryable"`
+}
+
+// TextWaitOutcome is how a wait_for_text ended: exactly one field is set.
+type TextWaitOutcome struct {
+	Result *TextWaitResult `json:"result,omitempty"`
+	Error  *TextWaitError  `json:"error,omitempty"`
+}
+
+// NewTextResult fills the constant fields of variant 1.
+func NewTextResult(spec TextWaitSpec, matched bool, source, guarantee string) *TextWaitResult {
+	return &TextWaitResult{
+		Matched: matched, Source: source, TerminalContent: "data", Evidence: "literal_text",
+		Continuity: "reset", Text: spec.Text, GenerationGuarantee: guarantee, KeysSent: false, Target: spec.Target,
+	}
+}
+
+// ParseWaitForText checks wait_for_text's arguments against the seed's
+// schema: lengths in bytes, valid UTF-8, the paneId pattern, no unknown
+// fields.
+func ParseWaitForText(raw json.RawMessage) (TextWaitSpec, error) {
+	var errs fieldErrors
+	obj, ok := decodeObject(raw, "arguments", &errs)
+	if !ok {
+		return TextWaitSpec{}, errs.err()
+	}
+	rejectUnknown(obj, "", []string{"target", "text"}, &errs)
+	var spec TextWaitSpec
+	if t, present := obj["target"]; !present {
+		errs.add("target", "is required: {paneId, generation} from list_panes")
+	} else if target, ok := decodeObject(t, "target", &errs); ok {
+		rejectUnknown(target, "target.", []string{"paneId", "generation"}, &errs)
+		if id, ok := utf8Field(target, "target.paneId", MaxPaneIDBytes, &errs); ok {
+			if !paneIDPattern.MatchString(id) {
+				errs.add("target.paneId", fmt.Sprintf("%q must match ^%%(0|[1-9][0-9]*)$ (a pane ID such as %%3)", id))
+			} else {
+				spec.Target.PaneID = id
+			}
+		}
+		if g, ok := utf8Field(target, "target.generation", MaxGenerationBytes, &errs); ok {
+			spec.Target.Generation = g
+		}
+	}
+	if text, ok := utf8Field(obj, "text", MaxTextBytes, &errs); ok {
+		if text == "" {
+			errs.add("text", "must be at least 1 byte")
+		} else {
+			spec.Text = text
+		}
+	}
+	if err := errs.err(); err != nil {
+		return TextWaitSpec{}, err
+	}
+	return spec, nil
+}
+
+// utf8Field reads a required string member that must be valid UTF-8 of at
+// most max bytes. encoding/json replaces invalid UTF-8 (and lone surrogate
+// escapes) with U+FFFD, so a replacement character that the raw JSON did not
+// spell out means the input was not valid UTF-8.
+func utf8Field(obj map[string]json.RawMessage, field string, max int, errs *fieldErrors) (string, bool) {
+	name := field[strings.LastIndexByte(field, '.')+1:]
+	raw, present := obj[name]
+	if !present {
+		errs.add(field, "is required")
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		errs.add(field, "must be a string")
+		return "", false
+	}
+	if strings.ContainsRune(s, utf8.RuneError) && !strings.Contains(string(raw), "\uFFFD") && !strings.Contains(strings.ToLower(string(raw)), `\ufffd`) {
+		errs.add(field, "must be valid UTF-8")
+		return "", false
+	}
+	if len(s) > max {
+		errs.add(field, fmt.Sprintf("must be at most %d bytes of UTF-8 (got %d bytes)", max, len(s)))
+		return "", false
+	}
+	return s, true
+}
+
+// WaitForTextInput is the input of the WaitForText workflow.
+type WaitForTextInput struct {
+	Spec TextWaitSpec `json:"spec"`
+	// HostQueue is the task queue of the host that owns the tmux server.
+	HostQueue string `json:"host_queue"`
+	// Socket selects the tmux server; empty is the user's default.
+	Socket  string        `json:"socket,omitempty"`
+	MaxWait time.Duration `json:"max_wait"`
+}
+
+// WatchPaneInput is the input of the WatchPane activity.
+type WatchPaneInput struct {
+	Spec     TextWaitSpec `json:"spec"`
+	Socket   string       `json:"socket,omitempty"`
+	Deadline time.Time    `json:"deadline"`
+}
+
+// TmuxHeartbeatTimeout bounds how long a lost pane watch goes unnoticed.
+const TmuxHeartbeatTimeout = 5 * time.Second
+
+// WaitForText is the workflow behind one wait_for_text call. The watch runs
+// in one heartbeating activity on the task queue of the host that owns the
+// tmux server. A watch retried after a restart starts over with a fresh
+// baseline (continuity "reset"), so text printed meanwhile is still found.
+func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
+	started := workflow.Now(ctx)
+	grace := 2*TmuxHeartbeatTimeout + 5*time.Second
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              in.HostQueue,
+		ScheduleToCloseTimeout: in.MaxWait + grace,
+		HeartbeatTimeout:       TmuxHeartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
+	})
+	var out TextWaitOutcome
+	err := workflow.ExecuteActivity(actx, WatchPaneActivityName, WatchPaneInput{
+		Spec: in.Spec, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
+	}).Get(ctx, &out)
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return TextWaitOutcome{Error: &TextWaitError{
+			Code: "tmux_unavailable", Effects: "none", Retryable: true,
+			Message: fmt.Sprintf("no worker on the tmux host (task queue %s) watched pane %s within the bound", in.HostQueue, in.Spec.Target.PaneID),
+		}}, nil
+	}
+	return out, err
+}
