@@ -44,7 +44,7 @@ type Options struct {
 	// configured.
 	Agents AgentOptions
 	// Tmux configures the opt-in tmux tools.
-	Tmux TmuxOptions
+	Tmux   TmuxOptions
 	Logger *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
