@@ -13,6 +13,10 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
+// PaneHeartbeatInterval is how often a pane watch heartbeats; a
+// cancellation reaches it with the next heartbeat.
+const PaneHeartbeatInterval = 200 * time.Millisecond
+
 // PaneWatcher runs wait_for_text watches on the host that owns the tmux
 // server.
 type PaneWatcher struct {
@@ -66,7 +70,7 @@ func (w *PaneWatcher) WatchPane(ctx context.Context, in workflows.WatchPaneInput
 	}
 	liveness := time.NewTicker(interval)
 	defer liveness.Stop()
-	beat := time.NewTicker(time.Second)
+	beat := time.NewTicker(PaneHeartbeatInterval)
 	defer beat.Stop()
 	stillThere := func() error {
 		_, err := srv.Lookup(ctx, pane, spec.Target.Generation)

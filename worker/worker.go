@@ -67,7 +67,12 @@ func New(opts Options) (*Workers, error) {
 		ws.workers = append(ws.workers, host)
 	}
 	if opts.TmuxQueue != "" {
-		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{MaxHeartbeatThrottleInterval: time.Second})
+		// Pane watches are few and human-paced; frequent heartbeats let a
+		// caller's cancel detach the control client within a fraction of a
+		// second.
+		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{
+			MaxHeartbeatThrottleInterval: activities.PaneHeartbeatInterval,
+		})
 		watcher := &activities.PaneWatcher{}
 		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
 		ws.workers = append(ws.workers, tmux)
