@@ -39,7 +39,7 @@ fmt-check:
 
 ## bench: benchmarks (timing claims live here, not in tests)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 10x -timeout 30m ./internal/e2e/ | tee bench-report.txt
 
 clean:
 	rm -rf $(BIN)

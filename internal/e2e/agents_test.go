@@ -23,7 +23,7 @@ type agentWorkspace struct {
 	config string
 }
 
-func newAgentWorkspace(t *testing.T, windowSec int) *agentWorkspace {
+func newAgentWorkspace(t testing.TB, windowSec int) *agentWorkspace {
 	w := newWorkspace(t)
 	require.NoError(t, os.MkdirAll(w.path("scripts"), 0o755))
 	require.NoError(t, os.MkdirAll(w.path("work/repo"), 0o755))
@@ -78,7 +78,7 @@ func (p payload) output() string {
 	return *p.Output
 }
 
-func (c *mcpClient) agentCall(t *testing.T, tool string, args map[string]any) payload {
+func (c *mcpClient) agentCall(t testing.TB, tool string, args map[string]any) payload {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -92,7 +92,7 @@ func (c *mcpClient) agentCall(t *testing.T, tool string, args map[string]any) pa
 	return p
 }
 
-func (c *mcpClient) startAgent(t *testing.T, provider, prompt string, extra map[string]any) string {
+func (c *mcpClient) startAgent(t testing.TB, provider, prompt string, extra map[string]any) string {
 	t.Helper()
 	args := map[string]any{"provider": provider, "prompt": prompt}
 	for k, v := range extra {
@@ -105,13 +105,13 @@ func (c *mcpClient) startAgent(t *testing.T, provider, prompt string, extra map[
 	return p.InvocationID
 }
 
-func (c *mcpClient) waitAgent(t *testing.T, id string) payload {
+func (c *mcpClient) waitAgent(t testing.TB, id string) payload {
 	t.Helper()
 	return c.agentCall(t, "wait_agent", map[string]any{"invocation_id": id})
 }
 
 // waitUntilFinished calls wait_agent until the invocation finishes.
-func (c *mcpClient) waitUntilFinished(t *testing.T, id string) payload {
+func (c *mcpClient) waitUntilFinished(t testing.TB, id string) payload {
 	t.Helper()
 	for i := 0; i < 50; i++ {
 		if p := c.waitAgent(t, id); p.Reason == "finished" {
@@ -168,7 +168,7 @@ type listed struct {
 	Prompt       string `json:"prompt"`
 }
 
-func (c *mcpClient) listAgents(t *testing.T) []listed {
+func (c *mcpClient) listAgents(t testing.TB) []listed {
 	t.Helper()
 	res, err := c.call(context.Background(), "list_agents", nil, "")
 	require.NoError(t, err)
@@ -407,7 +407,7 @@ func TestAgentToolsAreListedWithTheirAnnotations(t *testing.T) {
 }
 
 // killRun kills an invocation's supervisor and CLI, as a machine loss would.
-func killRun(t *testing.T, w *agentWorkspace, id string) {
+func killRun(t testing.TB, w *agentWorkspace, id string) {
 	t.Helper()
 	dir := w.path("data/agents/" + strings.ReplaceAll(id, "/", "_"))
 	eventually(t, "the CLI's process group", func() bool { return readFile(dir+"/cli.pgid") != "" })

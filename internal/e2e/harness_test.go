@@ -63,7 +63,7 @@ func TestMain(m *testing.M) {
 const testTimeout = 90 * time.Second
 
 // eventually polls cond every 50ms until it holds or testTimeout passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(testTimeout)
 	for !cond() {
@@ -74,7 +74,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -84,11 +84,11 @@ func freeAddr(t *testing.T) string {
 
 // workspace is one test's folder: config, data dir, probe files, call log.
 type workspace struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
-func newWorkspace(t *testing.T) *workspace {
+func newWorkspace(t testing.TB) *workspace {
 	return &workspace{t: t, dir: t.TempDir()}
 }
 
@@ -157,7 +157,7 @@ func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 
 // instance is a running `durawait serve`.
 type instance struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	http string
 	log  *syncBuffer
@@ -225,7 +225,7 @@ func (i *instance) kill9() {
 }
 
 // client connects a real MCP client over streamable HTTP.
-func (i *instance) client(t *testing.T) *mcpClient {
+func (i *instance) client(t testing.TB) *mcpClient {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient("http://" + i.http + "/mcp")
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ type mcpClient struct {
 	progress map[string][]float64 // progress token -> progress values
 }
 
-func initialize(t *testing.T, c *client.Client) *mcpClient {
+func initialize(t testing.TB, c *client.Client) *mcpClient {
 	t.Helper()
 	mc := &mcpClient{Client: c, progress: map[string][]float64{}}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -294,14 +294,14 @@ type waitResult struct {
 
 // waitFor calls wait_for and decodes a successful result; it fails the test
 // on an isError result.
-func (c *mcpClient) waitFor(t *testing.T, args map[string]any) waitResult {
+func (c *mcpClient) waitFor(t testing.TB, args map[string]any) waitResult {
 	t.Helper()
 	res := c.waitForRaw(t, args)
 	require.False(t, res.IsError, "wait_for failed: %s", resultText(res))
 	return decodeWait(t, res)
 }
 
-func (c *mcpClient) waitForRaw(t *testing.T, args map[string]any) *mcp.CallToolResult {
+func (c *mcpClient) waitForRaw(t testing.TB, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -310,7 +310,7 @@ func (c *mcpClient) waitForRaw(t *testing.T, args map[string]any) *mcp.CallToolR
 	return res
 }
 
-func decodeWait(t *testing.T, res *mcp.CallToolResult) waitResult {
+func decodeWait(t testing.TB, res *mcp.CallToolResult) waitResult {
 	t.Helper()
 	var structured, fromText waitResult
 	raw := res.RawStructuredContent

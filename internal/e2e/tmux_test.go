@@ -23,7 +23,7 @@ type tmuxWorld struct {
 	config string
 }
 
-func newTmuxWorld(t *testing.T, waitMaxSec int) *tmuxWorld {
+func newTmuxWorld(t testing.TB, waitMaxSec int) *tmuxWorld {
 	_, err := exec.LookPath("tmux")
 	require.NoError(t, err, "tmux is needed (.ci/run installs it)")
 	w := newWorkspace(t)
@@ -67,7 +67,7 @@ type paneInfo struct {
 	Dead       bool   `json:"dead"`
 }
 
-func listPanes(t *testing.T, c *mcpClient) []paneInfo {
+func listPanes(t testing.TB, c *mcpClient) []paneInfo {
 	t.Helper()
 	res, err := c.call(context.Background(), "list_panes", nil, "")
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ type textResult struct {
 	} `json:"error"`
 }
 
-func waitText(t *testing.T, c *mcpClient, target paneInfo, text string) textResult {
+func waitText(t testing.TB, c *mcpClient, target paneInfo, text string) textResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -163,7 +163,7 @@ func TestWaitForTextOnARealPane(t *testing.T) {
 		assert.Contains(t, r.GenerationGuarantee, "verified")
 	})
 
-	later := func(t *testing.T, text string, print func()) textResult {
+	later := func(t testing.TB, text string, print func()) textResult {
 		done := make(chan textResult, 1)
 		go func() { done <- waitText(t, c, pane, text) }()
 		eventually(t, "the control client to attach", func() bool { return tw.controlClients() == 1 })

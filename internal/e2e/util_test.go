@@ -26,7 +26,7 @@ func readFile(path string) string {
 }
 
 // temporalClient connects to a durawait's engine, as an operator's tools would.
-func temporalClient(t *testing.T, engine string) client.Client {
+func temporalClient(t testing.TB, engine string) client.Client {
 	t.Helper()
 	tc, err := client.Dial(client.Options{HostPort: engine, Namespace: "default"})
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func temporalClient(t *testing.T, engine string) client.Client {
 
 // historyLengths returns the number of history events of every completed
 // wait_for workflow on the engine, oldest first.
-func historyLengths(t *testing.T, engine string) []int {
+func historyLengths(t testing.TB, engine string) []int {
 	t.Helper()
 	tc := temporalClient(t, engine)
 	ctx := context.Background()
@@ -62,16 +62,16 @@ func historyLengths(t *testing.T, engine string) []int {
 
 // inputSchema is a listed tool's input schema as JSON, however the client
 // library stored it.
-func inputSchema(t *testing.T, tool mcp.Tool) []byte {
+func inputSchema(t testing.TB, tool mcp.Tool) []byte {
 	return schemaJSON(t, tool.RawInputSchema, tool.InputSchema)
 }
 
 // outputSchema is a listed tool's output schema as JSON.
-func outputSchema(t *testing.T, tool mcp.Tool) []byte {
+func outputSchema(t testing.TB, tool mcp.Tool) []byte {
 	return schemaJSON(t, tool.RawOutputSchema, tool.OutputSchema)
 }
 
-func schemaJSON(t *testing.T, raw []byte, parsed any) []byte {
+func schemaJSON(t testing.TB, raw []byte, parsed any) []byte {
 	t.Helper()
 	if len(raw) > 0 {
 		return raw

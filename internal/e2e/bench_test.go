@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// The benchmarks measure the figures of the design's performance table on
+// real processes. Each reports its own metrics (milliseconds, medians and
+// worst cases) beside Go's ns/op; run them with `make bench`.
+
+// report adds the median and the worst of samples, in milliseconds.
+func report(b *testing.B, name string, samples []time.Duration) {
+	if len(samples) == 0 {
+		return
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(samples[len(samples)/2]), name+"-p50-ms")
+	b.ReportMetric(ms(samples[len(samples)-1]), name+"-max-ms")
+}
+
+// BenchmarkColdStart: `durawait serve` on a new data dir until /healthz is 200.
+func BenchmarkColdStart(b *testing.B) {
+	var samples []time.Duration
+	for range b.N {
+		w := newWorkspace(b)
+		config := w.writeConfig(w.demoServer("demo"))
+		start := time.Now()
+		inst := w.startServe(config)
+		samples = append(samples, time.Since(start))
+		inst.kill9()
+	}
+	report(b, "healthz", samples)
+}
+
+// BenchmarkWaitForDetection: the time from the probe's output changing to
+// wait_for's result, against an in-process, non-durable poll loop calling
+// the same probe server with the same interval.
+func BenchmarkWaitForDetection(b *testing.B) {
+	w := newWorkspace(b)
+	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
+	c := inst.client(b)
+	direct := directProbeClient(b, w)
+
+	var durable, inProcess []time.Duration
+	for i := range b.N {
+		name := "status-" + itoa(i)
+		w.write(name, "pending")
+		done := make(chan time.Time, 1)
+		go func() {
+			c.waitFor(b, readFileWait(w.path(name), nil))
+			done <- time.Now()
+		}()
+		// Change the output at a point spread over the poll interval.
+		eventually(b, "the first sample", func() bool { return w.calls(name) >= 1 })
+		time.Sleep(time.Duration(i%10) * 100 * time.Millisecond)
+		changed := time.Now()
+		w.write(name, "READY")
+		durable = append(durable, (<-done).Sub(changed))
+
+		w.write(name, "pending")
+		inProcess = append(inProcess, pollDirect(b, direct, w, name, time.Duration(i%10)*100*time.Millisecond))
+	}
+	report(b, "durable", durable)
+	report(b, "inprocess", inProcess)
+}
+
+// directProbeClient is an MCP client straight to a demo probe server.
+func directProbeClient(b *testing.B, w *workspace) *client.Client {
+	c, err := client.NewStdioMCPClient(bin.demoprobe, nil)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	_, err = c.Initialize(context.Background(), init)
+	require.NoError(b, err)
+	return c
+}
+
+// pollDirect runs the non-durable loop: sample at once, then every second,
+// until READY; the output changes after offset. It returns the latency.
+func pollDirect(b *testing.B, c *client.Client, w *workspace, name string, offset time.Duration) time.Duration {
+	changed := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(offset + 50*time.Millisecond)
+		changed <- time.Now()
+		w.write(name, "READY")
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "read_file"
+		req.Params.Arguments = map[string]any{"path": w.path(name)}
+		res, err := c.CallTool(context.Background(), req)
+		require.NoError(b, err)
+		if strings.Contains(resultText(res), "READY") {
+			return time.Since(<-changed)
+		}
+		<-tick.C
+	}
+}
+
+// BenchmarkWaitForTextLatency: the time from text printed in a pane to
+// wait_for_text's result.
+func BenchmarkWaitForTextLatency(b *testing.B) {
+	tw := newTmuxWorld(b, 60)
+	c := tw.startServe(tw.config).client(b)
+	pane := listPanes(b, c)[0]
+	var samples []time.Duration
+	for i := range b.N {
+		token := "TOKEN-" + itoa(i)
+		done := make(chan time.Time, 1)
+		go func() {
+			waitText(b, c, pane, token)
+			done <- time.Now()
+		}()
+		eventually(b, "the control client", func() bool { return tw.controlClients() == 1 })
+		tw.tmux("send-keys", "-t", pane.PaneID, "-l", "printf '%s%s\\n' TOKEN -"+itoa(i))
+		printed := time.Now()
+		tw.tmux("send-keys", "-t", pane.PaneID, "Enter")
+		samples = append(samples, (<-done).Sub(printed))
+		eventually(b, "the client to detach", func() bool { return tw.controlClients() == 0 })
+	}
+	report(b, "text", samples)
+}
+
+// BenchmarkWaitAgentExitLatency: the time from the CLI's exit (the
+// supervisor recording it) to wait_agent's result.
+func BenchmarkWaitAgentExitLatency(b *testing.B) {
+	w := newAgentWorkspace(b, 60)
+	c := w.startServe(w.config).client(b)
+	var samples []time.Duration
+	for i := range b.N {
+		name := "quick" + itoa(i)
+		w.script(name, `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait go-"+name,
+			`{"type":"result","subtype":"success","is_error":false,"result":"ok"}`)
+		id := c.startAgent(b, "fake", name, nil)
+		done := make(chan time.Time, 1)
+		go func() {
+			c.waitUntilFinished(b, id)
+			done <- time.Now()
+		}()
+		exitFile := filepath.Join(w.path("data/agents"), strings.ReplaceAll(id, "/", "_"), "exit")
+		eventually(b, "the CLI to start", func() bool { return readFile(w.path("argv.log")) != "" })
+		w.release("go-" + name)
+		finished := <-done
+		st, err := os.Stat(exitFile)
+		require.NoError(b, err)
+		samples = append(samples, finished.Sub(st.ModTime()))
+	}
+	report(b, "exit", samples)
+}
