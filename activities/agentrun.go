@@ -239,11 +239,16 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			// let the next worker re-attach.
 			return workflows.AgentFinal{}, errors.New("worker stopping; the CLI keeps running and is re-attached on restart")
 		case <-ctx.Done():
-			if !errors.Is(ctx.Err(), context.Canceled) || stopping(ctx) {
+			if stopping(ctx) {
 				return workflows.AgentFinal{}, ctx.Err()
 			}
+			// Cancelled, or past agents.max_run_sec: stop the CLI either way,
+			// so no run outlives its invocation.
 			agentproc.Terminate(dir, r.CancelGrace)
 			feed(true)
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				return workflows.AgentFinal{}, ctx.Err()
+			}
 			out := st.Outcome(0)
 			out.Status, out.Error = workflows.AgentCancelled, nil
 			return workflows.AgentFinal{}, temporal.NewCanceledError(out)

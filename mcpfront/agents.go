@@ -47,19 +47,6 @@ type AgentOptions struct {
 
 func (o AgentOptions) enabled() bool { return len(o.Limits.Providers) > 0 }
 
-func tool(name, title, description string, input, output []byte, readOnly, destructive, idempotent, openWorld bool) mcp.Tool {
-	t := mcp.NewToolWithRawSchema(name, description, input)
-	t.RawOutputSchema = output
-	t.Annotations = mcp.ToolAnnotation{
-		Title:           title,
-		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
-		DestructiveHint: mcp.ToBoolPtr(destructive),
-		IdempotentHint:  mcp.ToBoolPtr(idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
-	}
-	return t
-}
-
 func (f *Front) agentTools() []server.ServerTool {
 	window := f.opts.Agents.WaitWindow.Round(time.Second)
 	return []server.ServerTool{

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -104,7 +105,13 @@ func (f *Front) Refresh() {
 		tools = append(tools, f.agentTools()...)
 	}
 	tools = append(tools, f.tmuxTools()...)
-	for name, ref := range cat.exposed {
+	names := make([]string, 0, len(cat.exposed))
+	for name := range cat.exposed {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ref := cat.exposed[name]
 		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
 	}
 	f.mcp.SetTools(tools...)
@@ -114,6 +121,21 @@ func (f *Front) catalog() *catalog {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cat
+}
+
+// tool builds one of durawait's own tools: raw schemas, and all four
+// annotations set explicitly.
+func tool(name, title, description string, input, output []byte, readOnly, destructive, idempotent, openWorld bool) mcp.Tool {
+	t := mcp.NewToolWithRawSchema(name, description, input)
+	t.RawOutputSchema = output
+	t.Annotations = mcp.ToolAnnotation{
+		Title:           title,
+		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
+		DestructiveHint: mcp.ToBoolPtr(destructive),
+		IdempotentHint:  mcp.ToBoolPtr(idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
+	}
+	return t
 }
 
 // proxyTool is a downstream tool's definition under its exposed name.

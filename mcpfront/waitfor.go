@@ -30,16 +30,8 @@ Prefer matches / not_matches: quiescence proves idleness, not completion.
 The wait is durable: if this call is cut off, call again with the same arguments and you attach to the same wait (samples and elapsed_sec count from the first call).`
 
 func waitForTool() mcp.Tool {
-	t := mcp.NewToolWithRawSchema("wait_for", waitForDescription, waitForInputSchema)
-	t.RawOutputSchema = waitForOutputSchema
-	t.Annotations = mcp.ToolAnnotation{
-		Title:           "Wait for a probe's condition",
-		ReadOnlyHint:    mcp.ToBoolPtr(true),
-		DestructiveHint: mcp.ToBoolPtr(false),
-		IdempotentHint:  mcp.ToBoolPtr(true),
-		OpenWorldHint:   mcp.ToBoolPtr(true),
-	}
-	return t
+	return tool("wait_for", "Wait for a probe's condition", waitForDescription,
+		waitForInputSchema, waitForOutputSchema, true, false, true, true)
 }
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
