@@ -42,17 +42,19 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// SampleObserver is told of every sample a wait takes, for progress
-// notifications. It must not block.
-type SampleObserver interface {
-	ObserveSample(workflowID string, sample workflows.Sample)
+// Observer is told, in process, what a running wait observes: each
+// workflows.Sample of a wait_for, and the outcome (workflows.WaitForResult,
+// workflows.TextWaitOutcome) the moment the activity knows it. It must not
+// block.
+type Observer interface {
+	Observe(workflowID string, event any)
 }
 
 // Poller runs wait_for probe loops.
 type Poller struct {
 	Prober Prober
-	// Observer, when set, is told of every sample.
-	Observer SampleObserver
+	// Observer, when set, is told of every sample and of the result.
+	Observer Observer
 }
 
 // PollProbe samples the probe until the condition holds or the deadline
@@ -106,7 +108,11 @@ func (l *probeLoop) heartbeat(ctx context.Context) {
 }
 
 func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind) workflows.WaitForResult {
-	return l.progress.Result(l.in.Spec, reason, cond, time.Since(l.in.StartedAt))
+	res := l.progress.Result(l.in.Spec, reason, cond, time.Since(l.in.StartedAt))
+	if obs := l.poller.Observer; obs != nil {
+		obs.Observe(l.wfID, res)
+	}
+	return res
 }
 
 func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
@@ -161,7 +167,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		l.progress.RecordObservation(out.Text, start)
 		l.heartbeat(ctx)
 		if obs := l.poller.Observer; obs != nil {
-			obs.ObserveSample(l.wfID, workflows.Sample{
+			obs.Observe(l.wfID, workflows.Sample{
 				Number: l.progress.Samples, Expected: l.expected, Observation: out.Text,
 			})
 		}

@@ -64,12 +64,18 @@ func (p *scriptedProber) callCount() int {
 type recordingObserver struct {
 	mu      sync.Mutex
 	samples []workflows.Sample
+	results []workflows.WaitForResult
 }
 
-func (o *recordingObserver) ObserveSample(_ string, s workflows.Sample) {
+func (o *recordingObserver) Observe(_ string, event any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.samples = append(o.samples, s)
+	switch e := event.(type) {
+	case workflows.Sample:
+		o.samples = append(o.samples, e)
+	case workflows.WaitForResult:
+		o.results = append(o.results, e)
+	}
 }
 
 // The activity works in real time; these inputs use milliseconds where the
@@ -90,7 +96,7 @@ func input(until workflows.Until, poll, maxWait, quiet time.Duration) workflows.
 	}
 }
 
-func runPoll(t *testing.T, prober Prober, in workflows.PollInput, observer SampleObserver, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
+func runPoll(t *testing.T, prober Prober, in workflows.PollInput, observer Observer, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
@@ -124,6 +130,7 @@ func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
 	require.Len(t, obs.samples, 3, "one progress sample per probe call")
 	assert.Equal(t, 1, obs.samples[0].Number)
 	assert.Equal(t, "READY now", obs.samples[2].Observation)
+	assert.Equal(t, []workflows.WaitForResult{res}, obs.results, "the result is published the moment it is known")
 }
 
 func TestPollProbeTakesTheFirstSampleAtOnce(t *testing.T) {

@@ -20,6 +20,8 @@ const PaneHeartbeatInterval = 200 * time.Millisecond
 // PaneWatcher runs wait_for_text watches on the host that owns the tmux
 // server.
 type PaneWatcher struct {
+	// Observer, when set, is told of the outcome the moment it is known.
+	Observer Observer
 	// LivenessInterval is how often the pane's life is re-checked while no
 	// notification arrives (text itself is event-driven).
 	LivenessInterval time.Duration
@@ -29,6 +31,14 @@ type PaneWatcher struct {
 // baseline, and follows the pane's output until the text appears, the
 // deadline passes, or the pane dies.
 func (w *PaneWatcher) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
+	out, err := w.watch(ctx, in)
+	if err == nil && w.Observer != nil {
+		w.Observer.Observe(activity.GetInfo(ctx).WorkflowExecution.ID, out)
+	}
+	return out, err
+}
+
+func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
 	srv := tmuxwatch.Server{Socket: in.Socket}
 	spec := in.Spec
 	pane := spec.Target.PaneID

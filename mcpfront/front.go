@@ -19,14 +19,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/activities"
-	"github.com/durawait/durawait/workflows"
 )
 
-// SampleFeed delivers the samples of running waits, for progress
-// notifications. Subscribe returns a channel of the samples of one workflow
-// and a function that ends the subscription.
-type SampleFeed interface {
-	Subscribe(workflowID string) (<-chan workflows.Sample, func())
+// EventFeed delivers, in process, what running waits observe: each
+// workflows.Sample and the outcome the moment an activity knows it.
+// Subscribe returns a channel of one workflow's events and a function that
+// ends the subscription.
+type EventFeed interface {
+	Subscribe(workflowID string) (<-chan any, func())
 }
 
 // Options configure a Front.
@@ -37,8 +37,8 @@ type Options struct {
 	TaskQueue string
 	// Downstream servers to re-expose and probe.
 	Downstream Downstream
-	// Samples, when set, feeds progress notifications.
-	Samples SampleFeed
+	// Events, when set, feeds progress notifications and early answers.
+	Events EventFeed
 	// HeartbeatTimeout of probe loops.
 	HeartbeatTimeout time.Duration
 	// Agents configures the agent tools; they are listed when providers are
@@ -58,6 +58,10 @@ type Front struct {
 
 	mu  sync.Mutex
 	cat *catalog
+
+	// settling holds the runs (by workflow ID) whose outcome a call already
+	// returned from the in-process feed, until Temporal closes them.
+	settling sync.Map
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.

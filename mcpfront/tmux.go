@@ -86,6 +86,9 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
 	sum := sha256.Sum256(key)
 	id := "wait_for_text/" + hex.EncodeToString(sum[:12])
+	events, unsubscribe := f.subscribe(id)
+	defer unsubscribe()
+	f.waitSettled(ctx, id)
 	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                f.opts.TaskQueue,
@@ -100,7 +103,14 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
 	var out workflows.TextWaitOutcome
-	if err := run.Get(ctx, &out); err != nil {
+	err = f.awaitOutcome(ctx, run, events, &out, func(ev any) bool {
+		if o, ok := ev.(workflows.TextWaitOutcome); ok {
+			out = o
+			return true
+		}
+		return false
+	})
+	if err != nil {
 		if ctx.Err() != nil {
 			// The caller cancelled: detach the control client now.
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

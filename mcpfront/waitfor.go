@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,13 +49,9 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	id := spec.WorkflowID("")
 
-	var samples <-chan workflows.Sample
-	if token := progressToken(req); token != nil && f.opts.Samples != nil {
-		ch, unsubscribe := f.opts.Samples.Subscribe(id)
-		defer unsubscribe()
-		samples = ch
-		go f.forwardProgress(ctx, token, samples)
-	}
+	events, unsubscribe := f.subscribe(id)
+	defer unsubscribe()
+	f.waitSettled(ctx, id)
 
 	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
@@ -75,8 +72,21 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return mcp.NewToolResultError(fmt.Sprintf("wait_for: could not start the wait (Temporal engine unavailable?): %v", err)), nil
 	}
 
+	token := progressToken(req)
 	var result workflows.WaitForResult
-	if err := run.Get(ctx, &result); err != nil {
+	err = f.awaitOutcome(ctx, run, events, &result, func(ev any) bool {
+		switch e := ev.(type) {
+		case workflows.Sample:
+			if token != nil {
+				f.sendProgress(ctx, token, e)
+			}
+		case workflows.WaitForResult:
+			result = e
+			return true
+		}
+		return false
+	})
+	if err != nil {
 		if ctx.Err() != nil {
 			// The caller went away; the wait runs on to its own bound.
 			return nil, ctx.Err()
@@ -84,6 +94,69 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err)), nil
 	}
 	return structuredResult(result), nil
+}
+
+// subscribe follows a workflow's in-process events, when there is a feed.
+func (f *Front) subscribe(workflowID string) (<-chan any, func()) {
+	if f.opts.Events == nil {
+		return nil, func() {}
+	}
+	return f.opts.Events.Subscribe(workflowID)
+}
+
+// awaitOutcome waits for a workflow's result: from Temporal, or earlier from
+// the in-process feed when handle says an event is the outcome (the
+// workflow records that same outcome durably). handle sees every event in
+// order; result receives Temporal's answer when that comes first.
+func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan any, result any, handle func(any) bool) error {
+	getCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- run.Get(getCtx, result) }()
+	for {
+		select {
+		case ev, open := <-events:
+			if !open {
+				events = nil
+				continue
+			}
+			if handle(ev) {
+				f.settle(run)
+				return nil
+			}
+		case err := <-got:
+			return err
+		}
+	}
+}
+
+// settleTimeout bounds how long a closing run is waited for.
+const settleTimeout = 10 * time.Second
+
+// settle remembers a run whose outcome was returned before Temporal closed
+// it, until it closes.
+func (f *Front) settle(run client.WorkflowRun) {
+	id, runID := run.GetID(), run.GetRunID()
+	f.settling.Store(id, runID)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		defer cancel()
+		_ = f.opts.Temporal.GetWorkflow(ctx, id, runID).Get(ctx, nil)
+		f.settling.CompareAndDelete(id, runID)
+	}()
+}
+
+// waitSettled lets a run whose outcome was already returned close first, so
+// that an identical call made right after it starts a new wait instead of
+// attaching to the finished one.
+func (f *Front) waitSettled(ctx context.Context, id string) {
+	v, ok := f.settling.Load(id)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	_ = f.opts.Temporal.GetWorkflow(ctx, id, v.(string)).Get(ctx, nil)
 }
 
 // workflowErrorMessage digs the application error's own message out of the
@@ -117,27 +190,16 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 	return req.Params.Meta.ProgressToken
 }
 
-// forwardProgress sends one notifications/progress per sample until ctx ends
-// or the feed closes.
-func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, samples <-chan workflows.Sample) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case s, ok := <-samples:
-			if !ok {
-				return
-			}
-			err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-				"progressToken": token,
-				"progress":      s.Number,
-				"total":         s.Expected,
-				"message":       fmt.Sprintf("sample %d: %s", s.Number, shorten(s.Observation, 120)),
-			})
-			if err != nil {
-				f.opts.Logger.Debug("progress notification not sent", "error", err)
-			}
-		}
+// sendProgress sends one notifications/progress for a sample.
+func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, s workflows.Sample) {
+	err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+		"progressToken": token,
+		"progress":      s.Number,
+		"total":         s.Expected,
+		"message":       fmt.Sprintf("sample %d: %s", s.Number, shorten(s.Observation, 120)),
+	})
+	if err != nil {
+		f.opts.Logger.Debug("progress notification not sent", "error", err)
 	}
 }
 

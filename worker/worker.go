@@ -22,8 +22,8 @@ type Options struct {
 	TaskQueue string
 	// Prober calls the downstream tools that wait_for probes.
 	Prober activities.Prober
-	// Observer, when set, is told of every sample.
-	Observer activities.SampleObserver
+	// Observer, when set, is told in process of what running waits observe.
+	Observer activities.Observer
 	// Agents, when set, runs agent CLIs on this host; its HostQueue gets a
 	// worker of its own.
 	Agents *activities.AgentRunner
@@ -73,7 +73,7 @@ func New(opts Options) (*Workers, error) {
 		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{
 			MaxHeartbeatThrottleInterval: activities.PaneHeartbeatInterval,
 		})
-		watcher := &activities.PaneWatcher{}
+		watcher := &activities.PaneWatcher{Observer: opts.Observer}
 		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
 		ws.workers = append(ws.workers, tmux)
 	}
@@ -109,7 +109,7 @@ type Registry interface {
 
 // Register puts durawait's workflows and the shared-queue activities on r
 // under their durable names.
-func Register(r Registry, prober activities.Prober, observer activities.SampleObserver, agents *activities.AgentRunner) {
+func Register(r Registry, prober activities.Prober, observer activities.Observer, agents *activities.AgentRunner) {
 	r.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentInvocation, workflow.RegisterOptions{Name: workflows.AgentWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.WaitForText, workflow.RegisterOptions{Name: workflows.WaitForTextWorkflowName})

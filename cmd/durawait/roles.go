@@ -165,7 +165,7 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		<-ctx.Done()
 		return nil
 	}
-	var feed mcpfront.SampleFeed
+	var feed mcpfront.EventFeed
 	if r.worker {
 		feed = hub
 	}
@@ -173,7 +173,7 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		Temporal:         tc,
 		TaskQueue:        cfg.TaskQueue,
 		Downstream:       manager,
-		Samples:          feed,
+		Events:           feed,
 		HeartbeatTimeout: cfg.HeartbeatTimeout(),
 		Agents: mcpfront.AgentOptions{
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},

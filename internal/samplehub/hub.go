@@ -1,50 +1,48 @@
-// Package samplehub passes the samples of running waits from the probe
-// loops to the MCP calls waiting on them, inside one process, so that those
-// calls can send progress notifications.
+// Package samplehub passes what running waits observe — each sample, and the
+// outcome the moment it is known — from the activities to the MCP calls
+// waiting on them, inside one process. The calls use it for progress
+// notifications and to answer without waiting for Temporal's round trip;
+// the workflow records the same outcome durably.
 package samplehub
 
-import (
-	"sync"
+import "sync"
 
-	"github.com/durawait/durawait/workflows"
-)
-
-// Hub fans samples out to subscribers by workflow ID. The zero value is not
+// Hub fans events out to subscribers by workflow ID. The zero value is not
 // usable; call New.
 type Hub struct {
 	mu   sync.Mutex
-	subs map[string]map[chan workflows.Sample]struct{}
+	subs map[string]map[chan any]struct{}
 }
 
 // New returns an empty hub.
 func New() *Hub {
-	return &Hub{subs: map[string]map[chan workflows.Sample]struct{}{}}
+	return &Hub{subs: map[string]map[chan any]struct{}{}}
 }
 
-// subscriberBuffer is how many samples a slow subscriber may fall behind
-// before samples are dropped for it.
+// subscriberBuffer is how many events a slow subscriber may fall behind
+// before events are dropped for it.
 const subscriberBuffer = 16
 
-// ObserveSample implements activities.SampleObserver. It never blocks: a
-// subscriber whose buffer is full misses the sample.
-func (h *Hub) ObserveSample(workflowID string, s workflows.Sample) {
+// Observe implements activities.Observer. It never blocks: a subscriber whose
+// buffer is full misses the event.
+func (h *Hub) Observe(workflowID string, event any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs[workflowID] {
 		select {
-		case ch <- s:
+		case ch <- event:
 		default:
 		}
 	}
 }
 
-// Subscribe returns the samples of workflowID from now on, and a function
+// Subscribe returns the events of workflowID from now on, and a function
 // that ends the subscription and closes the channel.
-func (h *Hub) Subscribe(workflowID string) (<-chan workflows.Sample, func()) {
-	ch := make(chan workflows.Sample, subscriberBuffer)
+func (h *Hub) Subscribe(workflowID string) (<-chan any, func()) {
+	ch := make(chan any, subscriberBuffer)
 	h.mu.Lock()
 	if h.subs[workflowID] == nil {
-		h.subs[workflowID] = map[chan workflows.Sample]struct{}{}
+		h.subs[workflowID] = map[chan any]struct{}{}
 	}
 	h.subs[workflowID][ch] = struct{}{}
 	h.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-func TestSamplesReachTheSubscribersOfTheirWorkflow(t *testing.T) {
+func TestEventsReachTheSubscribersOfTheirWorkflow(t *testing.T) {
 	h := New()
 	a1, stopA1 := h.Subscribe("wait_for/a")
 	a2, stopA2 := h.Subscribe("wait_for/a")
@@ -17,26 +17,26 @@ func TestSamplesReachTheSubscribersOfTheirWorkflow(t *testing.T) {
 	defer stopA2()
 	defer stopB()
 
-	h.ObserveSample("wait_for/a", workflows.Sample{Number: 1, Observation: "x"})
-	assert.Equal(t, 1, (<-a1).Number)
-	assert.Equal(t, 1, (<-a2).Number)
-	assert.Empty(t, b, "other workflows' samples are not delivered")
+	h.Observe("wait_for/a", workflows.Sample{Number: 1, Observation: "x"})
+	assert.Equal(t, workflows.Sample{Number: 1, Observation: "x"}, <-a1)
+	assert.Equal(t, workflows.Sample{Number: 1, Observation: "x"}, <-a2)
+	assert.Empty(t, b, "other workflows' events are not delivered")
 
 	stopA1()
 	_, open := <-a1
 	assert.False(t, open, "unsubscribing closes the channel")
 	stopA1() // idempotent
-	h.ObserveSample("wait_for/a", workflows.Sample{Number: 2})
-	assert.Equal(t, 2, (<-a2).Number)
+	h.Observe("wait_for/a", workflows.WaitForResult{Reason: workflows.ReasonMatched})
+	assert.Equal(t, workflows.WaitForResult{Reason: workflows.ReasonMatched}, <-a2)
 }
 
-func TestASlowSubscriberNeverBlocksTheProbeLoop(t *testing.T) {
+func TestASlowSubscriberNeverBlocksTheActivity(t *testing.T) {
 	h := New()
 	ch, stop := h.Subscribe("w")
 	defer stop()
 	for i := range subscriberBuffer * 3 {
-		h.ObserveSample("w", workflows.Sample{Number: i + 1})
+		h.Observe("w", workflows.Sample{Number: i + 1})
 	}
 	require.Len(t, ch, subscriberBuffer)
-	assert.Equal(t, 1, (<-ch).Number, "the oldest samples are kept; later ones are dropped")
+	assert.Equal(t, workflows.Sample{Number: 1}, <-ch, "the oldest events are kept; later ones are dropped")
 }
