@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -34,17 +35,25 @@ func temporalClient(t testing.TB, engine string) client.Client {
 	return tc
 }
 
-// historyLengths returns the number of history events of every completed
-// wait_for workflow on the engine, oldest first.
-func historyLengths(t testing.TB, engine string) []int {
+// historyLengths returns the number of history events of the completed
+// wait_for workflows on the engine, oldest first, once there are want of them
+// (visibility, and the closing of a run whose answer came in process, lag a
+// little behind the result).
+func historyLengths(t testing.TB, engine string, want int) []int {
 	t.Helper()
 	tc := temporalClient(t, engine)
 	ctx := context.Background()
-	resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query: "WorkflowType = 'WaitFor' AND ExecutionStatus = 'Completed'",
+	var execs []*workflowpb.WorkflowExecutionInfo
+	eventually(t, "the completed waits to be listed", func() bool {
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = 'WaitFor' AND ExecutionStatus = 'Completed'",
+		})
+		if err != nil {
+			return false
+		}
+		execs = resp.Executions
+		return len(execs) >= want
 	})
-	require.NoError(t, err)
-	execs := resp.Executions
 	sort.Slice(execs, func(i, j int) bool { return execs[i].StartTime.AsTime().Before(execs[j].StartTime.AsTime()) })
 	var lengths []int
 	for _, e := range execs {
