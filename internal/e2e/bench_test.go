@@ -61,9 +61,13 @@ func BenchmarkWaitForDetection(b *testing.B) {
 			c.waitFor(b, readFileWait(w.path(name), nil))
 			done <- time.Now()
 		}()
-		// Change the output at a point spread over the poll interval.
+		// Change the output at a point spread over the poll interval,
+		// counted from the first sample (the call log's last write), as the
+		// in-process loop below counts from its first call.
 		eventually(b, "the first sample", func() bool { return w.calls(name) >= 1 })
-		time.Sleep(time.Duration(i%10) * 100 * time.Millisecond)
+		st, err := os.Stat(w.path("calls.log"))
+		require.NoError(b, err)
+		time.Sleep(time.Until(st.ModTime().Add(time.Duration(i%10)*100*time.Millisecond + 50*time.Millisecond)))
 		changed := time.Now()
 		w.write(name, "READY")
 		durable = append(durable, (<-done).Sub(changed))
