@@ -11,8 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/activities/tmuxwatch"
 	"github.com/durawait/durawait/workflows"
@@ -86,22 +84,19 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
 	sum := sha256.Sum256(key)
 	id := "wait_for_text/" + hex.EncodeToString(sum[:12])
-	events, unsubscribe := f.subscribe(id)
-	defer unsubscribe()
-	f.waitSettled(ctx, id)
-	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                f.opts.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
-	}, workflows.WaitForTextWorkflowName, workflows.WaitForTextInput{
-		Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+	run, events, unsubscribe, err := f.startOrAttach(ctx, sharedWait{
+		id:       id,
+		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
+		workflow: workflows.WaitForTextWorkflowName,
+		input: workflows.WaitForTextInput{
+			Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+		},
 	})
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
+	defer unsubscribe()
 	var out workflows.TextWaitOutcome
 	err = f.awaitOutcome(ctx, run, events, &out, func(ev any) bool {
 		if o, ok := ev.(workflows.TextWaitOutcome); ok {

@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
@@ -49,28 +46,20 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	id := spec.WorkflowID("")
 
-	events, unsubscribe := f.subscribe(id)
-	defer unsubscribe()
-	f.waitSettled(ctx, id)
-
-	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                f.opts.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            waitSummary(spec),
-		Memo: map[string]any{
-			"probe_tool": spec.Probe.Tool,
-			"probe_args": string(spec.Probe.Args),
-			"until":      spec.Until,
-		},
-	}, workflows.WaitForWorkflowName, workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout})
+	run, events, unsubscribe, err := f.startOrAttach(ctx, sharedWait{
+		id:       id,
+		summary:  waitSummary(spec),
+		memo:     map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until},
+		workflow: workflows.WaitForWorkflowName,
+		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return mcp.NewToolResultError(fmt.Sprintf("wait_for: could not start the wait (Temporal engine unavailable?): %v", err)), nil
 	}
+	defer unsubscribe()
 
 	token := progressToken(req)
 	var result workflows.WaitForResult
@@ -94,69 +83,6 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err)), nil
 	}
 	return structuredResult(result), nil
-}
-
-// subscribe follows a workflow's in-process events, when there is a feed.
-func (f *Front) subscribe(workflowID string) (<-chan any, func()) {
-	if f.opts.Events == nil {
-		return nil, func() {}
-	}
-	return f.opts.Events.Subscribe(workflowID)
-}
-
-// awaitOutcome waits for a workflow's result: from Temporal, or earlier from
-// the in-process feed when handle says an event is the outcome (the
-// workflow records that same outcome durably). handle sees every event in
-// order; result receives Temporal's answer when that comes first.
-func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan any, result any, handle func(any) bool) error {
-	getCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	got := make(chan error, 1)
-	go func() { got <- run.Get(getCtx, result) }()
-	for {
-		select {
-		case ev, open := <-events:
-			if !open {
-				events = nil
-				continue
-			}
-			if handle(ev) {
-				f.settle(run)
-				return nil
-			}
-		case err := <-got:
-			return err
-		}
-	}
-}
-
-// settleTimeout bounds how long a closing run is waited for.
-const settleTimeout = 10 * time.Second
-
-// settle remembers a run whose outcome was returned before Temporal closed
-// it, until it closes.
-func (f *Front) settle(run client.WorkflowRun) {
-	id, runID := run.GetID(), run.GetRunID()
-	f.settling.Store(id, runID)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-		defer cancel()
-		_ = f.opts.Temporal.GetWorkflow(ctx, id, runID).Get(ctx, nil)
-		f.settling.CompareAndDelete(id, runID)
-	}()
-}
-
-// waitSettled lets a run whose outcome was already returned close first, so
-// that an identical call made right after it starts a new wait instead of
-// attaching to the finished one.
-func (f *Front) waitSettled(ctx context.Context, id string) {
-	v, ok := f.settling.Load(id)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
-	defer cancel()
-	_ = f.opts.Temporal.GetWorkflow(ctx, id, v.(string)).Get(ctx, nil)
 }
 
 // workflowErrorMessage digs the application error's own message out of the

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -143,4 +144,46 @@ func isDescendant(p, ancestor int) bool {
 		}
 	}
 	return false
+}
+
+// `durawait front` alone (no worker in its process) serves the same waits
+// through the engine of a running `durawait serve`: its answers come from
+// Temporal, not from an in-process feed.
+func TestFrontRoleAgainstARunningEngine(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	serve := w.startServe(config)
+	engine := w.owner().Engine
+
+	front := &instance{t: t, http: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
+	front.cmd = execCommand(bin.durawait, "front", "--config", config, "--temporal", engine, "--http", front.http)
+	front.cmd.Stdout, front.cmd.Stderr = front.log, front.log
+	require.NoError(t, front.cmd.Start())
+	go func() { _ = front.cmd.Wait(); close(front.done) }()
+	t.Cleanup(func() {
+		front.kill9()
+		if t.Failed() {
+			t.Logf("front log:\n%s", front.log.String())
+		}
+	})
+	eventually(t, "the front's /healthz", func() bool {
+		resp, err := http.Get("http://" + front.http + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	w.write("f", "pending")
+	c := front.client(t)
+	done := make(chan waitResult, 1)
+	go func() { done <- c.waitFor(t, readFileWait(w.path("f"), nil)) }()
+	eventually(t, "samples", func() bool { return w.calls("f") >= 2 })
+	w.write("f", "READY")
+	res := <-done
+	assert.Equal(t, "matched", res.Reason)
+	assert.Equal(t, "READY", res.LastObservation)
+	assert.Equal(t, w.calls("f"), res.Samples)
+	_ = serve
 }
