@@ -191,8 +191,15 @@ func serveArgs(config, httpAddr string) []string {
 // waits for /healthz to answer 200.
 func (w *workspace) startServe(config string) *instance {
 	w.t.Helper()
+	return w.startServeEnv(config, nil)
+}
+
+// startServeEnv is startServe with env added to durawait's environment.
+func (w *workspace) startServeEnv(config string, env []string) *instance {
+	w.t.Helper()
 	inst := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
 	inst.cmd = exec.Command(bin.durawait, serveArgs(config, inst.http)...)
+	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
 	require.NoError(w.t, inst.cmd.Start())
 	go func() { _ = inst.cmd.Wait(); close(inst.done) }()

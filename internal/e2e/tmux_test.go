@@ -330,3 +330,20 @@ func TestWaitForTextSurvivesKill9(t *testing.T) {
 	assert.Equal(t, "baseline", r.Source, "a fresh baseline after the restart")
 	assert.Equal(t, "reset", r.Continuity)
 }
+
+func TestTmuxNotInstalled(t *testing.T) {
+	tw := newTmuxWorld(t, 30)
+	// A PATH without tmux: durawait cannot find it.
+	c := tw.startServeEnv(tw.config, []string{"PATH=" + tw.path("empty-bin")}).client(t)
+	res, err := c.call(context.Background(), "list_panes", nil, "")
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, resultText(res), `"code":"tmux_unavailable"`)
+	assert.Contains(t, resultText(res), "tmux is not installed")
+
+	r := waitText(t, c, paneInfo{PaneID: "%0", Generation: "g1:x"}, "x")
+	require.NotNil(t, r.Error)
+	assert.Equal(t, "tmux_unavailable", r.Error.Code)
+	assert.Equal(t, "none", r.Error.Effects)
+	assert.Contains(t, r.Error.Message, "tmux is not installed")
+}
