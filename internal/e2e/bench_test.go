@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,4 +167,60 @@ func BenchmarkWaitAgentExitLatency(b *testing.B) {
 		samples = append(samples, finished.Sub(st.ModTime()))
 	}
 	report(b, "exit", samples)
+}
+
+// BenchmarkConcurrentWaits holds many waits at once in one `durawait serve`
+// over one stdio connection (DURAWAIT_BENCH_WAITS, default 1000): the time
+// until every wait has taken its first sample, the time from the gate
+// opening to the last result (poll_sec 2), and durawait's peak RSS.
+func BenchmarkConcurrentWaits(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("DURAWAIT_BENCH_WAITS")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		w := newWorkspace(b)
+		c, proc := w.stdioClient(w.writeConfig(w.demoServer("demo")))
+		w.write("gate", "closed")
+		start := time.Now()
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for i := range n {
+			wg.Go(func() {
+				args := readFileWait(w.path("gate"), map[string]any{"until": map[string]any{"matches": "open"}, "poll_sec": 2, "max_wait_sec": 300})
+				args["probe"].(map[string]any)["args"].(map[string]any)["caller"] = i
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				res, err := c.call(ctx, "wait_for", args, "")
+				if err != nil || res.IsError {
+					failed.Add(1)
+				}
+			})
+		}
+		deadline := time.Now().Add(10 * time.Minute)
+		for distinctCallers(w) < n {
+			require.True(b, time.Now().Before(deadline), "only %d of %d waits sampled", distinctCallers(w), n)
+			time.Sleep(200 * time.Millisecond)
+		}
+		allSampled := time.Since(start)
+		opened := time.Now()
+		w.write("gate", "open")
+		wg.Wait()
+		b.ReportMetric(allSampled.Seconds(), "all-sampled-s")
+		b.ReportMetric(time.Since(opened).Seconds(), "open-to-last-result-s")
+		b.ReportMetric(float64(peakRSS(proc.Pid))/1024, "peak-rss-MiB")
+		b.ReportMetric(float64(failed.Load()), "failed")
+		require.Zero(b, failed.Load())
+	}
+}
+
+// peakRSS reads a process's peak resident set in KiB.
+func peakRSS(pid int) int {
+	for _, line := range strings.Split(readFile("/proc/"+strconv.Itoa(pid)+"/status"), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return kb
+		}
+	}
+	return 0
 }
