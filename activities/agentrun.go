@@ -230,6 +230,9 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			lastBeat = time.Now()
 		}
 		if exited {
+			if f, ok := parser.(agentstream.Finisher); ok {
+				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
+			}
 			return st.Outcome(code), nil
 		}
 		select {

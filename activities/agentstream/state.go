@@ -50,10 +50,11 @@ func (s *State) Apply(ev Event, at time.Time) *workflows.AgentError {
 // error.code naming the category.
 func (s *State) Outcome(exitCode int) workflows.AgentFinal {
 	out := workflows.AgentFinal{Output: s.Live.Reply, SessionID: s.Live.SessionID}
+	dropped := 0
 	if s.Final != nil && s.Final.Output != "" {
-		out.Output = s.Final.Output
+		out.Output, dropped = s.Final.Output, s.Final.Dropped
 	}
-	out.Output = capOutput(out.Output)
+	out.Output = keepEnd(out.Output, dropped)
 	failed := exitCode != 0 || (s.Final != nil && s.Final.IsError)
 	switch {
 	case !failed:
@@ -85,13 +86,18 @@ func isBlockerCode(code string) bool {
 // keeps its end, which is where a CLI's conclusion is.
 const MaxFinalOutputBytes = 256 * 1024
 
-func capOutput(s string) string {
-	if len(s) <= MaxFinalOutputBytes {
+// keepEnd caps s at MaxFinalOutputBytes, keeping its end, and says how many
+// bytes were cut, counting the dropped bytes already cut before s.
+func keepEnd(s string, dropped int) string {
+	if len(s) > MaxFinalOutputBytes {
+		cut := len(s) - MaxFinalOutputBytes
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s, dropped = s[cut:], dropped+cut
+	}
+	if dropped == 0 {
 		return s
 	}
-	cut := len(s) - MaxFinalOutputBytes
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	return fmt.Sprintf("[%d bytes cut]\n", cut) + s[cut:]
+	return fmt.Sprintf("[%d bytes cut]\n", dropped) + s
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -43,6 +44,8 @@ type Final struct {
 	Output string
 	// Error classifies a failed run; nil when unknown.
 	Error *workflows.AgentError
+	// Dropped counts the bytes cut from the front of Output already.
+	Dropped int
 }
 
 // Parser turns lines into events. Implementations keep the little state a
@@ -67,23 +70,40 @@ func New(format string, now func() time.Time) (Parser, error) {
 	return nil, fmt.Errorf("unknown output format %q (known: %s)", format, strings.Join(Formats, ", "))
 }
 
-// textParser treats every line as part of the reply; the exit status decides.
-type textParser struct {
-	reply strings.Builder
+// Finisher is a parser that has a verdict only once the CLI has exited.
+type Finisher interface {
+	Finish() *Final
 }
 
+// textParser treats the whole output as the reply; the exit status decides.
+// It keeps the output's last MaxFinalOutputBytes, counting what it drops.
+type textParser struct {
+	out     []byte
+	dropped int
+}
+
+// runningReplyBytes is how much of the output's end a running reply carries:
+// enough for the last OutputTailChars characters of any UTF-8.
+const runningReplyBytes = 4 * workflows.OutputTailChars
+
 func (p *textParser) Parse(line []byte) []Event {
-	if p.reply.Len() > 0 {
-		p.reply.WriteByte('\n')
+	if len(p.out) > 0 || p.dropped > 0 {
+		p.out = append(p.out, '\n')
 	}
-	p.reply.Write(line)
-	if p.reply.Len() > 4*workflows.OutputTailChars*4 {
-		// Keep memory bounded; only the tail is ever shown while running.
-		tail := workflows.Tail(p.reply.String(), 2*workflows.OutputTailChars)
-		p.reply.Reset()
-		p.reply.WriteString(tail)
+	p.out = append(p.out, line...)
+	if over := len(p.out) - MaxFinalOutputBytes; over > 0 {
+		for over < len(p.out) && !utf8.RuneStart(p.out[over]) {
+			over++ // never keep half a character
+		}
+		p.dropped += over
+		p.out = append(p.out[:0], p.out[over:]...)
 	}
-	return []Event{{Reply: p.reply.String()}}
+	return []Event{{Reply: string(p.out[max(0, len(p.out)-runningReplyBytes):])}}
+}
+
+// Finish returns the whole output as the final reply.
+func (p *textParser) Finish() *Final {
+	return &Final{Output: string(p.out), Dropped: p.dropped}
 }
 
 func blocker(code, message string) *workflows.AgentError {

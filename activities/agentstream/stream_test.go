@@ -182,3 +182,54 @@ func TestClassifyEveryCategory(t *testing.T) {
 	assert.True(t, isRetry("stream disconnected - retrying turn (1/5)"))
 	assert.True(t, isRetry("Reconnecting... 2/5"))
 }
+
+// finish folds a parser's end-of-run verdict into st, as the runner does when
+// the CLI has exited.
+func finish(p Parser, st *State) {
+	if f, ok := p.(Finisher); ok {
+		st.Apply(Event{Final: f.Finish()}, now)
+	}
+}
+
+func TestTextFormatKeepsTheWholeOutputAsTheFinalReply(t *testing.T) {
+	p, _ := New(FormatText, time.Now)
+	var st State
+	var want []string
+	for i := range 2000 { // about 20 KB: more than a running tail, less than the cap
+		line := "line " + strconv.Itoa(i) + " of the report"
+		want = append(want, line)
+		for _, ev := range p.Parse([]byte(line)) {
+			st.Apply(ev, now)
+		}
+	}
+	assert.LessOrEqual(t, len(st.Live.Reply), 4*workflows.OutputTailChars, "the running reply stays small")
+	assert.True(t, strings.HasSuffix(st.Live.Reply, "line 1999 of the report"))
+	finish(p, &st)
+	assert.Equal(t, strings.Join(want, "\n"), st.Outcome(0).Output)
+}
+
+func TestTextFormatCapsTheFinalReplyKeepingItsEnd(t *testing.T) {
+	p, _ := New(FormatText, time.Now)
+	var st State
+	line := strings.Repeat("y", 1023)
+	total := 0
+	for i := range 300 { // 300 KiB
+		if i > 0 {
+			total++ // the newline joining the lines
+		}
+		total += len(line)
+		for _, ev := range p.Parse([]byte(line)) {
+			st.Apply(ev, now)
+		}
+	}
+	for _, ev := range p.Parse([]byte("THE END")) {
+		st.Apply(ev, now)
+	}
+	total += 1 + len("THE END")
+	finish(p, &st)
+	out := st.Outcome(0).Output
+	prefix := "[" + strconv.Itoa(total-MaxFinalOutputBytes) + " bytes cut]\n"
+	assert.True(t, strings.HasPrefix(out, prefix), "the cut counts every byte dropped: %q", out[:40])
+	assert.Equal(t, MaxFinalOutputBytes, len(out)-len(prefix))
+	assert.True(t, strings.HasSuffix(out, "\nTHE END"))
+}
