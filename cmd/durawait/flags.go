@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,10 +33,7 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, er
 		return nil
 	})
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return config.Config{}, errUsage
-		}
-		return config.Config{}, errUsage
+		return config.Config{}, errUsage // the flag package has printed why
 	}
 	if fs.NArg() > 0 {
 		return config.Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())

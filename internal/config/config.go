@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -211,10 +210,4 @@ func (c Config) SlogLevel() (slog.Level, error) {
 // HeartbeatTimeout of wait_for probe loops.
 func (c Config) HeartbeatTimeout() time.Duration {
 	return time.Duration(c.WaitFor.HeartbeatTimeoutSec) * time.Second
-}
-
-// Exists reports whether path names a file.
-func Exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -154,11 +154,11 @@ func isDescendant(p, ancestor int) bool {
 func TestFrontRoleAgainstARunningEngine(t *testing.T) {
 	w := newWorkspace(t)
 	config := w.writeConfig(w.demoServer("demo"))
-	serve := w.startServe(config)
+	w.startServe(config) // the engine and the worker
 	engine := w.owner().Engine
 
 	front := &instance{t: t, http: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
-	front.cmd = execCommand(bin.durawait, "front", "--config", config, "--temporal", engine, "--http", front.http)
+	front.cmd = exec.Command(bin.durawait, "front", "--config", config, "--temporal", engine, "--http", front.http)
 	front.cmd.Stdout, front.cmd.Stderr = front.log, front.log
 	require.NoError(t, front.cmd.Start())
 	go func() { _ = front.cmd.Wait(); close(front.done) }()
@@ -187,5 +187,4 @@ func TestFrontRoleAgainstARunningEngine(t *testing.T) {
 	assert.Equal(t, "matched", res.Reason)
 	assert.Equal(t, "READY", res.LastObservation)
 	assert.Equal(t, w.calls("f"), res.Samples)
-	_ = serve
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"testing"
@@ -16,8 +15,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
-
-func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 

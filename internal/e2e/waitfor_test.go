@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -294,7 +295,6 @@ func TestEventsPerWaitDoNotGrowWithSamples(t *testing.T) {
 	require.Len(t, hist, 2)
 	assert.Equal(t, hist[0], hist[1], "history events: %v", hist)
 	assert.Less(t, hist[0], 20)
-	_ = inst
 }
 
 func TestSecondProcessOnTheSameDataDirRefusesToStart(t *testing.T) {
@@ -303,7 +303,7 @@ func TestSecondProcessOnTheSameDataDirRefusesToStart(t *testing.T) {
 	first := w.startServe(config)
 
 	second := &syncBuffer{}
-	cmd := execCommand(bin.durawait, serveArgs(config, freeAddr(t))...)
+	cmd := exec.Command(bin.durawait, serveArgs(config, freeAddr(t))...)
 	cmd.Stdout, cmd.Stderr = second, second
 	err := cmd.Run()
 	require.Error(t, err, "the second process exits")
