@@ -3,7 +3,9 @@ package agentproc
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +80,18 @@ func TestTerminateStopsTheWholeProcessGroup(t *testing.T) {
 	require.True(t, done, "the exit status is recorded")
 	assert.Equal(t, 128+9, code, "killed by SIGKILL after the grace period")
 	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+
+	b, _ := os.ReadFile(childFile)
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	waitFor(t, "the CLI's child to be gone with its group", func() bool {
+		if syscall.Kill(child, 0) != nil {
+			return true
+		}
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+		i := strings.LastIndexByte(string(stat), ')')
+		return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' // dead, awaiting its reaper
+	})
 }
 
 func TestAMissingProgramIsRecorded(t *testing.T) {
