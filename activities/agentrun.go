@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type AgentRunner struct {
 	Supervisor []string
 	// Signals reach the invocation's workflow (blockers).
 	Signals Signaler
+	// Observer, when set, is told of each change of a run's state
+	// (workflows.AgentProgress), in process.
+	Observer Observer
 	// CancelGrace is the SIGTERM to SIGKILL delay.
 	CancelGrace time.Duration
 	// PollInterval is how often the spooled output is read.
@@ -194,6 +198,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastBeat := time.Time{}
+	progress := progressReporter{observer: r.Observer, id: id}
 
 	feed := func(final bool) {
 		chunk, n := readFrom(filepath.Join(dir, agentproc.StdoutFile), offset)
@@ -220,6 +225,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 		code, exited := agentproc.ExitCode(dir)
 		feed(exited)
 		pending = r.signal(ctx, id, pending, sent)
+		progress.report(st.Live.Activity, sent, code, exited)
 		if time.Since(lastBeat) >= time.Second || exited {
 			live := st.Live
 			live.Reply = workflows.Tail(live.Reply, workflows.OutputTailChars)
@@ -314,4 +320,49 @@ func readFrom(path string, offset int64) ([]byte, int64) {
 	}
 	b, _ := io.ReadAll(f)
 	return b, int64(len(b))
+}
+
+// progressReporter tells an Observer of each change of a run's state.
+type progressReporter struct {
+	observer Observer
+	id       string
+	step     int
+	last     string
+	blockers int
+}
+
+// report observes the run's state, once per change.
+func (p *progressReporter) report(act *workflows.AgentActivity, blockers map[string]bool, exitCode int, exited bool) {
+	if p.observer == nil {
+		return
+	}
+	var msg string
+	switch {
+	case exited:
+		msg = fmt.Sprintf("the CLI exited with status %d", exitCode)
+	case len(blockers) > p.blockers:
+		codes := make([]string, 0, len(blockers))
+		for c := range blockers {
+			codes = append(codes, c)
+		}
+		sort.Strings(codes)
+		msg = "execution blocker: " + strings.Join(codes, ", ")
+	case act != nil:
+		msg = "activity: " + act.Kind
+		if act.ToolName != "" {
+			msg += " " + act.ToolName
+		}
+		if act.State != "" {
+			msg += " (" + act.State + ")"
+		}
+	default:
+		return
+	}
+	p.blockers = len(blockers)
+	if msg == p.last {
+		return
+	}
+	p.last = msg
+	p.step++
+	p.observer.Observe(p.id, workflows.AgentProgress{Step: p.step, Message: msg})
 }

@@ -70,6 +70,10 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 		return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, true, "baseline", guarantee+", before the baseline was captured")}, nil
 	}
 
+	if w.Observer != nil {
+		w.Observer.Observe(activity.GetInfo(ctx).WorkflowExecution.ID, workflows.BaselineRead{PaneID: pane, Bytes: len(baseline)})
+	}
+
 	var cleaner tmuxwatch.Cleaner
 	finder := tmuxwatch.NewFinder(spec.Text)
 	deadline := time.NewTimer(time.Until(in.Deadline))

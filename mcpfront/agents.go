@@ -112,31 +112,65 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if err != nil {
 		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
 	}
-	handle, err := f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+	events, unsubscribe := f.subscribe(id)
+	defer unsubscribe()
+	var (
+		payload workflows.InvocationPayload
+		waitErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		var handle client.WorkflowUpdateHandle
+		handle, waitErr = f.updateAgentWait(ctx, id, "", client.WorkflowUpdateStageCompleted)
+		if waitErr == nil {
+			waitErr = handle.Get(ctx, &payload)
+		}
+	}()
+	token := progressToken(req)
+	for waiting := true; waiting; {
+		select {
+		case ev := <-events:
+			if p, ok := ev.(workflows.AgentProgress); ok && token != nil {
+				f.sendProgress(ctx, token, float64(p.Step), 0, p.Message)
+			}
+		case <-done:
+			waiting = false
+		}
+	}
+	if waitErr != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return f.agentAnswer(ctx, id, payload, waitErr), nil
+}
+
+// updateAgentWait sends the wait update to an invocation, with updateID
+// when not empty (a task's), and returns once it reaches stage.
+func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+	return f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
+		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
 		Args:         []any{workflows.AgentWaitRequest{Window: f.opts.Agents.WaitWindow}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
+		WaitForStage: stage,
 	})
-	var payload workflows.InvocationPayload
-	if err == nil {
-		err = handle.Get(ctx, &payload)
-	}
+}
+
+// agentAnswer is wait_agent's answer once the wait update returned payload
+// or err.
+func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.InvocationPayload, err error) *mcp.CallToolResult {
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		// A finished invocation takes no updates: its result is the answer.
 		final, ferr := f.finalPayload(ctx, id)
 		if ferr != nil {
-			return mcp.NewToolResultError("wait_agent: " + ferr.Error()), nil
+			return mcp.NewToolResultError("wait_agent: " + ferr.Error())
 		}
-		return structuredResult(final), nil
+		return structuredResult(final)
 	}
 	if payload.Status == workflows.AgentRunning {
 		f.addLiveState(ctx, &payload)
 	}
-	return structuredResult(payload), nil
+	return structuredResult(payload)
 }
 
 // finalPayload reads a closed invocation's result, or explains why not.

@@ -17,6 +17,8 @@ type sharedWait struct {
 	memo     map[string]any
 	workflow string
 	input    any
+	// pollMs is how often a task's status is worth asking for.
+	pollMs int64
 }
 
 // startOrAttach starts the wait, or attaches to it while it runs. It first
@@ -26,7 +28,17 @@ type sharedWait struct {
 func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan any, func(), error) {
 	events, unsubscribe := f.subscribe(w.id)
 	f.waitSettled(ctx, w.id)
-	run, err := f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	run, err := f.start(ctx, w)
+	if err != nil {
+		unsubscribe()
+		return nil, nil, nil, err
+	}
+	return run, events, unsubscribe, nil
+}
+
+// start starts the wait, or attaches to it while it runs.
+func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, error) {
+	return f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       w.id,
 		TaskQueue:                f.opts.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -34,11 +46,6 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 		StaticSummary:            w.summary,
 		Memo:                     w.memo,
 	}, w.workflow, w.input)
-	if err != nil {
-		unsubscribe()
-		return nil, nil, nil, err
-	}
-	return run, events, unsubscribe, nil
 }
 
 // subscribe follows a workflow's in-process events, when there is a feed.

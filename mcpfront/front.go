@@ -33,6 +33,8 @@ type EventFeed interface {
 type Options struct {
 	// Temporal starts and attaches to the workflows.
 	Temporal client.Client
+	// Namespace of the workflows.
+	Namespace string
 	// TaskQueue the workers poll.
 	TaskQueue string
 	// Downstream servers to re-expose and probe.
@@ -79,6 +81,8 @@ func New(opts Options) *Front {
 	f := &Front{opts: opts}
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
+		// Tasks are answered from Temporal by handleOwn, never by mcp-go.
+		server.WithTaskCapabilities(true, true, true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 	)
@@ -138,6 +142,9 @@ func tool(name, title, description string, input, output []byte, readOnly, destr
 		DestructiveHint: mcp.ToBoolPtr(destructive),
 		IdempotentHint:  mcp.ToBoolPtr(idempotent),
 		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
+	}
+	if taskTools[name] {
+		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 	}
 	return t
 }

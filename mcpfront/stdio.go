@@ -68,24 +68,32 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 }
 
 func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, line []byte) {
-	var head struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if err := json.Unmarshal(line, &head); err != nil {
+	msg, ok := parseRPC(line)
+	if !ok {
 		_ = w.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "parse error", nil))
 		return
 	}
 	switch {
-	case head.Method == "":
+	case len(msg.Method) == 0:
 		// A response to a server-to-client request; durawait sends none.
-	case len(head.ID) == 0 || string(head.ID) == "null":
+	case !msg.hasID():
 		// Notifications (initialized, cancelled) are handled in order.
 		f.mcp.HandleMessage(ctx, line)
 	default:
-		msg := append(json.RawMessage(nil), line...)
+		raw := append(json.RawMessage(nil), line...)
+		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
+		if modern && msg.method == string(mcp.MethodToolsCall) {
+			// See httpFront: protocol 2026-07-28 ignores params.task.
+			if stripped, ok := withoutTaskParam(raw); ok {
+				raw = stripped
+			}
+		}
 		wg.Go(func() {
-			if resp := f.mcp.HandleMessage(ctx, msg); resp != nil {
+			resp, handled := f.handleOwn(ctx, msg, modern)
+			if !handled {
+				resp = f.mcp.HandleMessage(ctx, raw)
+			}
+			if resp != nil {
 				if err := w.write(resp); err != nil {
 					f.opts.Logger.Warn("stdio: write response", "error", err)
 				}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -77,47 +78,68 @@ func (f *Front) handleListPanes(ctx context.Context, _ mcp.CallToolRequest) (*mc
 }
 
 func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	spec, err := workflows.ParseWaitForText(rawArgs(req))
-	if err != nil {
-		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"}), nil
+	w, bad := f.prepareWaitForText(req)
+	if bad != nil {
+		return bad, nil
 	}
-	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
-	sum := sha256.Sum256(key)
-	id := "wait_for_text/" + hex.EncodeToString(sum[:12])
-	run, events, unsubscribe, err := f.startOrAttach(ctx, sharedWait{
-		id:       id,
-		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
-		workflow: workflows.WaitForTextWorkflowName,
-		input: workflows.WaitForTextInput{
-			Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
-		},
-	})
+	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
 	defer unsubscribe()
+	token := progressToken(req)
 	var out workflows.TextWaitOutcome
 	err = f.awaitOutcome(ctx, run, events, &out, func(ev any) bool {
-		if o, ok := ev.(workflows.TextWaitOutcome); ok {
-			out = o
+		switch e := ev.(type) {
+		case workflows.TextWaitOutcome:
+			out = e
 			return true
+		case workflows.BaselineRead:
+			if token != nil {
+				f.sendProgress(ctx, token, 1, 0, fmt.Sprintf("baseline of pane %s read (%d bytes); following its output", e.PaneID, e.Bytes))
+			}
 		}
 		return false
 	})
+	if err != nil && ctx.Err() != nil {
+		// The caller cancelled: detach the control client now.
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())
+		return nil, ctx.Err()
+	}
+	return textAnswer(out, err), nil
+}
+
+// prepareWaitForText parses a wait_for_text call into the wait it starts
+// or attaches to; a non-nil result is the call's answer (bad arguments).
+func (f *Front) prepareWaitForText(req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
+	spec, err := workflows.ParseWaitForText(rawArgs(req))
 	if err != nil {
-		if ctx.Err() != nil {
-			// The caller cancelled: detach the control client now.
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = f.opts.Temporal.CancelWorkflow(cctx, id, run.GetRunID())
-			return nil, ctx.Err()
-		}
+		return sharedWait{}, textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"})
+	}
+	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
+	sum := sha256.Sum256(key)
+	return sharedWait{
+		id:       "wait_for_text/" + hex.EncodeToString(sum[:12]),
+		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
+		workflow: workflows.WaitForTextWorkflowName,
+		input: workflows.WaitForTextInput{
+			Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+		},
+		pollMs: 1000,
+	}, nil
+}
+
+// textAnswer is wait_for_text's answer for a closed wait.
+func textAnswer(out workflows.TextWaitOutcome, err error) *mcp.CallToolResult {
+	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
-			Message: "the wait ended without a result: " + workflowErrorMessage(err)}), nil
+			Message: "the wait ended without a result: " + workflowErrorMessage(err)})
 	}
 	if out.Error != nil {
-		return textError(*out.Error), nil
+		return textError(*out.Error)
 	}
-	return structuredResult(out.Result), nil
+	return structuredResult(out.Result)
 }

@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,31 +32,16 @@ func waitForTool() mcp.Tool {
 }
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	raw, err := json.Marshal(req.Params.Arguments)
-	if err != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("wait_for: arguments: %v", err)), nil
+	w, bad := f.prepareWaitFor(req)
+	if bad != nil {
+		return bad, nil
 	}
-	if req.Params.Arguments == nil {
-		raw = []byte(`{}`)
-	}
-	spec, err := workflows.ParseWaitFor(raw, f.catalog())
-	if err != nil {
-		return mcp.NewToolResultError("wait_for: " + err.Error()), nil
-	}
-	id := spec.WorkflowID("")
-
-	run, events, unsubscribe, err := f.startOrAttach(ctx, sharedWait{
-		id:       id,
-		summary:  waitSummary(spec),
-		memo:     map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until},
-		workflow: workflows.WaitForWorkflowName,
-		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
-	})
+	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return mcp.NewToolResultError(fmt.Sprintf("wait_for: could not start the wait (Temporal engine unavailable?): %v", err)), nil
+		return startFailed("wait_for", err), nil
 	}
 	defer unsubscribe()
 
@@ -67,7 +51,8 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		switch e := ev.(type) {
 		case workflows.Sample:
 			if token != nil {
-				f.sendProgress(ctx, token, e)
+				f.sendProgress(ctx, token, float64(e.Number), float64(e.Expected),
+					fmt.Sprintf("sample %d: %s", e.Number, shorten(e.Observation, 120)))
 			}
 		case workflows.WaitForResult:
 			result = e
@@ -75,14 +60,41 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		}
 		return false
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			// The caller went away; the wait runs on to its own bound.
-			return nil, ctx.Err()
-		}
-		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err)), nil
+	if err != nil && ctx.Err() != nil {
+		// The caller went away; the wait runs on to its own bound.
+		return nil, ctx.Err()
 	}
-	return structuredResult(result), nil
+	return waitForAnswer(result, err), nil
+}
+
+// prepareWaitFor parses a wait_for call into the wait it starts or
+// attaches to; a non-nil result is the call's answer (bad arguments).
+func (f *Front) prepareWaitFor(req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
+	spec, err := workflows.ParseWaitFor(rawArgs(req), f.catalog())
+	if err != nil {
+		return sharedWait{}, mcp.NewToolResultError("wait_for: " + err.Error())
+	}
+	return sharedWait{
+		id:       spec.WorkflowID(""),
+		summary:  waitSummary(spec),
+		memo:     map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until},
+		workflow: workflows.WaitForWorkflowName,
+		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
+		pollMs:   int64(spec.PollSec) * 1000,
+	}, nil
+}
+
+// waitForAnswer is wait_for's answer for a closed wait.
+func waitForAnswer(result workflows.WaitForResult, err error) *mcp.CallToolResult {
+	if err != nil {
+		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err))
+	}
+	return structuredResult(result)
+}
+
+// startFailed answers a call whose wait could not be started.
+func startFailed(tool string, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("%s: could not start the wait (Temporal engine unavailable?): %v", tool, err))
 }
 
 // workflowErrorMessage digs the application error's own message out of the
@@ -116,15 +128,14 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 	return req.Params.Meta.ProgressToken
 }
 
-// sendProgress sends one notifications/progress for a sample.
-func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, s workflows.Sample) {
-	err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-		"progressToken": token,
-		"progress":      s.Number,
-		"total":         s.Expected,
-		"message":       fmt.Sprintf("sample %d: %s", s.Number, shorten(s.Observation, 120)),
-	})
-	if err != nil {
+// sendProgress sends one notifications/progress for the caller's token on
+// the caller's own stream; total 0 is left out.
+func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, progress, total float64, message string) {
+	params := map[string]any{"progressToken": token, "progress": progress, "message": message}
+	if total > 0 {
+		params["total"] = total
+	}
+	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 		f.opts.Logger.Debug("progress notification not sent", "error", err)
 	}
 }

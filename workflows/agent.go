@@ -59,6 +59,16 @@ type AgentLive struct {
 	Blockers []string `json:"blockers,omitempty"`
 }
 
+// AgentProgress is what an agent run reports, in process, each time its
+// state changes: what the CLI is doing, a new blocker, or its exit. Calls of
+// wait_agent turn it into progress notifications.
+type AgentProgress struct {
+	// Step counts the changes from 1 within one run of the activity.
+	Step int
+	// Message says what changed, for a person.
+	Message string
+}
+
 // AgentWaitRequest is the argument of the wait update.
 type AgentWaitRequest struct {
 	Window time.Duration `json:"window"`

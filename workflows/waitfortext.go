@@ -67,6 +67,14 @@ type TextWaitOutcome struct {
 	Error  *TextWaitError  `json:"error,omitempty"`
 }
 
+// BaselineRead is what a pane watch reports, in process, once it has read
+// the pane's baseline without finding the text and follows its output.
+type BaselineRead struct {
+	PaneID string
+	// Bytes is the baseline's size.
+	Bytes int
+}
+
 // NewTextResult fills the constant fields of variant 1.
 func NewTextResult(spec TextWaitSpec, matched bool, source, guarantee string) *TextWaitResult {
 	return &TextWaitResult{

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -144,6 +143,9 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		if err != nil {
 			return err
 		}
+		if runner != nil {
+			runner.Observer = hub
+		}
 		var tmuxQueue string
 		if cfg.ToolEnabled("wait_for_text") {
 			tmuxQueue = tmuxHostQueue()
@@ -171,6 +173,7 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 	}
 	front := mcpfront.New(mcpfront.Options{
 		Temporal:         tc,
+		Namespace:        cfg.Namespace,
 		TaskQueue:        cfg.TaskQueue,
 		Downstream:       manager,
 		Events:           feed,
@@ -199,9 +202,7 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		health.setReady(temporalAddr, manager)
 		return front.ServeStdio(ctx, stdin, stdout)
 	}
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(front.MCPServer(),
-		server.WithEndpointPath("/mcp"),
-		server.WithHeartbeatInterval(15*time.Second)))
+	mux.Handle("/mcp", front.HTTPHandler("/mcp"))
 	health.setReady(temporalAddr, manager)
 	logger.Info("durawait ready", "mcp", "http://"+cfg.HTTP+"/mcp")
 	<-ctx.Done()

@@ -244,19 +244,22 @@ type mcpClient struct {
 	*client.Client
 	mu       sync.Mutex
 	progress map[string][]float64 // progress token -> progress values
+	messages map[string][]string  // progress token -> progress messages
 }
 
 func initialize(t testing.TB, c *client.Client) *mcpClient {
 	t.Helper()
-	mc := &mcpClient{Client: c, progress: map[string][]float64{}}
+	mc := &mcpClient{Client: c, progress: map[string][]float64{}, messages: map[string][]string{}}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method != "notifications/progress" {
 			return
 		}
 		token := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
 		p, _ := n.Params.AdditionalFields["progress"].(float64)
+		msg, _ := n.Params.AdditionalFields["message"].(string)
 		mc.mu.Lock()
 		mc.progress[token] = append(mc.progress[token], p)
+		mc.messages[token] = append(mc.messages[token], msg)
 		mc.mu.Unlock()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -275,6 +278,12 @@ func (c *mcpClient) progressOf(token string) []float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]float64(nil), c.progress[token]...)
+}
+
+func (c *mcpClient) messagesOf(token string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.messages[token]...)
 }
 
 // call calls a tool; token, when not empty, asks for progress.

@@ -18,12 +18,21 @@ const nodeClientDir = "nodeclient"
 
 var npmOnce sync.Once
 
-// nodeClient runs client.mjs with args and decodes its report. It installs
-// the SDK (npm ci, from the committed lock file) on first use.
+// nodeClient runs client.mjs with args and decodes its report.
 func nodeClient(t *testing.T, args ...string) nodeReport {
 	t.Helper()
+	var rep nodeReport
+	nodeScript(t, &rep, "client.mjs", args...)
+	return rep
+}
+
+// nodeScript runs one of the official MCP TypeScript SDK client scripts
+// with args and decodes the JSON report it prints into report. It installs
+// the SDK (npm ci, from the committed lock file) on first use.
+func nodeScript(t *testing.T, report any, script string, args ...string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node is needed for the official-SDK client test (.ci/run installs it)")
+	require.NoError(t, err, "node is needed for the official-SDK client tests (.ci/run installs it)")
 	npmOnce.Do(func() {
 		if _, err := os.Stat(filepath.Join(nodeClientDir, "node_modules", "@modelcontextprotocol", "sdk")); err == nil {
 			return
@@ -33,15 +42,13 @@ func nodeClient(t *testing.T, args ...string) nodeReport {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "npm ci: %s", out)
 	})
-	cmd := exec.Command(node, append([]string{"client.mjs"}, args...)...)
+	cmd := exec.Command(node, append([]string{script}, args...)...)
 	cmd.Dir = nodeClientDir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "node client: %s", stderr.String())
-	var rep nodeReport
-	require.NoError(t, json.Unmarshal(out, &rep), "node client printed: %s", out)
-	return rep
+	require.NoError(t, err, "node %s: %s", script, stderr.String())
+	require.NoError(t, json.Unmarshal(out, report), "node %s printed: %s", script, out)
 }
 
 type nodeReport struct {

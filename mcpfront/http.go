@@ -1,0 +1,181 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// maxRequestBody bounds one HTTP request body; a larger one is refused with
+// 413 before it is read into memory.
+const maxRequestBody = 8 << 20
+
+// HTTPHandler serves MCP over streamable HTTP at path: mcp-go's transport,
+// behind a thin layer of durawait's own (see httpFront).
+func (f *Front) HTTPHandler(path string) http.Handler {
+	return &httpFront{
+		f: f,
+		next: server.NewStreamableHTTPServer(f.mcp,
+			server.WithEndpointPath(path),
+			server.WithHeartbeatInterval(15*time.Second),
+			server.WithSessionIdManager(&perCallSessions{})),
+	}
+}
+
+// httpFront sits in front of mcp-go's streamable HTTP server. It does three
+// things mcp-go v1.2.1 does not, each small enough to delete once mcp-go
+// does it itself:
+//
+//   - It accepts, with 202, a well-formed notification of protocol
+//     2026-07-28 that carries no _meta protocol version. That era's schema
+//     makes a notification's _meta optional, but mcp-go validates it as if
+//     it were a request and answers 400, and the official Go SDK then fails
+//     every later call on its client (it sends notifications/cancelled that
+//     way when a call is cut off). A malformed notification stays a 400.
+//   - It gives every request of a 2025-11-25 session its own session object
+//     in mcp-go, so that a notification sent while handling one request (its
+//     progress) is written only to that request's SSE stream. mcp-go
+//     otherwise shares one notification channel among all the requests in
+//     flight on a session, and any of them may take any notification.
+//   - It answers the MCP task methods from Temporal (see tasks.go), since
+//     mcp-go keeps tasks in memory only.
+type httpFront struct {
+	f    *Front
+	next http.Handler
+	// calls numbers the per-request sessions.
+	calls atomic.Uint64
+}
+
+func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, fmt.Sprintf("request body larger than %d bytes", maxRequestBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msg, ok := parseRPC(body)
+	if !ok {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(msg.metaProtocolVersion())
+
+	switch {
+	case modern && msg.isNotification() && msg.metaProtocolVersion() == "":
+		if !msg.wellFormedNotification() {
+			writeJSON(w, http.StatusBadRequest, rpcError(nil, mcp.INVALID_REQUEST,
+				"malformed notification: it needs jsonrpc \"2.0\", a string method, no id, and params (when present) an object"))
+			return
+		}
+		// Nothing durawait does ends on a notification from the client: a
+		// cancelled call's wait runs on to its own bound.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case msg.isRequest():
+		ctx := withCaller(r.Context(), callerFromHeader(r.Header))
+		if resp, handled := h.f.handleOwn(ctx, msg, modern); handled {
+			writeJSON(w, http.StatusOK, resp)
+			return
+		}
+		if modern && msg.method == string(mcp.MethodToolsCall) {
+			// Protocol 2026-07-28 ignores the 2025-11-25 params.task (its
+			// tasks are an extension with another wire format): run the call
+			// as a plain one rather than let mcp-go keep a task in memory.
+			if stripped, ok := withoutTaskParam(body); ok {
+				r.Body = io.NopCloser(bytes.NewReader(stripped))
+				r.ContentLength = int64(len(stripped))
+			}
+		}
+		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern && msg.method != string(mcp.MethodInitialize) {
+			r.Header.Set(server.HeaderKeySessionID, fmt.Sprintf("%s%s%d", sid, perCallSuffix, h.calls.Add(1)))
+		}
+		r = r.WithContext(ctx)
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// perCallSuffix joins a session ID and the number of one of its requests.
+const perCallSuffix = "~call-"
+
+// perCallSessions is mcp-go's default session ID manager (IDs are generated,
+// and checked for their form only), accepting too the per-request IDs that
+// httpFront derives from a session's.
+type perCallSessions struct {
+	server.StatelessGeneratingSessionIdManager
+}
+
+// Validate implements server.SessionIdManager.
+func (m *perCallSessions) Validate(id string) (bool, error) {
+	session, _, _ := strings.Cut(id, perCallSuffix)
+	return m.StatelessGeneratingSessionIdManager.Validate(session)
+}
+
+// caller is who made a request, as far as the transport knows.
+type caller struct {
+	// session is the MCP session ID of a 2025-11-25 client ("" otherwise).
+	session string
+}
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerFrom returns the caller a transport recorded in ctx.
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+func callerFromHeader(h http.Header) caller {
+	return caller{session: h.Get(server.HeaderKeySessionID)}
+}
+
+// withoutTaskParam removes params.task from a tools/call request.
+func withoutTaskParam(body []byte) ([]byte, bool) {
+	var req map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req["params"], &params) != nil {
+		return nil, false
+	}
+	if _, has := params["task"]; !has {
+		return nil, false
+	}
+	delete(params, "task")
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, false
+	}
+	req["params"] = p
+	out, err := json.Marshal(req)
+	return out, err == nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,175 @@
+package mcpfront
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testHTTPFront serves a Front with no downstream servers and no Temporal
+// over a real HTTP listener; extra tools can be added to its mcp-go server.
+func testHTTPFront(t *testing.T) (*Front, string) {
+	t.Helper()
+	f := New(Options{Downstream: fakeDownstream{}})
+	srv := httptest.NewServer(f.HTTPHandler("/mcp"))
+	t.Cleanup(srv.Close)
+	return f, srv.URL + "/mcp"
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// post sends one JSON-RPC message and returns the status and body.
+func post(t *testing.T, url string, header map[string]string, body string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func TestModernNotificationsWithoutMetaAreAccepted(t *testing.T) {
+	_, url := testHTTPFront(t)
+	modern := map[string]string{mcp.HeaderProtocolVersion: mcp.ProtocolVersion20260728}
+	legacy := map[string]string{mcp.HeaderProtocolVersion: "2025-11-25"}
+	cases := []struct {
+		name   string
+		header map[string]string
+		body   string
+		status int
+	}{
+		{"modern cancelled without _meta (the official Go SDK's)", modern,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"context deadline exceeded"}}`, http.StatusAccepted},
+		{"modern notification without params", modern, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted},
+		{"modern notification with an empty _meta", modern,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"_meta":{}}}`, http.StatusAccepted},
+		{"modern, wrong jsonrpc version", modern, `{"jsonrpc":"1.0","method":"notifications/cancelled","params":{}}`, http.StatusBadRequest},
+		{"modern, params not an object", modern, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}`, http.StatusBadRequest},
+		{"modern, _meta not an object", modern, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":"x"}}`, http.StatusBadRequest},
+		{"modern, method not a string", modern, `{"jsonrpc":"2.0","method":7}`, http.StatusBadRequest},
+		{"modern, empty method", modern, `{"jsonrpc":"2.0","method":""}`, http.StatusBadRequest},
+	}
+	status, body, header := post(t, url, nil, initializeBody)
+	require.Equal(t, http.StatusOK, status, body)
+	legacy["Mcp-Session-Id"] = header.Get("Mcp-Session-Id")
+	cases = append(cases, struct {
+		name   string
+		header map[string]string
+		body   string
+		status int
+	}{"legacy cancelled", legacy, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`, http.StatusAccepted})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body, _ := post(t, url, tc.header, tc.body)
+			assert.Equal(t, tc.status, status, "body: %s", body)
+		})
+	}
+}
+
+func TestRequestBodyLimit(t *testing.T) {
+	_, url := testHTTPFront(t)
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxRequestBody) + `"}}`
+	status, _, _ := post(t, url, nil, big)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status)
+}
+
+// TestProgressGoesToItsOwnRequestStream holds two tool calls in flight on
+// one 2025-11-25 session, each sending progress for its own token, and reads
+// both SSE response streams as they arrive: each must carry its own
+// notifications and no other's. Each handler sends its next notification
+// only once some stream has delivered the previous one, so none is in
+// flight when a handler returns (mcp-go may drop such a one).
+func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
+	f, url := testHTTPFront(t)
+	const perCall = 5
+	tokens := []string{"A", "B"}
+	delivered := map[string]chan struct{}{"A": make(chan struct{}, perCall), "B": make(chan struct{}, perCall)}
+	var started sync.WaitGroup
+	started.Add(len(tokens))
+	f.MCPServer().AddTool(mcp.NewTool("chatty"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started.Done()
+		started.Wait() // both calls are in flight
+		token := fmt.Sprint(progressToken(req))
+		for i := 1; i <= perCall; i++ {
+			f.sendProgress(ctx, token, float64(i), perCall, fmt.Sprintf("step %d of %s", i, token))
+			select {
+			case <-delivered[token]:
+			case <-time.After(10 * time.Second):
+				return mcp.NewToolResultError(fmt.Sprintf("progress %d of %s never reached a stream", i, token)), nil
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+
+	status, body, header := post(t, url, nil, initializeBody)
+	require.Equal(t, http.StatusOK, status, body)
+	session := header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session)
+
+	streams := map[string][]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, token := range tokens {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"chatty","_meta":{"progressToken":%q}}}`, i+2, token)))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				data, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok {
+					continue
+				}
+				var n struct {
+					Method string `json:"method"`
+					Params struct {
+						ProgressToken string `json:"progressToken"`
+					} `json:"params"`
+					Result *mcp.CallToolResult `json:"result"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(data), &n))
+				if n.Method != "notifications/progress" {
+					continue
+				}
+				mu.Lock()
+				streams[token] = append(streams[token], n.Params.ProgressToken)
+				mu.Unlock()
+				delivered[n.Params.ProgressToken] <- struct{}{}
+			}
+		})
+	}
+	wg.Wait()
+	for _, token := range tokens {
+		assert.Len(t, streams[token], perCall, "stream of call %s: %v", token, streams[token])
+		for _, got := range streams[token] {
+			assert.Equal(t, token, got, "the stream of call %s carries another call's progress", token)
+		}
+	}
+}

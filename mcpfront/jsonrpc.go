@@ -1,0 +1,100 @@
+package mcpfront
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// rpcMessage is the envelope of one incoming JSON-RPC message, decoded just
+// far enough to route it.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  json.RawMessage `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+
+	// method is Method as a string; empty for responses and for a method
+	// that is not a string.
+	method string
+}
+
+// parseRPC decodes a message's envelope; ok is false for anything that is
+// not a JSON object.
+func parseRPC(raw []byte) (m rpcMessage, ok bool) {
+	if json.Unmarshal(raw, &m) != nil {
+		return rpcMessage{}, false
+	}
+	_ = json.Unmarshal(m.Method, &m.method)
+	return m, true
+}
+
+// isNotification reports whether m is a notification: a method and no id.
+func (m rpcMessage) isNotification() bool { return len(m.Method) > 0 && !m.hasID() }
+
+// isRequest reports whether m is a request: a method and an id.
+func (m rpcMessage) isRequest() bool { return m.method != "" && m.hasID() }
+
+func (m rpcMessage) hasID() bool {
+	return len(m.ID) > 0 && !bytes.Equal(bytes.TrimSpace(m.ID), []byte("null"))
+}
+
+// wellFormedNotification reports whether a notification follows JSON-RPC
+// 2.0 and the MCP schema of either era: version "2.0", a non-empty string
+// method, and params, when present, an object whose _meta, when present, is
+// an object too. Protocol 2026-07-28 requires nothing more of a
+// notification (NotificationMetaObject is optional).
+func (m rpcMessage) wellFormedNotification() bool {
+	if m.JSONRPC != mcp.JSONRPC_VERSION || m.method == "" || m.hasID() {
+		return false
+	}
+	if len(m.Params) == 0 {
+		return true
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return false
+	}
+	if meta, ok := params["_meta"]; ok {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(meta, &obj) != nil || obj == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// metaProtocolVersion is the protocol version a message declares in its
+// params._meta (protocol 2026-07-28 and later), or "".
+func (m rpcMessage) metaProtocolVersion() string {
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil {
+		return ""
+	}
+	return p.Meta.ProtocolVersion()
+}
+
+// rpcError is a JSON-RPC error response to the request with the given id.
+func rpcError(id json.RawMessage, code int, message string) mcp.JSONRPCError {
+	var rid any
+	if len(id) > 0 {
+		_ = json.Unmarshal(id, &rid)
+	}
+	return mcp.JSONRPCError{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(rid),
+		Error:   mcp.JSONRPCErrorDetails{Code: code, Message: message},
+	}
+}
+
+// rpcResult is a JSON-RPC success response.
+func rpcResult(id json.RawMessage, result any) mcp.JSONRPCResponse {
+	var rid any
+	if len(id) > 0 {
+		_ = json.Unmarshal(id, &rid)
+	}
+	return mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(rid), Result: result}
+}

@@ -1,0 +1,436 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	updatepb "go.temporal.io/api/update/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// Durable MCP tasks (protocol 2025-11-25). A task-augmented call of a
+// waiting tool returns a task at once; the task is the wait's Temporal
+// workflow run (wait_for, wait_for_text) or the wait update on an agent
+// invocation (wait_agent), and its ID names that run or update. So
+// tasks/get, tasks/result, tasks/cancel and tasks/list are answered from
+// Temporal, and keep working across restarts and front ends. Identical waits
+// are one wait, so identical task-augmented calls made while it runs get the
+// same task.
+
+// taskTTL is how long a closed task can be read: the engine's retention of
+// closed workflows.
+const taskTTL = 24 * time.Hour
+
+// defaultTaskPoll is the poll interval a task suggests when its tool has no
+// better one.
+const defaultTaskPoll = time.Second
+
+// taskListPage is how many tasks one tasks/list page holds.
+const taskListPage = 50
+
+// taskTools are the tools that run as tasks when asked to.
+var taskTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
+
+// taskRef names what a task is: a workflow run, or an update of one.
+type taskRef struct {
+	workflowID, runID, updateID string
+}
+
+// String is the task ID: "<workflow ID>@<run ID>" or "<workflow ID>#<update ID>".
+func (r taskRef) String() string {
+	if r.updateID != "" {
+		return r.workflowID + "#" + r.updateID
+	}
+	return r.workflowID + "@" + r.runID
+}
+
+func parseTaskID(id string) (taskRef, error) {
+	if wf, upd, ok := strings.Cut(id, "#"); ok && wf != "" && strings.HasPrefix(upd, agentTaskUpdatePrefix) {
+		return taskRef{workflowID: wf, updateID: upd}, nil
+	}
+	if wf, run, ok := strings.Cut(id, "@"); ok && wf != "" && run != "" {
+		return taskRef{workflowID: wf, runID: run}, nil
+	}
+	return taskRef{}, fmt.Errorf("taskId: %q is not a task ID that durawait returned", id)
+}
+
+// tool is the tool whose call the task runs.
+func (r taskRef) tool() string {
+	switch {
+	case strings.HasPrefix(r.workflowID, workflows.AgentIDPrefix):
+		return "wait_agent"
+	case strings.HasPrefix(r.workflowID, "wait_for_text/"):
+		return "wait_for_text"
+	default:
+		return "wait_for"
+	}
+}
+
+// agentTaskUpdatePrefix starts the update ID of a wait_agent task, followed
+// by its creation time in Unix milliseconds and a random suffix.
+const agentTaskUpdatePrefix = "task-"
+
+func newAgentTaskUpdateID(now time.Time) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s%d-%s", agentTaskUpdatePrefix, now.UnixMilli(), hex.EncodeToString(b))
+}
+
+func agentTaskCreated(updateID string) time.Time {
+	ms, _, _ := strings.Cut(strings.TrimPrefix(updateID, agentTaskUpdatePrefix), "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+// handleOwn answers the requests durawait serves itself rather than
+// mcp-go: the task methods, and task-augmented calls of the waiting tools.
+// handled is false for every other request.
+func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (resp any, handled bool) {
+	switch mcp.MCPMethod(msg.method) {
+	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel, mcp.MethodTasksList:
+		if modern {
+			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, msg.method+": durawait serves MCP tasks to clients of protocol 2025-11-25; "+
+				"with protocol "+mcp.ProtocolVersion20260728+" call the tool, and if the call is cut off call it again with the same arguments to re-attach"), true
+		}
+		result, err := f.taskMethod(ctx, msg)
+		if err != nil {
+			return rpcError(msg.ID, mcp.INVALID_PARAMS, msg.method+": "+err.Error()), true
+		}
+		return rpcResult(msg.ID, result), true
+	case mcp.MethodToolsCall:
+		if modern {
+			return nil, false
+		}
+		var req mcp.CallToolRequest
+		if json.Unmarshal(append([]byte(`{"method":"tools/call","params":`), append(msg.Params, '}')...), &req) != nil || req.Params.Task == nil {
+			return nil, false
+		}
+		if !taskTools[req.Params.Name] {
+			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
+				"tools/call: tool %q does not run as a task (its execution.taskSupport is forbidden); call it without params.task", req.Params.Name)), true
+		}
+		task, err := f.createTask(ctx, req)
+		if err != nil {
+			return rpcError(msg.ID, mcp.INVALID_PARAMS, "tools/call: "+err.Error()), true
+		}
+		return rpcResult(msg.ID, mcp.NewCreateTaskResult(task)), true
+	}
+	return nil, false
+}
+
+// taskMethod runs tasks/get, tasks/result, tasks/cancel or tasks/list.
+func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
+	var params struct {
+		TaskID string `json:"taskId"`
+		Cursor string `json:"cursor"`
+	}
+	if len(msg.Params) > 0 {
+		if err := json.Unmarshal(msg.Params, &params); err != nil {
+			return nil, fmt.Errorf("params: %v", err)
+		}
+	}
+	if mcp.MCPMethod(msg.method) == mcp.MethodTasksList {
+		return f.listTasks(ctx, params.Cursor)
+	}
+	ref, err := parseTaskID(params.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	switch mcp.MCPMethod(msg.method) {
+	case mcp.MethodTasksGet:
+		task, _, err := f.taskState(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewGetTaskResult(task), nil
+	case mcp.MethodTasksResult:
+		return f.taskResult(ctx, ref)
+	default:
+		task, err := f.cancelTask(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewCancelTaskResult(task), nil
+	}
+}
+
+// createTask starts (or attaches to) the wait of a task-augmented call and
+// returns its task. Bad arguments are an error: there is no task to hold
+// them.
+func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
+	now := time.Now()
+	switch req.Params.Name {
+	case "wait_agent":
+		id, err := workflows.ParseInvocationID(rawArgs(req))
+		if err != nil {
+			return mcp.Task{}, errors.New("wait_agent: " + err.Error())
+		}
+		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(now)}
+		if _, err := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); err != nil {
+			// A closed invocation takes no update: its task is its run,
+			// whose result is the final payload.
+			desc, derr := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+			if derr != nil {
+				if _, ferr := f.finalPayload(ctx, id); ferr != nil {
+					return mcp.Task{}, errors.New("wait_agent: " + ferr.Error())
+				}
+				return mcp.Task{}, fmt.Errorf("wait_agent: %v", derr)
+			}
+			ref = taskRef{workflowID: id, runID: desc.WorkflowExecutionInfo.Execution.RunId}
+		}
+		task, _, err := f.taskState(ctx, ref)
+		return task, err
+	default:
+		prepare := f.prepareWaitFor
+		if req.Params.Name == "wait_for_text" {
+			prepare = f.prepareWaitForText
+		}
+		w, bad := prepare(req)
+		if bad != nil {
+			return mcp.Task{}, errors.New(resultText(bad))
+		}
+		f.waitSettled(ctx, w.id)
+		run, err := f.start(ctx, w)
+		if err != nil {
+			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %v", req.Params.Name, err)
+		}
+		task := mcp.NewTask(taskRef{workflowID: run.GetID(), runID: run.GetRunID()}.String(),
+			mcp.WithTaskTTL(taskTTL.Milliseconds()), mcp.WithTaskPollInterval(w.pollMs))
+		return task, nil
+	}
+}
+
+// taskState reads a task's state; for a closed task it also returns the
+// call's answer.
+func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.CallToolResult, error) {
+	if ref.updateID != "" {
+		return f.agentTaskState(ctx, ref)
+	}
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, ref.workflowID, ref.runID)
+	if err != nil {
+		return mcp.Task{}, nil, taskLookupError(ref, err)
+	}
+	info := desc.WorkflowExecutionInfo
+	task := newTask(ref, info.StartTime.AsTime(), info.StartTime.AsTime())
+	if info.CloseTime != nil {
+		task.LastUpdatedAt = info.CloseTime.AsTime().UTC().Format(time.RFC3339Nano)
+	}
+	switch info.Status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return task, nil, nil
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		task.Status, task.StatusMessage = mcp.TaskStatusCancelled, "the wait was cancelled"
+		return task, cancelledAnswer(ref), nil
+	}
+	answer := f.runAnswer(ctx, ref)
+	setTerminal(&task, answer)
+	return task, answer, nil
+}
+
+// agentTaskState reads the state of a wait_agent task from its update.
+func (f *Front) agentTaskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.CallToolResult, error) {
+	created := agentTaskCreated(ref.updateID)
+	task := newTask(ref, created, created)
+	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+		Namespace: f.opts.Namespace,
+		UpdateRef: &updatepb.UpdateRef{
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: ref.workflowID},
+			UpdateId:          ref.updateID,
+		},
+		WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED},
+	})
+	if err != nil {
+		return mcp.Task{}, nil, taskLookupError(ref, err)
+	}
+	outcome := resp.GetOutcome()
+	if outcome == nil {
+		return task, nil, nil
+	}
+	var payload workflows.InvocationPayload
+	var perr error
+	if failure := outcome.GetFailure(); failure != nil {
+		perr = errors.New(failure.GetMessage())
+	} else {
+		perr = converter.GetDefaultDataConverter().FromPayloads(outcome.GetSuccess(), &payload)
+	}
+	answer := f.agentAnswer(ctx, ref.workflowID, payload, perr)
+	task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	setTerminal(&task, answer)
+	return task, answer, nil
+}
+
+// taskResult waits for a task to close and returns its call's answer.
+func (f *Front) taskResult(ctx context.Context, ref taskRef) (mcp.TaskResultResult, error) {
+	var answer *mcp.CallToolResult
+	if ref.updateID != "" {
+		var payload workflows.InvocationPayload
+		err := f.opts.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
+			WorkflowID: ref.workflowID, UpdateID: ref.updateID,
+		}).Get(ctx, &payload)
+		if err != nil && ctx.Err() != nil {
+			return mcp.TaskResultResult{}, ctx.Err()
+		}
+		answer = f.agentAnswer(ctx, ref.workflowID, payload, err)
+	} else {
+		if _, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, ref.workflowID, ref.runID); err != nil {
+			return mcp.TaskResultResult{}, taskLookupError(ref, err)
+		}
+		answer = f.runAnswer(ctx, ref)
+		if ctx.Err() != nil {
+			return mcp.TaskResultResult{}, ctx.Err()
+		}
+	}
+	return mcp.TaskResultResult{
+		Result:            mcp.Result{Meta: mcp.WithRelatedTask(ref.String())},
+		Content:           answer.Content,
+		StructuredContent: answer.StructuredContent,
+		IsError:           answer.IsError,
+	}, nil
+}
+
+// runAnswer waits for a task's workflow run to close and shapes its result
+// as the tool's answer.
+func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
+	run := f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID)
+	var canceled *temporal.CanceledError
+	switch ref.tool() {
+	case "wait_agent":
+		var payload workflows.InvocationPayload
+		err := run.Get(ctx, &payload)
+		if err != nil {
+			return mcp.NewToolResultError("wait_agent: the invocation's workflow ended without a result: " + workflowErrorMessage(err))
+		}
+		return structuredResult(payload)
+	case "wait_for_text":
+		var out workflows.TextWaitOutcome
+		err := run.Get(ctx, &out)
+		if errors.As(err, &canceled) {
+			return cancelledAnswer(ref)
+		}
+		return textAnswer(out, err)
+	default:
+		var result workflows.WaitForResult
+		err := run.Get(ctx, &result)
+		if errors.As(err, &canceled) {
+			return cancelledAnswer(ref)
+		}
+		return waitForAnswer(result, err)
+	}
+}
+
+// cancelTask cancels a running task's wait. A wait_agent task is a wait on
+// an invocation, which only cancel_agent stops.
+func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
+	task, _, err := f.taskState(ctx, ref)
+	if err != nil {
+		return mcp.Task{}, err
+	}
+	if task.Status.IsTerminal() {
+		return mcp.Task{}, fmt.Errorf("task %s is already %s", ref, task.Status)
+	}
+	if ref.updateID != "" {
+		return mcp.Task{}, fmt.Errorf("task %s waits on agent invocation %s and ends with its window; to stop the agent call cancel_agent", ref, ref.workflowID)
+	}
+	if err := f.opts.Temporal.CancelWorkflow(ctx, ref.workflowID, ref.runID); err != nil {
+		return mcp.Task{}, taskLookupError(ref, err)
+	}
+	// The run closes as soon as its workflow sees the cancellation.
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	_ = f.opts.Temporal.GetWorkflow(wctx, ref.workflowID, ref.runID).Get(wctx, nil)
+	task, _, err = f.taskState(ctx, ref)
+	return task, err
+}
+
+// listTasks lists the runs of wait_for and wait_for_text, newest first. A
+// wait_agent task is found through list_agents.
+func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResult, error) {
+	token, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return mcp.ListTasksResult{}, fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor)
+	}
+	resp, err := f.opts.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query:         fmt.Sprintf("WorkflowType IN ('%s', '%s')", workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName),
+		PageSize:      taskListPage,
+		NextPageToken: token,
+	})
+	if err != nil {
+		return mcp.ListTasksResult{}, fmt.Errorf("could not list the waits (Temporal engine unavailable?): %v", err)
+	}
+	out := mcp.ListTasksResult{Tasks: []mcp.Task{}}
+	for _, e := range resp.Executions {
+		ref := taskRef{workflowID: e.Execution.WorkflowId, runID: e.Execution.RunId}
+		task, _, err := f.taskState(ctx, ref)
+		if err != nil {
+			continue // closed and gone since the listing
+		}
+		out.Tasks = append(out.Tasks, task)
+	}
+	if len(resp.NextPageToken) > 0 {
+		out.NextCursor = mcp.Cursor(base64.RawURLEncoding.EncodeToString(resp.NextPageToken))
+	}
+	return out, nil
+}
+
+func newTask(ref taskRef, created, updated time.Time) mcp.Task {
+	return mcp.NewTask(ref.String(),
+		mcp.WithTaskCreatedAt(created.UTC().Format(time.RFC3339Nano)),
+		mcp.WithTaskTTL(taskTTL.Milliseconds()),
+		mcp.WithTaskPollInterval(defaultTaskPoll.Milliseconds()),
+		func(t *mcp.Task) { t.LastUpdatedAt = updated.UTC().Format(time.RFC3339Nano) })
+}
+
+// setTerminal records a closed task's status from its answer: an isError
+// answer is a failed task (protocol 2025-11-25 lets a receiver say so), with
+// the error's text as the status message.
+func setTerminal(task *mcp.Task, answer *mcp.CallToolResult) {
+	if answer.IsError {
+		task.Status, task.StatusMessage = mcp.TaskStatusFailed, shorten(resultText(answer), 300)
+		return
+	}
+	task.Status = mcp.TaskStatusCompleted
+}
+
+func cancelledAnswer(ref taskRef) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("%s: the wait was cancelled before it ended (task %s)", ref.tool(), ref))
+}
+
+// taskLookupError explains why a task could not be read.
+func taskLookupError(ref taskRef, err error) error {
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("taskId: no task %s (unknown, or closed longer ago than its ttl of %s)", ref, taskTTL)
+	}
+	return fmt.Errorf("could not read task %s (Temporal engine unavailable?): %v", ref, err)
+}
+
+// resultText is the text content of a tool result.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
