@@ -418,7 +418,8 @@ func cancelledAnswer(ref taskRef) *mcp.CallToolResult {
 // taskLookupError explains why a task could not be read.
 func taskLookupError(ref taskRef, err error) error {
 	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &notFound) || errors.As(err, &invalid) {
 		return fmt.Errorf("taskId: no task %s (unknown, or closed longer ago than its ttl of %s)", ref, taskTTL)
 	}
 	return fmt.Errorf("could not read task %s (Temporal engine unavailable?): %v", ref, err)
