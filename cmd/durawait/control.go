@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -85,7 +88,7 @@ func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	for {
-		if _, held, err := datadir.Inspect(dir); err == nil && !held {
+		if _, held, err := datadir.Inspect(dir); err == nil && !held && exited(owner.PID) {
 			fmt.Fprintf(stdout, "stopped durawait (pid %d) on data dir %s\n", owner.PID, dir)
 			return nil
 		}
@@ -93,4 +96,19 @@ func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("durawait (pid %d) has not exited %s after SIGTERM; kill it with kill -9 %d (no wait is lost)", owner.PID, stopTimeout, owner.PID)
 		}
 	}
+}
+
+// exited reports whether pid is gone (or a zombie: dead, not yet reaped by
+// its parent).
+func exited(pid int) bool {
+	if !alive(pid) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc: trust kill(pid, 0)
+	}
+	// pid (comm) state ...
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	return len(bytes.TrimSpace(rest)) > 0 && bytes.TrimSpace(rest)[0] == 'Z'
 }
