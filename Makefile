@@ -24,7 +24,7 @@ test: fmt-check vet
 
 ## unit: the fast tests only (no processes started)
 unit:
-	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/...
+	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/...
 
 ## e2e: the end-to-end tests only
 e2e:

@@ -9,8 +9,8 @@ import (
 )
 
 // loadConfig parses a command's flags and merges them over the config file
-// (flags win) and the defaults.
-func loadConfig(name string, args []string, stderr io.Writer) (config.Config, error) {
+// (flags win) and the defaults. extra registers a command's own flags.
+func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (config.Config, error) {
 	fs := flag.NewFlagSet("durawait "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := config.Default()
@@ -28,6 +28,9 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, er
 		tmuxSocket = fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)")
 		tools      []string
 	)
+	for _, register := range extra {
+		register(fs)
+	}
 	fs.Func("tool", "enable an opt-in tool: list_panes, wait_for_text (repeatable)", func(v string) error {
 		tools = append(tools, v)
 		return nil

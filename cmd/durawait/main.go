@@ -4,6 +4,8 @@
 //	                  Web UI, worker and MCP front end
 //	durawait worker   a worker only, against an existing Temporal (--temporal)
 //	durawait front    an MCP front end only, against an existing Temporal
+//	durawait status   show the background daemon of a data dir
+//	durawait stop     stop it
 //	durawait version  print the version
 package main
 
@@ -39,6 +41,8 @@ commands:
   serve     run everything in one process (embedded Temporal engine unless --temporal)
   worker    run a worker only, against --temporal HOST:PORT
   front     run an MCP front end only, against --temporal HOST:PORT
+  status    show the process that owns the data dir (the daemon of stdio sessions)
+  stop      stop it
   version   print the version
 
 Run 'durawait <command> -h' for the flags of a command.
@@ -51,11 +55,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
-		return runRoles(ctx, "serve", roles{engine: true, worker: true, front: true}, rest, stdin, stdout, stderr)
-	case "worker":
-		return runRoles(ctx, "worker", roles{worker: true}, rest, stdin, stdout, stderr)
-	case "front":
-		return runRoles(ctx, "front", roles{front: true}, rest, stdin, stdout, stderr)
+		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "worker", "front":
+		cfg, err := loadConfig(cmd, rest, stderr)
+		if err != nil {
+			return err
+		}
+		return runRoles(ctx, cmd, roles{worker: cmd == "worker", front: cmd == "front"}, cfg, stdin, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr)
+	case "stop":
+		return runStop(ctx, rest, stdout, stderr)
 	case "agent-supervise":
 		code, err := runSupervise(rest, stderr)
 		if err != nil {

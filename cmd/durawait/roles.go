@@ -34,21 +34,25 @@ import (
 // roles says which parts a process runs.
 type roles struct {
 	engine, worker, front bool
+	// daemon runs them as the background daemon of stdio sessions: MCP on
+	// a loopback port of its own, ports that are taken fall back to free
+	// ones, and it exits when idle (see daemon_idle_exit_min).
+	daemon bool
 }
 
 // runRoles runs the parts of durawait that roles names until ctx ends (or,
 // with --stdio, until stdin closes), then stops them in reverse order.
-func runRoles(ctx context.Context, name string, r roles, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(name, args, stderr)
-	if err != nil {
-		return err
-	}
+func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
 	level, _ := cfg.SlogLevel()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if cfg.Temporal != "" {
 		r.engine = false
 	} else if !r.engine {
 		return fmt.Errorf("durawait %s needs --temporal HOST:PORT (only serve embeds an engine)", name)
+	}
+
+	if r.daemon {
+		cfg = daemonConfig(cfg, logger)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -65,6 +69,7 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 	health := &healthState{}
 	var httpServer *http.Server
 	var mux *http.ServeMux
+	var mcpURL string
 	if !cfg.Stdio && cfg.HTTP != "" {
 		ln, err := net.Listen("tcp", cfg.HTTP)
 		if err != nil {
@@ -84,14 +89,15 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 			defer scancel()
 			_ = httpServer.Shutdown(sctx)
 		})
+		mcpURL = "http://" + ln.Addr().String() + "/mcp"
 		logger.Info("listening", "http", "http://"+ln.Addr().String())
 	}
 
 	temporalAddr := cfg.Temporal
 	if r.engine {
-		owner := datadir.Owner{PID: os.Getpid(), StartedAt: time.Now().UTC()}
-		if httpServer != nil {
-			owner.HTTP = "http://" + cfg.HTTP + "/mcp"
+		owner := datadir.Owner{PID: os.Getpid(), HTTP: mcpURL, StartedAt: time.Now().UTC()}
+		if r.daemon {
+			owner.Log = datadir.LogPath(cfg.DataDir)
 		}
 		lock, err := datadir.Acquire(cfg.DataDir, owner)
 		if err != nil {
@@ -112,6 +118,9 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		cleanups = append(cleanups, eng.Stop)
 		temporalAddr = eng.Addr()
 		owner.Engine = temporalAddr
+		if eng.UIAddr() != "" {
+			owner.UI = "http://" + eng.UIAddr()
+		}
 		if err := lock.Update(owner); err != nil {
 			return err
 		}
@@ -202,9 +211,15 @@ func runRoles(ctx context.Context, name string, r roles, args []string, stdin io
 		health.setReady(temporalAddr, manager)
 		return front.ServeStdio(ctx, stdin, stdout)
 	}
-	mux.Handle("/mcp", front.HTTPHandler("/mcp"))
+	var mcpHandler http.Handler = front.HTTPHandler("/mcp")
+	if r.daemon && cfg.DaemonIdleExitMin > 0 {
+		idle := &activity{}
+		mcpHandler = idle.wrap(mcpHandler)
+		go watchIdle(ctx, idle, time.Duration(cfg.DaemonIdleExitMin)*time.Minute, runningWaits(tc, cfg.Namespace), logger, cancel)
+	}
+	mux.Handle("/mcp", mcpHandler)
 	health.setReady(temporalAddr, manager)
-	logger.Info("durawait ready", "mcp", "http://"+cfg.HTTP+"/mcp")
+	logger.Info("durawait ready", "mcp", mcpURL)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,6 +34,10 @@ type Config struct {
 	// UIPort is the embedded Web UI's port; 0 disables it.
 	UIPort   int    `toml:"ui_port"`
 	LogLevel string `toml:"log_level"`
+	// DaemonIdleExitMin is how long the background daemon that stdio
+	// sessions share stays up with no client connected and no wait running;
+	// 0 keeps it up until `durawait stop`.
+	DaemonIdleExitMin int `toml:"daemon_idle_exit_min"`
 
 	// Tools lists the opt-in tools to serve: list_panes, wait_for_text.
 	Tools []string `toml:"tools"`
@@ -81,19 +86,23 @@ type MCPServer struct {
 // Exposed reports the expose setting with its default applied.
 func (s MCPServer) Exposed() bool { return s.Expose == nil || *s.Expose }
 
-// Default returns the configuration used when no file is given.
+// Default returns the configuration used when no file is given. Its data
+// dir is the user's state directory (see StateDir), or empty when there is
+// none, which Validate reports.
 func Default() Config {
+	dataDir, _ := StateDir(os.Getenv)
 	return Config{
-		HTTP:       "127.0.0.1:8765",
-		DataDir:    ".durawait",
-		Namespace:  "default",
-		TaskQueue:  "durawait",
-		EnginePort: 7233,
-		UIPort:     8233,
-		LogLevel:   "info",
-		WaitFor:    WaitFor{HeartbeatTimeoutSec: 5},
-		Agents:     Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
-		Tmux:       Tmux{WaitMaxSec: 60},
+		HTTP:              "127.0.0.1:8765",
+		DataDir:           dataDir,
+		DaemonIdleExitMin: 30,
+		Namespace:         "default",
+		TaskQueue:         "durawait",
+		EnginePort:        7233,
+		UIPort:            8233,
+		LogLevel:          "info",
+		WaitFor:           WaitFor{HeartbeatTimeoutSec: 5},
+		Agents:            Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
+		Tmux:              Tmux{WaitMaxSec: 60},
 	}
 }
 
@@ -145,13 +154,16 @@ func (c Config) Validate() error {
 		bad("http: must be a listen address such as 127.0.0.1:8765 (or set stdio)")
 	}
 	if c.Temporal == "" && c.DataDir == "" {
-		bad("data_dir: must not be empty when the embedded engine runs")
+		bad("data_dir: must not be empty when the embedded engine runs (the default, the user's state directory, needs XDG_STATE_HOME or HOME)")
 	}
 	if c.EnginePort < 0 || c.EnginePort > 65535 {
 		bad("engine_port: must be a TCP port (0 picks a free one), got %d", c.EnginePort)
 	}
 	if c.UIPort < 0 || c.UIPort > 65535 {
 		bad("ui_port: must be a TCP port or 0 to disable the UI, got %d", c.UIPort)
+	}
+	if c.DaemonIdleExitMin < 0 {
+		bad("daemon_idle_exit_min: must be 0 (never) or more, got %d", c.DaemonIdleExitMin)
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		bad("log_level: %v", err)

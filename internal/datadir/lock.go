@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 )
 
 // Owner describes the process that holds a data dir.
 type Owner struct {
-	PID       int       `json:"pid"`
-	HTTP      string    `json:"http,omitempty"`
-	Engine    string    `json:"engine,omitempty"`
+	PID    int    `json:"pid"`
+	HTTP   string `json:"http,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	UI     string `json:"ui,omitempty"`
+	// Log is the log file of a background daemon; empty when the owner
+	// logs to its stderr.
+	Log       string    `json:"log,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 }
 
@@ -52,7 +55,7 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	path := filepath.Join(dir, "durawait.lock")
+	path := LockPath(dir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)

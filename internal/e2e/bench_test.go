@@ -180,7 +180,8 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 	}
 	for range b.N {
 		w := newWorkspace(b)
-		c, proc := w.stdioClient(w.writeConfig(w.demoServer("demo")))
+		// --no-daemon: the peak RSS is that of the process serving the waits.
+		c, proc := w.stdioClientNoDaemon(w.writeConfig(w.demoServer("demo")))
 		w.write("gate", "closed")
 		start := time.Now()
 		var wg sync.WaitGroup

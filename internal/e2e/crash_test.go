@@ -52,13 +52,15 @@ func TestWaitSurvivesKill9OverHTTP(t *testing.T) {
 	assert.GreaterOrEqual(t, res.ElapsedSec, time.Since(start).Seconds()-2, "elapsed counts from the first call, before the crash")
 }
 
+// Over stdio with --no-daemon the stdio process is the whole of durawait,
+// so its kill -9 is a crash of the engine.
 func TestWaitSurvivesKill9OverStdio(t *testing.T) {
 	w := newWorkspace(t)
 	config := w.writeConfig(w.demoServer("demo"))
 	w.write("job", "queued")
 	args := readFileWait(w.path("job"), nil)
 
-	c, proc := w.stdioClient(config)
+	c, proc := w.stdioClientNoDaemon(config)
 	go func() { _, _ = c.call(context.Background(), "wait_for", args, "") }()
 	eventually(t, "samples before the crash", func() bool { return w.calls("job") >= 3 })
 	require.NoError(t, proc.Signal(syscall.SIGKILL))
@@ -66,7 +68,7 @@ func TestWaitSurvivesKill9OverStdio(t *testing.T) {
 	before := w.calls("job")
 
 	// The client restarts its server, as stdio clients do, and calls again.
-	c2, _ := w.stdioClient(config)
+	c2, _ := w.stdioClientNoDaemon(config)
 	done := make(chan waitResult, 1)
 	go func() { done <- c2.waitFor(t, args) }()
 	eventually(t, "samples after the restart", func() bool { return w.calls("job") >= before+2 })

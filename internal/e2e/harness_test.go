@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,8 +85,9 @@ func freeAddr(t testing.TB) string {
 
 // workspace is one test's folder: config, data dir, probe files, call log.
 type workspace struct {
-	t   testing.TB
-	dir string
+	t             testing.TB
+	dir           string
+	daemonCleanup sync.Once
 }
 
 func newWorkspace(t testing.TB) *workspace {
@@ -376,13 +378,29 @@ func (w *workspace) owner() datadir.Owner {
 }
 
 // stdioClient starts `durawait serve --stdio` under a real MCP stdio client
-// and returns the client and the durawait process.
+// and returns the client and the durawait process: a bridge to the
+// workspace's background daemon, which it starts when none runs. The
+// daemon is killed when the test ends.
 func (w *workspace) stdioClient(config string) (*mcpClient, *os.Process) {
+	w.t.Helper()
+	w.killDaemonAtCleanup()
+	return w.stdioClientArgs(config)
+}
+
+// stdioClientNoDaemon starts `durawait serve --stdio --no-daemon`: the
+// whole of durawait in the one process, so a kill -9 of it is a crash of
+// the engine.
+func (w *workspace) stdioClientNoDaemon(config string) (*mcpClient, *os.Process) {
+	w.t.Helper()
+	return w.stdioClientArgs(config, "--no-daemon")
+}
+
+func (w *workspace) stdioClientArgs(config string, extra ...string) (*mcpClient, *os.Process) {
 	w.t.Helper()
 	var cmd *exec.Cmd
 	logs := &syncBuffer{}
-	tr := transport.NewStdioWithOptions(bin.durawait,
-		nil, []string{"serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0"},
+	args := append([]string{"serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0"}, extra...)
+	tr := transport.NewStdioWithOptions(bin.durawait, w.env(), args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd = exec.Command(command, args...)
 			cmd.Env = append(os.Environ(), env...)
@@ -390,12 +408,72 @@ func (w *workspace) stdioClient(config string) (*mcpClient, *os.Process) {
 		}),
 		transport.WithCommandStderrWriter(logs))
 	c := client.NewClient(tr)
-	mc := initialize(w.t, c)
 	w.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+		}
 		if w.t.Failed() {
 			w.t.Logf("durawait (stdio) log:\n%s", logs.String())
 		}
 	})
+	mc := initialize(w.t, c)
 	return mc, cmd.Process
+}
+
+// env is the environment every durawait of the workspace runs with: a
+// private state dir, never the user's.
+func (w *workspace) env() []string {
+	return []string{"XDG_STATE_HOME=" + w.path("state")}
+}
+
+// killDaemonAtCleanup makes sure no daemon of the workspace's data dir
+// outlives the test: at cleanup it kills the data dir's owner, if any, and
+// waits until the lock is free.
+func (w *workspace) killDaemonAtCleanup() {
+	w.daemonCleanup.Do(func() {
+		w.t.Cleanup(func() {
+			dir := w.path("data")
+			owner, held, err := datadir.Inspect(dir)
+			if err != nil || !held || owner.PID <= 0 {
+				return
+			}
+			if w.t.Failed() {
+				if b, err := os.ReadFile(datadir.LogPath(dir)); err == nil {
+					w.t.Logf("durawait daemon log:\n%s", b)
+				}
+			}
+			_ = syscall.Kill(owner.PID, syscall.SIGKILL)
+			eventually(w.t, "the daemon to let the data dir go", func() bool {
+				_, held, err := datadir.Inspect(dir)
+				return err == nil && !held
+			})
+		})
+	})
+}
+
+// daemonPIDs lists the running `durawait serve --daemon` processes of the
+// workspace's data dir.
+func (w *workspace) daemonPIDs() []int {
+	w.t.Helper()
+	var pids []int
+	entries, err := os.ReadDir("/proc")
+	require.NoError(w.t, err)
+	for _, e := range entries {
+		pid := atoi(e.Name())
+		if pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 0 && args[0] == bin.durawait && slices.Contains(args, "--daemon") && slices.Contains(args, w.path("data")) {
+			if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(stat), ") Z ") {
+				continue // a zombie, already dead
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

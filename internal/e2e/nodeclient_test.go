@@ -90,6 +90,7 @@ func TestOfficialTypeScriptSDKClientOverHTTP(t *testing.T) {
 
 func TestOfficialTypeScriptSDKClientOverStdio(t *testing.T) {
 	w := newWorkspace(t)
+	w.killDaemonAtCleanup() // the stdio process bridges to a daemon it starts
 	config := w.writeConfig(w.demoServer("demo"))
 	checkNodeReport(t, nodeClient(t, "stdio", bin.durawait, config, w.path("status")))
 }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/datadir"
+)
+
+// daemonStartTimeout bounds how long a stdio process waits for a daemon to
+// become ready (its own, or one another process is starting).
+const daemonStartTimeout = 90 * time.Second
+
+// daemonStarter finds the daemon that owns a data dir, or starts it.
+type daemonStarter struct {
+	dataDir string   // absolute
+	args    []string // the stdio process's serve flags, reused by the daemon
+	logger  *slog.Logger
+}
+
+// connect returns the MCP URL of the process that owns the data dir,
+// starting a background daemon when none does. Spawning is serialized by
+// the data dir's spawn lock, so stdio processes that start together end up
+// with one daemon.
+func (d *daemonStarter) connect(ctx context.Context, restart bool) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, daemonStartTimeout)
+	defer cancel()
+	if !restart {
+		if url, ok := liveEndpoint(ctx, d.dataDir); ok {
+			return url, nil
+		}
+	}
+	release, err := datadir.SpawnLock(ctx, d.dataDir)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	// Under the spawn lock, nobody else starts a daemon: look again.
+	for {
+		owner, held, err := datadir.Inspect(d.dataDir)
+		if err != nil {
+			return "", err
+		}
+		if !held {
+			break
+		}
+		if owner.PID != 0 && owner.HTTP == "" {
+			return "", fmt.Errorf("data dir %s is owned by pid %d, which serves MCP on no HTTP endpoint "+
+				"(a `durawait serve --stdio --no-daemon`?); stop it, or use another --data-dir", d.dataDir, owner.PID)
+		}
+		if owner.HTTP != "" && healthy(ctx, owner.HTTP) {
+			return owner.HTTP, nil
+		}
+		// Starting, or stopping: look again shortly.
+		if err := pause(ctx); err != nil {
+			return "", fmt.Errorf("the durawait process (pid %d) that owns %s did not become ready: %w", owner.PID, d.dataDir, err)
+		}
+	}
+	return d.spawn(ctx)
+}
+
+// spawn starts the daemon, detached, and waits until it answers /healthz.
+func (d *daemonStarter) spawn(ctx context.Context) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the durawait executable: %w", err)
+	}
+	logPath := datadir.LogPath(d.dataDir)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open the daemon's log file: %w", err)
+	}
+	defer logFile.Close()
+	args := append([]string{"serve"}, d.args...)
+	args = append(args, "--daemon", "--data-dir", d.dataDir)
+	cmd := exec.Command(self, args...)
+	// Its own session and process group, no terminal, stdin /dev/null, no
+	// parent-death signal: it outlives the session that started it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start the durawait daemon: %w", err)
+	}
+	d.logger.Info("started the durawait daemon", "pid", cmd.Process.Pid, "data_dir", d.dataDir, "log", logPath)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	for {
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("the durawait daemon exited during start-up (%v); its log %s ends with:\n%s", err, logPath, logTail(logPath))
+		default:
+		}
+		if owner, err := datadir.ReadOwner(d.dataDir); err == nil && owner.PID == cmd.Process.Pid && owner.HTTP != "" && healthy(ctx, owner.HTTP) {
+			return owner.HTTP, nil
+		}
+		if err := pause(ctx); err != nil {
+			return "", fmt.Errorf("the durawait daemon (pid %d) did not become ready within %s; see its log %s", cmd.Process.Pid, daemonStartTimeout, logPath)
+		}
+	}
+}
+
+// liveEndpoint is the MCP URL of the data dir's owner when it is alive and
+// ready. It takes no lock, so it never disturbs a process starting there.
+func liveEndpoint(ctx context.Context, dir string) (string, bool) {
+	owner, err := datadir.ReadOwner(dir)
+	if err != nil || owner.HTTP == "" || !alive(owner.PID) {
+		return "", false
+	}
+	return owner.HTTP, healthy(ctx, owner.HTTP)
+}
+
+// alive reports whether a process with pid exists.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// healthy reports whether /healthz beside the MCP URL answers 200.
+func healthy(ctx context.Context, mcpURL string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(mcpURL, "/mcp")+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// pause waits a little before the next look, or returns ctx's error.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(50 * time.Millisecond):
+		return nil
+	}
+}
+
+// logTail is the end of a log file, for an error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// daemonConfig adapts the configuration to the background daemon: MCP on a
+// loopback port of its own (a fixed one would clash with a user's
+// `durawait serve`), and the engine and UI ports fall back to free ones
+// when taken.
+func daemonConfig(cfg config.Config, logger *slog.Logger) config.Config {
+	cfg.Stdio = false
+	cfg.HTTP = "127.0.0.1:0"
+	if cfg.EnginePort != 0 && !portFree(cfg.EnginePort) {
+		logger.Warn("engine port taken; the engine listens on a free port", "engine_port", cfg.EnginePort)
+		cfg.EnginePort = 0
+	}
+	if cfg.UIPort != 0 && !portFree(cfg.UIPort) {
+		port, err := freePort()
+		if err != nil {
+			logger.Warn("UI port taken and no free port found; no Web UI", "ui_port", cfg.UIPort, "error", err)
+			port = 0
+		} else {
+			logger.Warn("UI port taken; the Web UI listens on a free port", "ui_port", cfg.UIPort, "now", port)
+		}
+		cfg.UIPort = port
+	}
+	return cfg
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

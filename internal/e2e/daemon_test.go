@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/datadir"
+)
+
+// Three stdio sessions started at once with the same config all work, on
+// one background daemon.
+func TestStdioSessionsStartedAtOnceShareOneDaemon(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+
+	clients := make([]*mcpClient, 3)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() { clients[i], _ = w.stdioClient(config) })
+	}
+	wg.Wait()
+	require.False(t, t.Failed(), "every session started")
+
+	owner := w.owner()
+	assert.Equal(t, []int{owner.PID}, w.daemonPIDs(), "exactly one daemon runs, and it owns the data dir")
+	assert.NotEmpty(t, owner.Log, "the owner is the background daemon")
+
+	results := make([]waitResult, len(clients))
+	for i, c := range clients {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		cancel()
+		require.NoError(t, err, "client %d lists tools", i)
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		assert.Contains(t, names, "wait_for", "client %d", i)
+
+		file := fmt.Sprintf("job%d", i)
+		w.write(file, "running")
+		wg.Go(func() { results[i] = c.waitFor(t, readFileWait(w.path(file), nil)) })
+		eventually(t, "a sample of "+file, func() bool { return w.calls(file) >= 1 })
+		w.write(file, "READY")
+	}
+	wg.Wait()
+	for i, r := range results {
+		assert.Equal(t, "matched", r.Reason, "client %d", i)
+	}
+	assert.Equal(t, []int{owner.PID}, w.daemonPIDs(), "still one daemon")
+}
+
+// An identical wait_for from two stdio sessions is one wait: the second
+// attaches, its progress flows through its bridge, and its elapsed time
+// counts from the first call.
+func TestIdenticalWaitFromTwoStdioSessionsIsShared(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.write("shared", "building")
+	args := readFileWait(w.path("shared"), nil)
+
+	c1, _ := w.stdioClient(config)
+	first := time.Now()
+	done1 := make(chan waitResult, 1)
+	go func() { done1 <- c1.waitFor(t, args) }()
+	eventually(t, "samples of the first call", func() bool { return w.calls("shared") >= 3 })
+
+	c2, _ := w.stdioClient(config)
+	second := time.Now()
+	done2 := make(chan *waitResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := c2.call(ctx, "wait_for", args, "second")
+		if !assert.NoError(t, err) || !assert.False(t, res.IsError, resultText(res)) {
+			done2 <- nil
+			return
+		}
+		r := decodeWait(t, res)
+		done2 <- &r
+	}()
+	eventually(t, "progress on the second session", func() bool { return len(c2.progressOf("second")) >= 1 })
+	w.write("shared", "READY")
+
+	r1, r2 := <-done1, <-done2
+	require.NotNil(t, r2)
+	assert.Equal(t, "matched", r1.Reason)
+	assert.Equal(t, "matched", r2.Reason)
+	assert.GreaterOrEqual(t, r2.ElapsedSec, second.Sub(first).Seconds(), "elapsed counts from the first session's call")
+	assert.Equal(t, r1.Samples, r2.Samples, "one wait, one count of samples")
+	assert.LessOrEqual(t, w.calls("shared"), r1.Samples+1, "the probe's call log holds one wait's samples")
+}
+
+// A kill -9 of a stdio session loses nothing: its wait runs on in the
+// daemon and another session picks it up.
+func TestKilledStdioSessionLosesNoWait(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.write("deploy", "rolling out")
+	args := readFileWait(w.path("deploy"), nil)
+
+	c1, proc := w.stdioClient(config)
+	daemon := w.owner().PID
+	go func() { _, _ = c1.call(context.Background(), "wait_for", args, "") }()
+	eventually(t, "samples before the kill", func() bool { return w.calls("deploy") >= 2 })
+	require.NoError(t, proc.Signal(syscall.SIGKILL))
+	_, _ = proc.Wait()
+	before := w.calls("deploy")
+	eventually(t, "the wait to go on with no session", func() bool { return w.calls("deploy") >= before+2 })
+
+	c2, _ := w.stdioClient(config)
+	done := make(chan waitResult, 1)
+	go func() { done <- c2.waitFor(t, args) }()
+	eventually(t, "a sample after the second call", func() bool { return w.calls("deploy") >= before+3 })
+	w.write("deploy", "READY")
+	res := <-done
+
+	assert.Equal(t, "matched", res.Reason)
+	assert.Greater(t, res.Samples, before, "samples from the killed session's time count")
+	assert.Equal(t, daemon, w.owner().PID, "the same daemon serves on")
+	assert.Equal(t, []int{daemon}, w.daemonPIDs())
+}
+
+// status and stop find the daemon through the config, and stop ends it.
+func TestStatusAndStopOfTheDaemon(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.stdioClient(config)
+	owner := w.owner()
+
+	out, err := exec.Command(bin.durawait, "status", "--config", config).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("pid:       %d (background daemon, ready)", owner.PID))
+	assert.Contains(t, string(out), owner.HTTP)
+	assert.Contains(t, string(out), datadir.LogPath(w.path("data")))
+
+	out, err = exec.Command(bin.durawait, "stop", "--config", config).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("stopped durawait (pid %d)", owner.PID))
+	assert.Empty(t, w.daemonPIDs())
+
+	out, err = exec.Command(bin.durawait, "status", "--config", config).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.True(t, strings.HasPrefix(string(out), "no durawait runs on data dir"), "%s", out)
+	_, err = os.Stat(datadir.LogPath(w.path("data")))
+	assert.NoError(t, err, "the daemon's log stays")
+}
