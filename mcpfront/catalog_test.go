@@ -17,6 +17,7 @@ type fakeDownstream struct {
 	tools   map[string][]string
 	expose  map[string]bool
 	lastErr map[string]error
+	defs    map[string][]mcp.Tool // full definitions, listed after tools
 }
 
 func (f fakeDownstream) ServerNames() []string { return f.order }
@@ -26,6 +27,7 @@ func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
 	for _, name := range f.tools[server] {
 		out = append(out, mcp.NewTool(name))
 	}
+	out = append(out, f.defs[server]...)
 	return out, f.expose[server], f.lastErr[server]
 }
 

@@ -92,7 +92,7 @@ func (c *conn) watch(ctx context.Context, cl *client.Client) {
 // connect starts a client whose transport lives as long as live, and
 // initializes it and lists its tools within setupTimeout (or until ctx ends).
 func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
-	cl, err := c.newClient()
+	cl, rec, err := c.newClient()
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +124,7 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 		_ = cl.Close()
 		return nil, fmt.Errorf("list tools: %w", err)
 	}
+	rec.apply(list.Tools)
 
 	// Drop a stale wake-up from the previous connection, then make this one
 	// current; from here on markBroken acts on it.
@@ -149,7 +150,10 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 	return cl, nil
 }
 
-func (c *conn) newClient() (*client.Client, error) {
+// newClient builds a client for the server's transport, and the recorder of
+// the raw tool schemas it receives.
+func (c *conn) newClient() (*client.Client, *schemaRecorder, error) {
+	rec := &schemaRecorder{}
 	switch {
 	case len(c.cfg.Command) > 0:
 		env := make([]string, 0, len(c.cfg.Env))
@@ -160,11 +164,19 @@ func (c *conn) newClient() (*client.Client, error) {
 			transport.WithCommandFunc(stdioCommand),
 			transport.WithCommandStderrWriter(&logWriter{logger: c.logger()}),
 			transport.WithCommandLogger(c.logger()))
-		return client.NewClient(t), nil
+		return client.NewClient(recordingStdio{Stdio: t, rec: rec}), rec, nil
 	case c.cfg.Transport == TransportSSE:
-		return client.NewSSEMCPClient(c.cfg.URL)
+		t, err := transport.NewSSE(c.cfg.URL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("SSE transport: %w", err)
+		}
+		return client.NewClient(recordingSSE{SSE: t, rec: rec}), rec, nil
 	default:
-		return client.NewStreamableHttpClient(c.cfg.URL)
+		t, err := transport.NewStreamableHTTP(c.cfg.URL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("streamable HTTP transport: %w", err)
+		}
+		return client.NewClient(recordingHTTP{StreamableHTTP: t, rec: rec}), rec, nil
 	}
 }
 
