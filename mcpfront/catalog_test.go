@@ -18,6 +18,7 @@ type fakeDownstream struct {
 	expose  map[string]bool
 	lastErr map[string]error
 	defs    map[string][]mcp.Tool // full definitions, listed after tools
+	call    func(onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
 func (f fakeDownstream) ServerNames() []string { return f.order }
@@ -31,8 +32,11 @@ func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
 	return out, f.expose[server], f.lastErr[server]
 }
 
-func (f fakeDownstream) CallTool(context.Context, string, string, any) (*mcp.CallToolResult, error) {
-	return nil, errors.New("not used")
+func (f fakeDownstream) CallTool(_ context.Context, _, _ string, _ any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	if f.call == nil {
+		return nil, errors.New("not used")
+	}
+	return f.call(onProgress)
 }
 
 func exposedNames(c *catalog) []string {

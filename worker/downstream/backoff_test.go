@@ -80,7 +80,7 @@ func TestSSEConnectionOutlivesItsSetUp(t *testing.T) {
 	require.NoError(t, m.WaitReady(ctx))
 
 	for i := range 5 {
-		res, err := m.CallTool(ctx, "sse", "progress", map[string]any{})
+		res, err := m.CallTool(ctx, "sse", "progress", map[string]any{}, nil)
 		require.NoError(t, err, "call %d", i)
 		assert.Equal(t, "done", Observation(res))
 	}

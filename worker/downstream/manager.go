@@ -91,6 +91,8 @@ type Manager struct {
 	listeners []func()
 	ready     sync.WaitGroup
 
+	progress progressRoutes
+
 	// sleep waits between connection attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) bool
 }
@@ -174,12 +176,14 @@ func (m *Manager) notifyToolsChanged() {
 
 // CallTool forwards a call to tool on server. A server that is down, or whose
 // connection breaks during the call, yields an *activities.UnavailableError.
-func (m *Manager) CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+// When onProgress is not nil, the call asks the server for progress and
+// onProgress receives each progress notification the server sends for it.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	c, ok := m.byName[server]
 	if !ok {
 		return nil, fmt.Errorf("no downstream MCP server is named %q", server)
 	}
-	return c.call(ctx, tool, args)
+	return c.call(ctx, tool, args, onProgress)
 }
 
 // CallProbe implements activities.Prober for a canonical "<server>.<tool>".
@@ -188,7 +192,7 @@ func (m *Manager) CallProbe(ctx context.Context, canonical string, args json.Raw
 	if !ok {
 		return activities.ProbeOutput{}, fmt.Errorf("probe tool %q is not of the form <server>.<tool>", canonical)
 	}
-	res, err := m.CallTool(ctx, server, tool, args)
+	res, err := m.CallTool(ctx, server, tool, args, nil)
 	if err != nil {
 		return activities.ProbeOutput{}, err
 	}
@@ -246,7 +250,7 @@ func (c *conn) current() (*client.Client, error) {
 	return c.client, nil
 }
 
-func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+func (c *conn) call(ctx context.Context, tool string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	cl, err := c.current()
 	if err != nil {
 		return nil, err
@@ -254,6 +258,11 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	if onProgress != nil {
+		token, remove := c.m.progress.add(c.cfg.Name, onProgress)
+		defer remove()
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
 	res, err := cl.CallTool(ctx, req)
 	if err != nil {
 		var te *transport.Error

@@ -96,6 +96,7 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl.OnNotification(c.m.progress.deliver)
 	// A connection can be lost during set-up, before it is current: lost
 	// keeps that news until connect can act on it.
 	lost := make(chan error, 1)
