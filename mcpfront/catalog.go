@@ -17,8 +17,9 @@ type Downstream interface {
 	// ServerTools returns a server's tools as last listed, whether it is
 	// connected now, its last connection error, and its expose setting.
 	ServerTools(server string) (tools []mcp.Tool, expose bool, lastErr error)
-	// CallTool forwards one call.
-	CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error)
+	// CallTool forwards one call. When onProgress is not nil, it receives
+	// each progress notification the server sends for the call.
+	CallTool(ctx context.Context, server, tool string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
 // toolRef names one downstream tool.

@@ -17,6 +17,8 @@ type fakeDownstream struct {
 	tools   map[string][]string
 	expose  map[string]bool
 	lastErr map[string]error
+	defs    map[string][]mcp.Tool // full definitions, listed after tools
+	call    func(onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
 func (f fakeDownstream) ServerNames() []string { return f.order }
@@ -26,11 +28,15 @@ func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
 	for _, name := range f.tools[server] {
 		out = append(out, mcp.NewTool(name))
 	}
+	out = append(out, f.defs[server]...)
 	return out, f.expose[server], f.lastErr[server]
 }
 
-func (f fakeDownstream) CallTool(context.Context, string, string, any) (*mcp.CallToolResult, error) {
-	return nil, errors.New("not used")
+func (f fakeDownstream) CallTool(_ context.Context, _, _ string, _ any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	if f.call == nil {
+		return nil, errors.New("not used")
+	}
+	return f.call(onProgress)
 }
 
 func exposedNames(c *catalog) []string {

@@ -161,7 +161,11 @@ func proxyTool(name string, def mcp.Tool) mcp.Tool {
 
 func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := f.opts.Downstream.CallTool(ctx, ref.Server, ref.Def.Name, req.Params.Arguments)
+		var onProgress func(mcp.ProgressNotificationParams)
+		if token := progressToken(req); token != nil {
+			onProgress = func(p mcp.ProgressNotificationParams) { f.forwardProgress(ctx, token, p) }
+		}
+		res, err := f.opts.Downstream.CallTool(ctx, ref.Server, ref.Def.Name, req.Params.Arguments, onProgress)
 		if err != nil {
 			var unavailable *activities.UnavailableError
 			if errors.As(err, &unavailable) {
@@ -171,6 +175,21 @@ func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
 				ref.Def.Name, ref.Server, err)), nil
 		}
 		return res, nil
+	}
+}
+
+// forwardProgress relays a downstream server's progress notification to the
+// caller, under the caller's own progress token.
+func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, p mcp.ProgressNotificationParams) {
+	params := map[string]any{"progressToken": token, "progress": p.Progress}
+	if p.Total != 0 {
+		params["total"] = p.Total
+	}
+	if p.Message != "" {
+		params["message"] = p.Message
+	}
+	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
+		f.opts.Logger.Debug("downstream progress notification not forwarded", "error", err)
 	}
 }
 

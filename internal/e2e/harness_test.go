@@ -118,11 +118,14 @@ func (w *workspace) calls(needle string) int {
 	return n
 }
 
-// server is one downstream server entry of the config.
+// server is one downstream server entry of the config: a command (stdio),
+// or a url with an optional transport ("sse").
 type server struct {
-	name    string
-	command []string
-	expose  *bool
+	name      string
+	command   []string
+	url       string
+	transport string
+	expose    *bool
 }
 
 // demoServer is the demo probe, logging calls to the workspace's call log.
@@ -146,8 +149,16 @@ func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", w.path("data"), extra)
 	for _, s := range servers {
-		cmd, _ := json.Marshal(s.command)
-		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\ncommand = %s\n", s.name, cmd)
+		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\n", s.name)
+		if s.url != "" {
+			fmt.Fprintf(&b, "url = %q\n", s.url)
+		} else {
+			cmd, _ := json.Marshal(s.command)
+			fmt.Fprintf(&b, "command = %s\n", cmd)
+		}
+		if s.transport != "" {
+			fmt.Fprintf(&b, "transport = %q\n", s.transport)
+		}
 		if s.expose != nil {
 			fmt.Fprintf(&b, "expose = %v\n", *s.expose)
 		}
@@ -264,9 +275,13 @@ func initialize(t testing.TB, c *client.Client) *mcpClient {
 		mc.messages[token] = append(mc.messages[token], msg)
 		mc.mu.Unlock()
 	})
+	// The transport lives until the test ends (an SSE stream ends with the
+	// context it was started on); initialize is bounded by testTimeout.
+	life, end := context.WithCancel(context.Background())
+	t.Cleanup(end)
+	require.NoError(t, c.Start(life))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	require.NoError(t, c.Start(ctx))
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-e2e", Version: "1"}

@@ -3,7 +3,8 @@
 //
 // Each configured server gets one supervised connection: a stdio server's
 // process is started and kept running, an HTTP server is connected to, and a
-// connection that dies is re-established with exponential backoff. While a
+// connection that dies is re-established with jittered exponential backoff,
+// which starts over only after a connection stayed up for a while. While a
 // server is down, calls to its tools fail at once with an error naming it.
 package downstream
 
@@ -13,11 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -54,8 +52,13 @@ type Options struct {
 	HealthInterval time.Duration
 	// CallTimeout bounds one forwarded (non-probe) tool call.
 	CallTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the delay between reconnect attempts.
+	// MinBackoff and MaxBackoff bound the delay between reconnect attempts
+	// (before ±20 % jitter).
 	MinBackoff, MaxBackoff time.Duration
+	// StableAfter is how long a connection must stay up before the backoff
+	// starts over; a server that drops connections sooner is retried with
+	// growing delays.
+	StableAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -71,6 +74,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
 	}
+	if o.StableAfter <= 0 {
+		o.StableAfter = 30 * time.Second
+	}
 	return o
 }
 
@@ -84,11 +90,16 @@ type Manager struct {
 	mu        sync.Mutex
 	listeners []func()
 	ready     sync.WaitGroup
+
+	progress progressRoutes
+
+	// sleep waits between connection attempts; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // NewManager prepares connections to servers; Run starts them.
 func NewManager(servers []ServerConfig, opts Options, logger *slog.Logger) *Manager {
-	m := &Manager{opts: opts.withDefaults(), logger: logger, byName: map[string]*conn{}}
+	m := &Manager{opts: opts.withDefaults(), logger: logger, byName: map[string]*conn{}, sleep: sleep}
 	for _, cfg := range servers {
 		c := &conn{cfg: cfg, m: m, changed: make(chan struct{}, 1)}
 		m.conns = append(m.conns, c)
@@ -165,12 +176,14 @@ func (m *Manager) notifyToolsChanged() {
 
 // CallTool forwards a call to tool on server. A server that is down, or whose
 // connection breaks during the call, yields an *activities.UnavailableError.
-func (m *Manager) CallTool(ctx context.Context, server, tool string, args any) (*mcp.CallToolResult, error) {
+// When onProgress is not nil, the call asks the server for progress and
+// onProgress receives each progress notification the server sends for it.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	c, ok := m.byName[server]
 	if !ok {
 		return nil, fmt.Errorf("no downstream MCP server is named %q", server)
 	}
-	return c.call(ctx, tool, args)
+	return c.call(ctx, tool, args, onProgress)
 }
 
 // CallProbe implements activities.Prober for a canonical "<server>.<tool>".
@@ -179,7 +192,7 @@ func (m *Manager) CallProbe(ctx context.Context, canonical string, args json.Raw
 	if !ok {
 		return activities.ProbeOutput{}, fmt.Errorf("probe tool %q is not of the form <server>.<tool>", canonical)
 	}
-	res, err := m.CallTool(ctx, server, tool, args)
+	res, err := m.CallTool(ctx, server, tool, args, nil)
 	if err != nil {
 		return activities.ProbeOutput{}, err
 	}
@@ -237,7 +250,7 @@ func (c *conn) current() (*client.Client, error) {
 	return c.client, nil
 }
 
-func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+func (c *conn) call(ctx context.Context, tool string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	cl, err := c.current()
 	if err != nil {
 		return nil, err
@@ -245,6 +258,11 @@ func (c *conn) call(ctx context.Context, tool string, args any) (*mcp.CallToolRe
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	if onProgress != nil {
+		token, remove := c.m.progress.add(c.cfg.Name, onProgress)
+		defer remove()
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
 	res, err := cl.CallTool(ctx, req)
 	if err != nil {
 		var te *transport.Error
@@ -275,158 +293,8 @@ func (c *conn) markBroken(cl *client.Client, err error) {
 	}
 }
 
-// supervise keeps the connection up until ctx ends.
-func (c *conn) supervise(ctx context.Context) {
-	backoff := c.m.opts.MinBackoff
-	first := true
-	for ctx.Err() == nil {
-		cl, err := c.connect(ctx)
-		if first {
-			c.m.ready.Done()
-			first = false
-		}
-		if err != nil {
-			c.mu.Lock()
-			c.lastErr = err
-			c.mu.Unlock()
-			c.logger().Warn("downstream MCP server unavailable; retrying", "error", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
-				return
-			}
-			backoff = min(2*backoff, c.m.opts.MaxBackoff)
-			continue
-		}
-		backoff = c.m.opts.MinBackoff
-		c.watch(ctx, cl)
-	}
-}
-
-// watch pings a live connection until it breaks or ctx ends.
-func (c *conn) watch(ctx context.Context, cl *client.Client) {
-	ticker := time.NewTicker(c.m.opts.HealthInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			c.mu.Lock()
-			if c.client == cl {
-				c.client = nil
-			}
-			c.mu.Unlock()
-			_ = cl.Close()
-			return
-		case <-c.changed:
-			return
-		case <-ticker.C:
-			pctx, cancel := context.WithTimeout(ctx, c.m.opts.HealthInterval)
-			err := cl.Ping(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				c.logger().Warn("downstream MCP server stopped answering; reconnecting", "error", err)
-				c.markBroken(cl, err)
-				<-c.changed
-				return
-			}
-		}
-	}
-}
-
-func (c *conn) connect(ctx context.Context) (*client.Client, error) {
-	cl, err := c.newClient()
-	if err != nil {
-		return nil, err
-	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := cl.Start(ictx); err != nil {
-		_ = cl.Close()
-		return nil, fmt.Errorf("start: %w", err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "durawait", Version: "0.1.0"}
-	if _, err := cl.Initialize(ictx, init); err != nil {
-		_ = cl.Close()
-		return nil, fmt.Errorf("initialize: %w", err)
-	}
-	list, err := cl.ListTools(ictx, mcp.ListToolsRequest{})
-	if err != nil {
-		_ = cl.Close()
-		return nil, fmt.Errorf("list tools: %w", err)
-	}
-	cl.OnConnectionLost(func(err error) { c.markBroken(cl, err) })
-
-	c.mu.Lock()
-	c.client = cl
-	c.lastErr = nil
-	changed := !sameTools(c.tools, list.Tools)
-	c.tools = list.Tools
-	c.mu.Unlock()
-	// Drop a stale wake-up from the previous connection.
-	select {
-	case <-c.changed:
-	default:
-	}
-	c.logger().Info("connected to downstream MCP server", "tools", len(list.Tools))
-	if changed {
-		c.m.notifyToolsChanged()
-	}
-	return cl, nil
-}
-
-func (c *conn) newClient() (*client.Client, error) {
-	switch {
-	case len(c.cfg.Command) > 0:
-		env := make([]string, 0, len(c.cfg.Env))
-		for k, v := range c.cfg.Env {
-			env = append(env, k+"="+v)
-		}
-		t := transport.NewStdioWithOptions(c.cfg.Command[0], env, c.cfg.Command[1:],
-			transport.WithCommandFunc(stdioCommand),
-			transport.WithCommandStderrWriter(&logWriter{logger: c.logger()}),
-			transport.WithCommandLogger(c.logger()))
-		return client.NewClient(t), nil
-	case c.cfg.Transport == TransportSSE:
-		return client.NewSSEMCPClient(c.cfg.URL)
-	default:
-		return client.NewStreamableHttpClient(c.cfg.URL)
-	}
-}
-
-// stdioCommand starts a stdio server so that it dies with durawait, even on
-// kill -9, and does not share durawait's terminal signals.
-func stdioCommand(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-	cmd := exec.Command(command, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
-}
-
-// logWriter turns a stdio server's stderr into log lines.
-type logWriter struct{ logger *slog.Logger }
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		if line != "" {
-			w.logger.Debug("downstream stderr", "line", line)
-		}
-	}
-	return len(p), nil
-}
-
 func sameTools(a, b []mcp.Tool) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
