@@ -175,8 +175,9 @@ type goSDKClient struct {
 	msgs    map[string][]string
 }
 
-// connectGoSDK connects the official Go SDK's client over transport.
-func connectGoSDK(t *testing.T, transport sdkmcp.Transport) *goSDKClient {
+// connectGoSDK connects the official Go SDK's client over transport and
+// checks the protocol version it negotiated.
+func connectGoSDK(t *testing.T, transport sdkmcp.Transport, protocol string) *goSDKClient {
 	t.Helper()
 	c := &goSDKClient{msgs: map[string][]string{}}
 	client := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "durawait-e2e-gosdk", Version: goSDKVersion}, &sdkmcp.ClientOptions{
@@ -192,7 +193,7 @@ func connectGoSDK(t *testing.T, transport sdkmcp.Transport) *goSDKClient {
 	session, err := client.Connect(ctx, transport, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = session.Close() })
-	require.Equal(t, "2026-07-28", session.InitializeResult().ProtocolVersion, "the Go SDK speaks the stateless era")
+	require.Equal(t, protocol, session.InitializeResult().ProtocolVersion)
 	c.session = session
 	return c
 }
@@ -237,15 +238,21 @@ func (c *goSDKClient) progressMessages(token string) []string {
 func TestClientMatrixOfficialGoSDKOverHTTP(t *testing.T) {
 	w := newWorkspace(t)
 	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
-	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + inst.http + "/mcp", MaxRetries: -1}))
+	// Over HTTP the Go SDK speaks the stateless era, 2026-07-28.
+	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + inst.http + "/mcp", MaxRetries: -1}, "2026-07-28"))
 }
 
 func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {
 	w := newWorkspace(t)
+	w.killDaemonAtCleanup() // the stdio process bridges to a daemon it starts
 	config := w.writeConfig(w.demoServer("demo"))
 	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0")
+	cmd.Env = append(os.Environ(), w.env()...)
 	cmd.Stderr = os.Stderr
-	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}))
+	// The stdio process bridges to the daemon's HTTP endpoint, whose
+	// initialize handshake offers 2025-11-25 (2026-07-28 has no handshake
+	// over HTTP); the SDK negotiates down to it.
+	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2025-11-25"))
 }
 
 // --- the official TypeScript SDK (protocol 2025-11-25, sessions) ---
@@ -293,6 +300,7 @@ func TestClientMatrixOfficialTypeScriptSDKOverHTTP(t *testing.T) {
 
 func TestClientMatrixOfficialTypeScriptSDKOverStdio(t *testing.T) {
 	w := newWorkspace(t)
+	w.killDaemonAtCleanup() // the stdio process bridges to a daemon it starts
 	config := w.writeConfig(w.demoServer("demo"))
 	var rep tsMatrixReport
 	nodeScript(t, &rep, "matrix.mjs", "stdio", bin.durawait, config, w.dir)
