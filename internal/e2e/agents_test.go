@@ -133,12 +133,21 @@ func TestAgentRunsToSuccess(t *testing.T) {
 	c := w.startServe(w.config).client(t)
 	id := c.startAgent(t, "fake", "hello", map[string]any{"model": "opus", "cwd": w.path("work/repo")})
 
-	// Finishing wakes the wait early, though the window is a minute.
+	// Finishing wakes the wait early, though the window is a minute; the
+	// wait reports each change of the CLI's state as progress.
 	start := time.Now()
 	go func() {
 		eventually(t, "the CLI to start", func() bool { return strings.Contains(readFile(w.path("argv.log")), "hello") })
+		eventually(t, "progress: the CLI runs a tool", func() bool {
+			return strings.Contains(strings.Join(c.messagesOf("agent-progress"), "\n"), "activity: tool_call Bash (running)")
+		})
 		w.release("go-hello")
 	}()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	res, err := c.call(ctx, "wait_agent", map[string]any{"invocation_id": id}, "agent-progress")
+	cancel()
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
 	p := c.waitUntilFinished(t, id)
 	assert.Less(t, time.Since(start), 50*time.Second)
 	assert.Equal(t, "succeeded", p.Status)

@@ -99,11 +99,17 @@ type textResult struct {
 
 func waitText(t testing.TB, c *mcpClient, target paneInfo, text string) textResult {
 	t.Helper()
+	return waitTextWithProgress(t, c, target, text, "")
+}
+
+// waitTextWithProgress is waitText asking for progress under token.
+func waitTextWithProgress(t testing.TB, c *mcpClient, target paneInfo, text, token string) textResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	res, err := c.call(ctx, "wait_for_text", map[string]any{
 		"target": map[string]any{"paneId": target.PaneID, "generation": target.Generation}, "text": text,
-	}, "")
+	}, token)
 	require.NoError(t, err)
 	var r textResult
 	require.NoError(t, json.Unmarshal([]byte(resultText(res)), &r))
@@ -200,6 +206,20 @@ func TestWaitForTextOnARealPane(t *testing.T) {
 			assert.Equal(t, tc.text, r.Text)
 		})
 	}
+
+	t.Run("progress once the baseline is read", func(t *testing.T) {
+		done := make(chan textResult, 1)
+		go func() { done <- waitTextWithProgress(t, c, pane, "PROGRESS-6", "pane-progress") }()
+		eventually(t, "the baseline progress notification", func() bool {
+			msgs := c.messagesOf("pane-progress")
+			return len(msgs) == 1 && strings.Contains(msgs[0], "baseline of pane "+pane.PaneID+" read")
+		})
+		tw.typeLine(pane.PaneID, `printf '%s%s\n' PROGRE SS-6`)
+		r := <-done
+		assert.True(t, r.Matched)
+		assert.Equal(t, "output", r.Source)
+		assert.Len(t, c.messagesOf("pane-progress"), 1, "one notification, when the baseline is read")
+	})
 
 	t.Run("the bound is a normal result", func(t *testing.T) {
 		tw2 := newTmuxWorld(t, 2)
