@@ -169,6 +169,32 @@ func TestAgentRunsToSuccess(t *testing.T) {
 	assert.Equal(t, w.path("work/repo"), list[0].Cwd)
 }
 
+// wait_agent runs as a durable MCP task: its task is the wait update on
+// the invocation, and its result the payload.
+func TestWaitAgentAsATask(t *testing.T) {
+	w := newAgentWorkspace(t, 60)
+	w.script("quick",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`@wait go-quick`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"Done.","session_id":"{session}"}`)
+	inst := w.startServe(w.config)
+	c := inst.client(t)
+	id := c.startAgent(t, "fake", "quick", map[string]any{"cwd": w.path("work/repo")})
+	go func() {
+		eventually(t, "the task", func() bool { return readFile(w.path("task-created")) != "" })
+		w.release("go-quick")
+	}()
+	got := runOneTask(t, "http://"+inst.http+"/mcp", w.dir, "wait_agent", map[string]any{"invocation_id": id})
+	assert.True(t, strings.HasPrefix(got.Task.TaskID, id+"#task-"), "the task names the invocation: %s", got.Task.TaskID)
+	assert.Equal(t, "working", got.Task.Status)
+	require.False(t, got.Result.IsError)
+	var p payload
+	require.NoError(t, json.Unmarshal(got.Result.StructuredContent, &p))
+	assert.Equal(t, "succeeded", p.Status)
+	assert.Equal(t, "Done.", p.output())
+	assert.Equal(t, "completed", got.Final.Status)
+}
+
 type listed struct {
 	InvocationID string `json:"invocation_id"`
 	Status       string `json:"status"`

@@ -103,3 +103,24 @@ func dropStatus(trace []string) []string {
 	}
 	return out
 }
+
+// oneTask is what `tasks.mjs one` saw: a task-augmented call run to its
+// result.
+type oneTask struct {
+	Task   taskJSON `json:"task"`
+	Result struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	} `json:"result"`
+	Final taskJSON `json:"final"`
+}
+
+// runOneTask runs tool as a task through the official TypeScript SDK.
+func runOneTask(t *testing.T, url, dir, tool string, args map[string]any) oneTask {
+	t.Helper()
+	b, err := json.Marshal(args)
+	require.NoError(t, err)
+	var out oneTask
+	nodeScript(t, &out, "tasks.mjs", "one", url, dir, tool, string(b))
+	return out
+}

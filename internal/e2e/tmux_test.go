@@ -117,6 +117,25 @@ func waitTextWithProgress(t testing.TB, c *mcpClient, target paneInfo, text, tok
 	return r
 }
 
+// wait_for_text runs as a durable MCP task, its result the tool's own.
+func TestWaitForTextAsATask(t *testing.T) {
+	tw := newTmuxWorld(t, 30)
+	inst := tw.startServe(tw.config)
+	pane := listPanes(t, inst.client(t))[0]
+	tw.typeLine(pane.PaneID, `printf '%s%s\n' TASK ED-7`)
+	eventually(t, "the line on screen", func() bool { return strings.Contains(tw.tmux("capture-pane", "-p", "-t", pane.PaneID), "TASKED-7") })
+	got := runOneTask(t, "http://"+inst.http+"/mcp", tw.dir, "wait_for_text", map[string]any{
+		"target": map[string]any{"paneId": pane.PaneID, "generation": pane.Generation}, "text": "TASKED-7",
+	})
+	assert.True(t, strings.HasPrefix(got.Task.TaskID, "wait_for_text/"), got.Task.TaskID)
+	require.False(t, got.Result.IsError)
+	var r textResult
+	require.NoError(t, json.Unmarshal(got.Result.StructuredContent, &r))
+	assert.True(t, r.Matched)
+	assert.Equal(t, "baseline", r.Source)
+	assert.Equal(t, "completed", got.Final.Status)
+}
+
 func TestTmuxToolsAreOptIn(t *testing.T) {
 	w := newWorkspace(t)
 	c := w.startServe(w.writeConfig(w.demoServer("demo"))).client(t)

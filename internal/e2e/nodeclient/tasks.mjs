@@ -7,6 +7,9 @@
 //                                         new connection, then cancels another one,
 //                                         runs a third through callToolStream, and
 //                                         sends two calls that cannot be tasks
+//   node tasks.mjs one URL DIR TOOL ARGS  runs one task-augmented call of TOOL with the
+//                                         JSON ARGS to its result, writing its task ID
+//                                         to DIR/task-created once it has one
 //
 // Each phase prints what it saw as one JSON line; the Go test judges it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -15,7 +18,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextproto
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const [phase, url, dir, taskId] = process.argv.slice(2);
+const [phase, url, dir, taskId, argsJSON] = process.argv.slice(2);
 const file = (name) => join(dir, name);
 const waitArgs = (name) => ({
   probe: { tool: "read_file", args: { path: file(name) } },
@@ -80,8 +83,14 @@ if (phase === "create") {
   report.badArgs = await rpcError(() => createTask("wait_for", { probe: { tool: "read_file" }, until: {} }));
   report.notATask = await rpcError(() => createTask("read_file", { path: file("job") }));
   report.unknownTask = await rpcError(() => tasks.getTask("wait_for/nope@nope"));
+} else if (phase === "one") {
+  const tool = taskId;
+  report.task = await createTask(tool, JSON.parse(argsJSON));
+  writeFileSync(file("task-created"), report.task.taskId);
+  report.result = await tasks.getTaskResult(report.task.taskId, CallToolResultSchema);
+  report.final = await tasks.getTask(report.task.taskId);
 } else {
-  console.error("usage: tasks.mjs create URL DIR | finish URL DIR TASKID");
+  console.error("usage: tasks.mjs create URL DIR | finish URL DIR TASKID | one URL DIR TOOL ARGS");
   process.exit(2);
 }
 console.log(JSON.stringify(report));
