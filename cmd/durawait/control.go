@@ -19,21 +19,9 @@ const stopTimeout = 30 * time.Second
 
 // runStatus is `durawait status`: the process that owns the data dir.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig("status", args, stderr)
-	if err != nil {
+	dir, owner, held, err := dataDirOwner("status", args, stdout, stderr)
+	if err != nil || !held {
 		return err
-	}
-	dir, err := filepath.Abs(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	owner, held, err := datadir.Inspect(dir)
-	if err != nil {
-		return err
-	}
-	if !held {
-		fmt.Fprintf(stdout, "no durawait runs on data dir %s\n", dir)
-		return nil
 	}
 	state := "starting"
 	if owner.HTTP != "" && healthy(ctx, owner.HTTP) {
@@ -53,6 +41,25 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// dataDirOwner loads the command's config and inspects its data dir; when
+// no process holds it, it says so on stdout.
+func dataDirOwner(name string, args []string, stdout, stderr io.Writer) (dir string, owner datadir.Owner, held bool, err error) {
+	cfg, err := loadConfig(name, args, stderr)
+	if err != nil {
+		return "", datadir.Owner{}, false, err
+	}
+	if dir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return "", datadir.Owner{}, false, err
+	}
+	if owner, held, err = datadir.Inspect(dir); err != nil {
+		return "", datadir.Owner{}, false, err
+	}
+	if !held {
+		fmt.Fprintf(stdout, "no durawait runs on data dir %s\n", dir)
+	}
+	return dir, owner, held, nil
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -63,21 +70,9 @@ func orNone(s string) string {
 // runStop is `durawait stop`: SIGTERM to the owner of the data dir, then
 // wait (bounded) until it has let the data dir go.
 func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig("stop", args, stderr)
-	if err != nil {
+	dir, owner, held, err := dataDirOwner("stop", args, stdout, stderr)
+	if err != nil || !held {
 		return err
-	}
-	dir, err := filepath.Abs(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	owner, held, err := datadir.Inspect(dir)
-	if err != nil {
-		return err
-	}
-	if !held {
-		fmt.Fprintf(stdout, "no durawait runs on data dir %s\n", dir)
-		return nil
 	}
 	if owner.PID <= 0 {
 		return fmt.Errorf("data dir %s is owned by a process that has not written its pid yet; try again", dir)
