@@ -155,12 +155,15 @@ func (c mcpGoClient) progressMessages(token string) []string { return c.messages
 func TestClientMatrixMCPGoOverHTTP(t *testing.T) {
 	w := newWorkspace(t)
 	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
-	runClientMatrix(t, w, mcpGoClient{inst.client(t)})
+	c := inst.client(t)
+	require.Equal(t, "2026-07-28", c.protocol, "mcp-go's client discovers the stateless era over HTTP")
+	runClientMatrix(t, w, mcpGoClient{c})
 }
 
 func TestClientMatrixMCPGoOverStdio(t *testing.T) {
 	w := newWorkspace(t)
 	c, _ := w.stdioClient(w.writeConfig(w.demoServer("demo")))
+	t.Logf("mcp-go's client negotiated %s over stdio", c.protocol)
 	runClientMatrix(t, w, mcpGoClient{c})
 }
 

@@ -258,6 +258,7 @@ type mcpClient struct {
 	mu       sync.Mutex
 	progress map[string][]float64 // progress token -> progress values
 	messages map[string][]string  // progress token -> progress messages
+	protocol string               // the protocol version negotiated
 }
 
 func initialize(t testing.TB, c *client.Client) *mcpClient {
@@ -285,8 +286,9 @@ func initialize(t testing.TB, c *client.Client) *mcpClient {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-e2e", Version: "1"}
-	_, err := c.Initialize(ctx, req)
+	res, err := c.Initialize(ctx, req)
 	require.NoError(t, err)
+	mc.protocol = res.ProtocolVersion
 	t.Cleanup(func() { _ = c.Close() })
 	return mc
 }
