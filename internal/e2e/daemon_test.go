@@ -156,3 +156,35 @@ func TestStatusAndStopOfTheDaemon(t *testing.T) {
 	_, err = os.Stat(datadir.LogPath(w.path("data")))
 	assert.NoError(t, err, "the daemon's log stays")
 }
+
+// A daemon that dies (kill -9) under a live stdio session is started again
+// by the session's next request, which re-initializes transparently; the
+// wait that ran at the crash resumes and the same call picks it up.
+func TestStdioSessionRestartsADeadDaemon(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.write("job", "running")
+	args := readFileWait(w.path("job"), nil)
+
+	c, _ := w.stdioClient(config)
+	first := w.owner().PID
+	go func() { _, _ = c.call(context.Background(), "wait_for", args, "") }()
+	eventually(t, "samples before the crash", func() bool { return w.calls("job") >= 2 })
+	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
+	eventually(t, "the dead daemon to let the data dir go", func() bool {
+		_, held, err := datadir.Inspect(w.path("data"))
+		return err == nil && !held
+	})
+	before := w.calls("job")
+
+	done := make(chan waitResult, 1)
+	go func() { done <- c.waitFor(t, args) }()
+	eventually(t, "samples after the restart", func() bool { return w.calls("job") >= before+2 })
+	second := w.owner().PID
+	assert.NotEqual(t, first, second, "a new daemon")
+	w.write("job", "READY")
+	res := <-done
+	assert.Equal(t, "matched", res.Reason)
+	assert.Greater(t, res.Samples, w.calls("job")-before, "samples from before the crash count")
+	assert.Equal(t, []int{second}, w.daemonPIDs())
+}
