@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -188,6 +189,9 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 	for _, code := range signalled {
 		sent[code] = true
 	}
+	// Blockers signalled before this run of the activity (a resumed run)
+	// were reported then.
+	progress := progressReporter{observer: r.Observer, id: id, blockers: maps.Clone(sent)}
 	var pending []workflows.AgentError
 	var offset int64
 	var partial []byte
@@ -198,7 +202,6 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastBeat := time.Time{}
-	progress := progressReporter{observer: r.Observer, id: id}
 
 	feed := func(final bool) {
 		chunk, n := readFrom(filepath.Join(dir, agentproc.StdoutFile), offset)
@@ -322,47 +325,60 @@ func readFrom(path string, offset int64) ([]byte, int64) {
 	return b, int64(len(b))
 }
 
-// progressReporter tells an Observer of each change of a run's state.
+// progressReporter tells an Observer of each change of a run's state: the
+// CLI's activity, a blocker not reported before, its exit.
 type progressReporter struct {
 	observer Observer
 	id       string
 	step     int
-	last     string
-	blockers int
+	activity string
+	blockers map[string]bool
 }
 
-// report observes the run's state, once per change.
+// report observes the run's state and tells the observer what changed.
 func (p *progressReporter) report(act *workflows.AgentActivity, blockers map[string]bool, exitCode int, exited bool) {
 	if p.observer == nil {
 		return
 	}
-	var msg string
-	switch {
-	case exited:
-		msg = fmt.Sprintf("the CLI exited with status %d", exitCode)
-	case len(blockers) > p.blockers:
-		codes := make([]string, 0, len(blockers))
-		for c := range blockers {
-			codes = append(codes, c)
-		}
-		sort.Strings(codes)
-		msg = "execution blocker: " + strings.Join(codes, ", ")
-	case act != nil:
-		msg = "activity: " + act.Kind
-		if act.ToolName != "" {
-			msg += " " + act.ToolName
-		}
-		if act.State != "" {
-			msg += " (" + act.State + ")"
-		}
-	default:
-		return
+	if p.blockers == nil {
+		p.blockers = map[string]bool{}
 	}
-	p.blockers = len(blockers)
-	if msg == p.last {
-		return
+	var news []string
+	for code := range blockers {
+		if !p.blockers[code] {
+			news = append(news, code)
+			p.blockers[code] = true
+		}
 	}
-	p.last = msg
+	sort.Strings(news)
+	for _, code := range news {
+		p.tell("execution blocker: " + code)
+	}
+	if desc := describeActivity(act); desc != "" && desc != p.activity {
+		p.activity = desc
+		p.tell(desc)
+	}
+	if exited {
+		p.tell(fmt.Sprintf("the CLI exited with status %d", exitCode))
+	}
+}
+
+func (p *progressReporter) tell(msg string) {
 	p.step++
 	p.observer.Observe(p.id, workflows.AgentProgress{Step: p.step, Message: msg})
+}
+
+// describeActivity says what the CLI is doing, for a person.
+func describeActivity(act *workflows.AgentActivity) string {
+	if act == nil {
+		return ""
+	}
+	msg := "activity: " + act.Kind
+	if act.ToolName != "" {
+		msg += " " + act.ToolName
+	}
+	if act.State != "" {
+		msg += " (" + act.State + ")"
+	}
+	return msg
 }

@@ -128,14 +128,27 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 	}()
 	token := progressToken(req)
+	report := func(ev any) {
+		if p, ok := ev.(workflows.AgentProgress); ok && token != nil {
+			f.sendProgress(ctx, token, float64(p.Step), 0, p.Message)
+		}
+	}
 	for waiting := true; waiting; {
 		select {
 		case ev := <-events:
-			if p, ok := ev.(workflows.AgentProgress); ok && token != nil {
-				f.sendProgress(ctx, token, float64(p.Step), 0, p.Message)
-			}
+			report(ev)
 		case <-done:
 			waiting = false
+		}
+	}
+	// What the run reported before the wait returned (its exit, say) goes
+	// out too.
+	for drained := false; !drained; {
+		select {
+		case ev := <-events:
+			report(ev)
+		default:
+			drained = true
 		}
 	}
 	if waitErr != nil && ctx.Err() != nil {

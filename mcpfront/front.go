@@ -61,6 +61,10 @@ type Front struct {
 	mu  sync.Mutex
 	cat *catalog
 
+	// ttlOnce reads ttl, the retention of closed tasks, once.
+	ttlOnce sync.Once
+	ttl     time.Duration
+
 	// settling holds the runs (by workflow ID) whose outcome a call already
 	// returned from the in-process feed, until Temporal closes them.
 	settling sync.Map

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,9 @@ type httpFront struct {
 	next http.Handler
 	// calls numbers the per-request sessions.
 	calls atomic.Uint64
+	// inFlight maps a session's requests in flight (inFlightKey) to the
+	// per-request session each runs on, for notifications/cancelled.
+	inFlight sync.Map
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -106,11 +110,32 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern && msg.method != string(mcp.MethodInitialize) {
-			r.Header.Set(server.HeaderKeySessionID, fmt.Sprintf("%s%s%d", sid, perCallSuffix, h.calls.Add(1)))
+			perCall := fmt.Sprintf("%s%s%d", sid, perCallSuffix, h.calls.Add(1))
+			key := inFlightKey(sid, msg.ID)
+			h.inFlight.Store(key, perCall)
+			defer h.inFlight.CompareAndDelete(key, perCall)
+			r.Header.Set(server.HeaderKeySessionID, perCall)
 		}
 		r = r.WithContext(ctx)
+	case !modern && msg.method == string(mcp.MethodNotificationCancelled):
+		// mcp-go finds the request to cancel under its session: send the
+		// cancel to the per-request session the request runs on.
+		var params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		sid := r.Header.Get(server.HeaderKeySessionID)
+		if json.Unmarshal(msg.Params, &params) == nil && sid != "" {
+			if perCall, ok := h.inFlight.Load(inFlightKey(sid, params.RequestID)); ok {
+				r.Header.Set(server.HeaderKeySessionID, perCall.(string))
+			}
+		}
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// inFlightKey names a request in flight on a session by its JSON-RPC id.
+func inFlightKey(session string, id json.RawMessage) string {
+	return session + " " + string(bytes.TrimSpace(id))
 }
 
 // perCallSuffix joins a session ID and the number of one of its requests.

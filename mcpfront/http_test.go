@@ -133,13 +133,17 @@ func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
 		wg.Go(func() {
 			req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(fmt.Sprintf(
 				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"chatty","_meta":{"progressToken":%q}}}`, i+2, token)))
-			require.NoError(t, err)
+			if !assert.NoError(t, err) {
+				return
+			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			req.Header.Set("Mcp-Session-Id", session)
 			req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
 			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
+			if !assert.NoError(t, err) {
+				return
+			}
 			defer resp.Body.Close()
 			sc := bufio.NewScanner(resp.Body)
 			for sc.Scan() {
@@ -154,7 +158,9 @@ func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
 					} `json:"params"`
 					Result *mcp.CallToolResult `json:"result"`
 				}
-				require.NoError(t, json.Unmarshal([]byte(data), &n))
+				if !assert.NoError(t, json.Unmarshal([]byte(data), &n)) {
+					return
+				}
 				if n.Method != "notifications/progress" {
 					continue
 				}
@@ -171,5 +177,44 @@ func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
 		for _, got := range streams[token] {
 			assert.Equal(t, token, got, "the stream of call %s carries another call's progress", token)
 		}
+	}
+}
+
+// A 2025-11-25 client's notifications/cancelled reaches the request it
+// names, though the request runs on its own per-request session: the
+// handler's context ends (the wait behind it runs on, as always).
+func TestCancelReachesTheRequestItNames(t *testing.T) {
+	f, url := testHTTPFront(t)
+	started, ended := make(chan struct{}), make(chan struct{})
+	f.MCPServer().AddTool(mcp.NewTool("block"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	})
+	status, body, header := post(t, url, nil, initializeBody)
+	require.Equal(t, http.StatusOK, status, body)
+	session := map[string]string{"Mcp-Session-Id": header.Get("Mcp-Session-Id"), mcp.HeaderProtocolVersion: "2025-11-25"}
+
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"block"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range session {
+			req.Header.Set(k, v)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	status, body, _ = post(t, url, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call-9","reason":"timeout"}}`)
+	assert.Equal(t, http.StatusAccepted, status, body)
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled request's handler is still running")
 	}
 }

@@ -34,9 +34,22 @@ import (
 // are one wait, so identical task-augmented calls made while it runs get the
 // same task.
 
-// taskTTL is how long a closed task can be read: the engine's retention of
-// closed workflows.
-const taskTTL = 24 * time.Hour
+// defaultTaskTTL is a task's ttl when the namespace's retention of closed
+// workflows cannot be read.
+const defaultTaskTTL = 24 * time.Hour
+
+// taskTTL is how long a closed task can be read: the namespace's retention
+// of closed workflows, read once.
+func (f *Front) taskTTL(ctx context.Context) time.Duration {
+	f.ttlOnce.Do(func() {
+		f.ttl = defaultTaskTTL
+		resp, err := f.opts.Temporal.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: f.opts.Namespace})
+		if err == nil && resp.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() > 0 {
+			f.ttl = resp.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration()
+		}
+	})
+	return f.ttl
+}
 
 // defaultTaskPoll is the poll interval a task suggests when its tool has no
 // better one.
@@ -65,10 +78,22 @@ func parseTaskID(id string) (taskRef, error) {
 	if wf, upd, ok := strings.Cut(id, "#"); ok && wf != "" && strings.HasPrefix(upd, agentTaskUpdatePrefix) {
 		return taskRef{workflowID: wf, updateID: upd}, nil
 	}
-	if wf, run, ok := strings.Cut(id, "@"); ok && wf != "" && run != "" {
+	if wf, run, ok := strings.Cut(id, "@"); ok && run != "" && isTaskWorkflow(wf) {
 		return taskRef{workflowID: wf, runID: run}, nil
 	}
-	return taskRef{}, fmt.Errorf("taskId: %q is not a task ID that durawait returned", id)
+	return taskRef{}, badParams(fmt.Errorf("taskId: %q is not a task ID that durawait returned", id))
+}
+
+// isTaskWorkflow reports whether a workflow ID is one whose runs are
+// tasks: a wait_for or wait_for_text wait, or an agent invocation (the
+// task of a wait_agent call made after it closed).
+func isTaskWorkflow(id string) bool {
+	for _, prefix := range []string{"wait_for/", "wait_for_text/", workflows.AgentIDPrefix} {
+		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" && !strings.ContainsAny(rest, "/@#") {
+			return true
+		}
+	}
+	return false
 }
 
 // tool is the tool whose call the task runs.
@@ -114,7 +139,7 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 		}
 		result, err := f.taskMethod(ctx, msg)
 		if err != nil {
-			return rpcError(msg.ID, mcp.INVALID_PARAMS, msg.method+": "+err.Error()), true
+			return rpcError(msg.ID, rpcCode(err), msg.method+": "+err.Error()), true
 		}
 		return rpcResult(msg.ID, result), true
 	case mcp.MethodToolsCall:
@@ -122,16 +147,16 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 			return nil, false
 		}
 		var req mcp.CallToolRequest
-		if json.Unmarshal(append([]byte(`{"method":"tools/call","params":`), append(msg.Params, '}')...), &req) != nil || req.Params.Task == nil {
+		if json.Unmarshal(msg.Params, &req.Params) != nil || req.Params.Task == nil {
 			return nil, false
 		}
-		if !taskTools[req.Params.Name] {
+		if !taskTools[req.Params.Name] || f.mcp.GetTool(req.Params.Name) == nil {
 			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
 				"tools/call: tool %q does not run as a task (its execution.taskSupport is forbidden); call it without params.task", req.Params.Name)), true
 		}
 		task, err := f.createTask(ctx, req)
 		if err != nil {
-			return rpcError(msg.ID, mcp.INVALID_PARAMS, "tools/call: "+err.Error()), true
+			return rpcError(msg.ID, rpcCode(err), "tools/call: "+err.Error()), true
 		}
 		return rpcResult(msg.ID, mcp.NewCreateTaskResult(task)), true
 	}
@@ -146,7 +171,7 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 	}
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &params); err != nil {
-			return nil, fmt.Errorf("params: %v", err)
+			return nil, badParams(fmt.Errorf("params: %w", err))
 		}
 	}
 	if mcp.MCPMethod(msg.method) == mcp.MethodTasksList {
@@ -178,23 +203,23 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 // returns its task. Bad arguments are an error: there is no task to hold
 // them.
 func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
-	now := time.Now()
 	switch req.Params.Name {
 	case "wait_agent":
 		id, err := workflows.ParseInvocationID(rawArgs(req))
 		if err != nil {
-			return mcp.Task{}, errors.New("wait_agent: " + err.Error())
+			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", err))
 		}
-		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(now)}
-		if _, err := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); err != nil {
+		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
+		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr != nil {
 			// A closed invocation takes no update: its task is its run,
-			// whose result is the final payload.
-			desc, derr := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
-			if derr != nil {
-				if _, ferr := f.finalPayload(ctx, id); ferr != nil {
-					return mcp.Task{}, errors.New("wait_agent: " + ferr.Error())
-				}
-				return mcp.Task{}, fmt.Errorf("wait_agent: %v", derr)
+			// whose result is the final payload. Any other failure is the
+			// call's.
+			desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				return mcp.Task{}, fmt.Errorf("wait_agent: %w", taskLookupError(taskRef{workflowID: id, runID: "latest"}, err))
+			}
+			if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return mcp.Task{}, fmt.Errorf("wait_agent: could not wait on the invocation: %w", uerr)
 			}
 			ref = taskRef{workflowID: id, runID: desc.WorkflowExecutionInfo.Execution.RunId}
 		}
@@ -207,16 +232,17 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		}
 		w, bad := prepare(req)
 		if bad != nil {
-			return mcp.Task{}, errors.New(resultText(bad))
+			return mcp.Task{}, badParams(errors.New(resultText(bad)))
 		}
 		f.waitSettled(ctx, w.id)
 		run, err := f.start(ctx, w)
 		if err != nil {
-			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %v", req.Params.Name, err)
+			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %w", req.Params.Name, err)
 		}
-		task := mcp.NewTask(taskRef{workflowID: run.GetID(), runID: run.GetRunID()}.String(),
-			mcp.WithTaskTTL(taskTTL.Milliseconds()), mcp.WithTaskPollInterval(w.pollMs))
-		return task, nil
+		// The task is the run's, which may have begun with an earlier call.
+		task, _, err := f.taskState(ctx, taskRef{workflowID: run.GetID(), runID: run.GetRunID()})
+		task.PollInterval = &w.pollMs
+		return task, err
 	}
 }
 
@@ -231,7 +257,7 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 		return mcp.Task{}, nil, taskLookupError(ref, err)
 	}
 	info := desc.WorkflowExecutionInfo
-	task := newTask(ref, info.StartTime.AsTime(), info.StartTime.AsTime())
+	task := newTask(ref, info.StartTime.AsTime(), info.StartTime.AsTime(), f.taskTTL(ctx))
 	if info.CloseTime != nil {
 		task.LastUpdatedAt = info.CloseTime.AsTime().UTC().Format(time.RFC3339Nano)
 	}
@@ -250,7 +276,7 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 // agentTaskState reads the state of a wait_agent task from its update.
 func (f *Front) agentTaskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.CallToolResult, error) {
 	created := agentTaskCreated(ref.updateID)
-	task := newTask(ref, created, created)
+	task := newTask(ref, created, created, f.taskTTL(ctx))
 	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
 		Namespace: f.opts.Namespace,
 		UpdateRef: &updatepb.UpdateRef{
@@ -346,10 +372,10 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 		return mcp.Task{}, err
 	}
 	if task.Status.IsTerminal() {
-		return mcp.Task{}, fmt.Errorf("task %s is already %s", ref, task.Status)
+		return mcp.Task{}, badParams(fmt.Errorf("task %s is already %s", ref, task.Status))
 	}
-	if ref.updateID != "" {
-		return mcp.Task{}, fmt.Errorf("task %s waits on agent invocation %s and ends with its window; to stop the agent call cancel_agent", ref, ref.workflowID)
+	if ref.tool() == "wait_agent" {
+		return mcp.Task{}, badParams(fmt.Errorf("task %s waits on agent invocation %s and ends with its window; to stop the agent call cancel_agent", ref, ref.workflowID))
 	}
 	if err := f.opts.Temporal.CancelWorkflow(ctx, ref.workflowID, ref.runID); err != nil {
 		return mcp.Task{}, taskLookupError(ref, err)
@@ -367,7 +393,7 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResult, error) {
 	token, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
-		return mcp.ListTasksResult{}, fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor)
+		return mcp.ListTasksResult{}, badParams(fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor))
 	}
 	resp, err := f.opts.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Query:         fmt.Sprintf("WorkflowType IN ('%s', '%s')", workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName),
@@ -375,14 +401,18 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 		NextPageToken: token,
 	})
 	if err != nil {
-		return mcp.ListTasksResult{}, fmt.Errorf("could not list the waits (Temporal engine unavailable?): %v", err)
+		return mcp.ListTasksResult{}, fmt.Errorf("could not list the waits (Temporal engine unavailable?): %w", err)
 	}
 	out := mcp.ListTasksResult{Tasks: []mcp.Task{}}
 	for _, e := range resp.Executions {
 		ref := taskRef{workflowID: e.Execution.WorkflowId, runID: e.Execution.RunId}
 		task, _, err := f.taskState(ctx, ref)
-		if err != nil {
+		var gone notFoundError
+		if errors.As(err, &gone) {
 			continue // closed and gone since the listing
+		}
+		if err != nil {
+			return mcp.ListTasksResult{}, err
 		}
 		out.Tasks = append(out.Tasks, task)
 	}
@@ -392,10 +422,10 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 	return out, nil
 }
 
-func newTask(ref taskRef, created, updated time.Time) mcp.Task {
+func newTask(ref taskRef, created, updated time.Time, ttl time.Duration) mcp.Task {
 	return mcp.NewTask(ref.String(),
 		mcp.WithTaskCreatedAt(created.UTC().Format(time.RFC3339Nano)),
-		mcp.WithTaskTTL(taskTTL.Milliseconds()),
+		mcp.WithTaskTTL(ttl.Milliseconds()),
 		mcp.WithTaskPollInterval(defaultTaskPoll.Milliseconds()),
 		func(t *mcp.Task) { t.LastUpdatedAt = updated.UTC().Format(time.RFC3339Nano) })
 }
@@ -420,9 +450,31 @@ func taskLookupError(ref taskRef, err error) error {
 	var notFound *serviceerror.NotFound
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &notFound) || errors.As(err, &invalid) {
-		return fmt.Errorf("taskId: no task %s (unknown, or closed longer ago than its ttl of %s)", ref, taskTTL)
+		return notFoundError{badParams(fmt.Errorf("taskId: no task %s (unknown, or closed longer ago than its ttl)", ref))}
 	}
-	return fmt.Errorf("could not read task %s (Temporal engine unavailable?): %v", ref, err)
+	return fmt.Errorf("could not read task %s (Temporal engine unavailable?): %w", ref, err)
+}
+
+// paramsError is a task request's own fault: JSON-RPC invalid params. Any
+// other error (the engine unavailable, say) is an internal error.
+type paramsError struct{ error }
+
+func (e paramsError) Unwrap() error { return e.error }
+
+func badParams(err error) error { return paramsError{err} }
+
+// notFoundError is a task that Temporal does not know (any more).
+type notFoundError struct{ error }
+
+func (e notFoundError) Unwrap() error { return e.error }
+
+// rpcCode is the JSON-RPC error code of a task request's error.
+func rpcCode(err error) int {
+	var p paramsError
+	if errors.As(err, &p) {
+		return mcp.INVALID_PARAMS
+	}
+	return mcp.INTERNAL_ERROR
 }
 
 // resultText is the text content of a tool result.
