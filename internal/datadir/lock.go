@@ -60,7 +60,7 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(f); err != nil {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			var other Owner
@@ -96,4 +96,22 @@ func (l *Lock) Update(owner Owner) error {
 func (l *Lock) Release() {
 	_ = syscall.Flock(int(l.file.Fd()), syscall.LOCK_UN)
 	_ = l.file.Close()
+}
+
+// inspectGrace is how long Acquire retries a lock that is busy: Inspect
+// (durawait status, a stdio session looking for the daemon) holds a shared
+// lock for an instant, which must not make the owner-to-be give up.
+const inspectGrace = 250 * time.Millisecond
+
+// lockExclusive takes f's exclusive flock, retrying a busy one for
+// inspectGrace.
+func lockExclusive(f *os.File) error {
+	deadline := time.Now().Add(inspectGrace)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -1,6 +1,9 @@
 package datadir
 
 import (
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,4 +30,25 @@ func TestSecondAcquireNamesTheOwner(t *testing.T) {
 	again, err := Acquire(dir, Owner{PID: 2})
 	require.NoError(t, err, "released locks can be taken")
 	again.Release()
+}
+
+// An Inspect that holds its shared lock for an instant does not make the
+// owner-to-be give up.
+func TestAcquireOutlastsAnInspect(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Acquire(dir, Owner{PID: 1})
+	require.NoError(t, err)
+	first.Release()
+
+	f, err := os.Open(filepath.Join(dir, "durawait.lock"))
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), "an Inspect's shared lock")
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}()
+	l, err := Acquire(dir, Owner{PID: 2})
+	require.NoError(t, err)
+	l.Release()
 }
