@@ -123,8 +123,11 @@ func Load(path string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
 	base := filepath.Dir(path)
-	if md.IsDefined("data_dir") && !filepath.IsAbs(cfg.DataDir) {
+	switch {
+	case md.IsDefined("data_dir") && !filepath.IsAbs(cfg.DataDir):
 		cfg.DataDir = filepath.Join(base, cfg.DataDir)
+	case !md.IsDefined("data_dir") && cfg.DataDir != "":
+		cfg.DataDir = configDataDir(cfg.DataDir, path)
 	}
 	for i, s := range cfg.MCPServers {
 		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,4 +148,30 @@ command = ["./mycli", "{prompt}"]
 	} {
 		assert.Contains(t, err.Error(), msg)
 	}
+}
+
+// A config file that sets no data_dir gets its own folder of the state dir:
+// the same file always the same one, two projects' files two.
+func TestEachConfigFileHasItsOwnDefaultDataDir(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	write := func(dir string) string {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		path := filepath.Join(dir, "durawait.toml")
+		require.NoError(t, os.WriteFile(path, []byte("log_level = \"info\"\n"), 0o644))
+		return path
+	}
+	a := write(filepath.Join(t.TempDir(), "project-a"))
+	b := write(filepath.Join(t.TempDir(), "project-b"))
+	cfgA, err := Load(a)
+	require.NoError(t, err)
+	again, err := Load(a)
+	require.NoError(t, err)
+	cfgB, err := Load(b)
+	require.NoError(t, err)
+	assert.Equal(t, cfgA.DataDir, again.DataDir)
+	assert.NotEqual(t, cfgA.DataDir, cfgB.DataDir)
+	assert.Equal(t, filepath.Join(state, "durawait", "configs"), filepath.Dir(cfgA.DataDir))
+	assert.True(t, strings.HasPrefix(filepath.Base(cfgA.DataDir), "durawait-"), cfgA.DataDir)
+	assert.Equal(t, filepath.Join(state, "durawait"), Default().DataDir, "no config file: the state dir itself")
 }
