@@ -46,6 +46,13 @@ type Bridge struct {
 	listen  context.CancelFunc
 	gen     int // bumped at each (re-)initialize
 	wg      sync.WaitGroup
+
+	// recovering makes recovery single-flight: one request restarts the
+	// server and initializes again, the others then retry on the result.
+	recovering sync.Mutex
+	// inFlight holds the cancel function of each request in flight, by
+	// its raw id, so that the client's notifications/cancelled ends it.
+	inFlight sync.Map
 }
 
 // Run bridges in and out to the endpoint until in reaches EOF or ctx ends.
@@ -125,11 +132,25 @@ func (b *Bridge) dispatch(ctx context.Context, line []byte) {
 		// In order: later messages need the session it creates.
 		b.initialize(ctx, line, h)
 	case h.isRequest():
-		b.wg.Go(func() { b.request(ctx, line, h) })
+		rctx, cancel := context.WithCancel(ctx)
+		key := string(bytes.TrimSpace(h.ID))
+		b.inFlight.Store(key, cancel)
+		b.wg.Go(func() {
+			defer cancel()
+			defer b.inFlight.Delete(key)
+			b.request(rctx, line, h)
+		})
 	default:
 		// Notifications (initialized, cancelled) and responses, in order.
 		if err := b.forward(ctx, line, h, b.write); err != nil {
 			b.opts.Logger.Warn("bridge: forward message", "method", h.Method, "error", err)
+		}
+		if h.Method == "notifications/cancelled" {
+			// The client gave up on the request: stop waiting for its
+			// answer (its wait runs on in the daemon).
+			if cancel, ok := b.inFlight.Load(string(bytes.TrimSpace(cancelledID(line)))); ok {
+				cancel.(context.CancelFunc)()
+			}
 		}
 	}
 }
@@ -205,7 +226,13 @@ func (b *Bridge) answer(ctx context.Context, resp *http.Response, h head, delive
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		return nil
 	case resp.StatusCode/100 != 2:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if isJSONRPCAnswer(body) {
+			// The server's own JSON-RPC error (a refused request): the
+			// client gets it as it is.
+			deliver(bytes.TrimSpace(body))
+			return nil
+		}
 		return fmt.Errorf("the durawait daemon answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
 		got := false
@@ -289,10 +316,12 @@ func (b *Bridge) initialized(ctx context.Context, session, version string) {
 // initialize (and initialized). Concurrent callers that saw the same
 // failure recover once.
 func (b *Bridge) recover(ctx context.Context, st state, restart bool) error {
+	b.recovering.Lock()
+	defer b.recovering.Unlock()
 	b.mu.Lock()
 	if b.gen != st.gen || b.url != st.url {
 		b.mu.Unlock()
-		return nil // another request recovered already
+		return nil // another request recovered meanwhile: retry on its result
 	}
 	initReq := b.initReq
 	b.mu.Unlock()
@@ -314,7 +343,8 @@ func (b *Bridge) recover(ctx context.Context, st state, restart bool) error {
 	}
 	h := head{ID: []byte(`"durawait-bridge-reinitialize"`), Method: "initialize"}
 	failure := errors.New("no answer to initialize")
-	err = b.forward(ctx, replay, h, func(msg []byte) {
+	// Sent once, without recovery of its own: this is the recovery.
+	err = b.send(ctx, b.state(), replay, h, func(msg []byte) {
 		if _, ok := initializeResult(msg); ok {
 			failure = nil
 		} else {
@@ -328,7 +358,17 @@ func (b *Bridge) recover(ctx context.Context, st state, restart bool) error {
 		return err
 	}
 	note := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return b.forward(ctx, note, head{Method: "notifications/initialized"}, func([]byte) {})
+	return b.send(ctx, b.state(), note, head{Method: "notifications/initialized"}, func([]byte) {})
+}
+
+// send POSTs a message once and hands each message of the answer to
+// deliver.
+func (b *Bridge) send(ctx context.Context, st state, line []byte, h head, deliver func([]byte)) error {
+	resp, err := b.post(ctx, st, line, h)
+	if err != nil {
+		return fmt.Errorf("send to the durawait daemon at %s: %w", st.url, err)
+	}
+	return b.answer(ctx, resp, h, deliver)
 }
 
 // listenLoop holds the session's standalone GET stream open for server

@@ -158,3 +158,27 @@ func replaceID(msg []byte, id string) ([]byte, error) {
 	m["id"] = json.RawMessage(id)
 	return json.Marshal(m)
 }
+
+// cancelledID is the requestId a notifications/cancelled names, or nil.
+func cancelledID(line []byte) json.RawMessage {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil {
+		return nil
+	}
+	return n.Params.RequestID
+}
+
+// isJSONRPCAnswer reports whether body is one JSON-RPC response (a result
+// or an error).
+func isJSONRPCAnswer(body []byte) bool {
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.JSONRPC == "2.0" && (m.Result != nil || m.Error != nil)
+}

@@ -1,0 +1,152 @@
+package stdiobridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// endpoint is a small streamable HTTP endpoint for the bridge's unit tests:
+// initialize opens session "s<n>", "block" waits until its request is
+// aborted, "refuse" is answered with a JSON-RPC error and HTTP 400, and a
+// session listed in lost gets 404, as after a server restart.
+type endpoint struct {
+	initializes atomic.Int64
+	aborted     chan string // ids of aborted "block" calls
+	blocking    chan string // ids of "block" calls that arrived
+	mu          sync.Mutex
+	lost        map[string]bool
+}
+
+func newEndpoint(t *testing.T) (*endpoint, string) {
+	e := &endpoint{aborted: make(chan string, 8), blocking: make(chan string, 8), lost: map[string]bool{}}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return e, srv.URL + "/mcp"
+}
+
+func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	e.mu.Lock()
+	lost := e.lost[r.Header.Get("Mcp-Session-Id")]
+	e.mu.Unlock()
+	switch {
+	case msg.Method == "initialize":
+		n := e.initializes.Add(1)
+		w.Header().Set("Mcp-Session-Id", "s"+strconv.FormatInt(n, 10))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"e","version":"1"}}}`)
+	case lost:
+		w.WriteHeader(http.StatusNotFound)
+	case len(msg.ID) == 0:
+		w.WriteHeader(http.StatusAccepted)
+	case msg.Method == "block":
+		e.blocking <- string(msg.ID)
+		<-r.Context().Done()
+		e.aborted <- string(msg.ID)
+	case msg.Method == "refuse":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32602,"message":"refused: x is wrong"}}`)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"session":"`+r.Header.Get("Mcp-Session-Id")+`"}}`)
+	}
+}
+
+// runBridge runs a bridge to url; the test writes the client's lines to
+// the returned writer and reads the answers from the returned reader.
+func runBridge(t *testing.T, url string) (io.WriteCloser, *bufio.Scanner, <-chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), inR, outW, Options{Connect: func(context.Context, bool) (string, error) { return url, nil }})
+		outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close() })
+	return inW, bufio.NewScanner(outR), done
+}
+
+func send(t *testing.T, w io.Writer, line string) {
+	t.Helper()
+	_, err := io.WriteString(w, line+"\n")
+	require.NoError(t, err)
+}
+
+const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// The client's notifications/cancelled aborts the POST of the request it
+// names; no answer is written for it.
+func TestCancelAbortsTheRequest(t *testing.T) {
+	e, url := newEndpoint(t)
+	in, out, _ := runBridge(t, url)
+	send(t, in, initLine)
+	require.True(t, out.Scan())
+	send(t, in, `{"jsonrpc":"2.0","id":"w-7","method":"block"}`)
+	assert.Equal(t, `"w-7"`, <-e.blocking)
+	send(t, in, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w-7"}}`)
+	select {
+	case id := <-e.aborted:
+		assert.Equal(t, `"w-7"`, id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled request's POST is still open")
+	}
+	send(t, in, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	require.True(t, out.Scan())
+	assert.Contains(t, out.Text(), `"id":8`, "the next answer is the ping's; none was written for the cancelled call")
+}
+
+// A JSON-RPC error the server answers with an HTTP error status reaches
+// the client as the server wrote it.
+func TestServerJSONRPCErrorsPassThrough(t *testing.T) {
+	_, url := newEndpoint(t)
+	in, out, _ := runBridge(t, url)
+	send(t, in, initLine)
+	require.True(t, out.Scan())
+	send(t, in, `{"jsonrpc":"2.0","id":2,"method":"refuse"}`)
+	require.True(t, out.Scan())
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"refused: x is wrong"}}`, out.Text())
+}
+
+// Requests that find their session lost at once initialize again once,
+// and each is answered on the new session.
+func TestLostSessionRecoversOnce(t *testing.T) {
+	e, url := newEndpoint(t)
+	in, out, _ := runBridge(t, url)
+	send(t, in, initLine)
+	require.True(t, out.Scan())
+	e.mu.Lock()
+	e.lost["s1"] = true
+	e.mu.Unlock()
+	const n = 8
+	for i := range n {
+		send(t, in, `{"jsonrpc":"2.0","id":`+strconv.Itoa(100+i)+`,"method":"echo"}`)
+	}
+	for range n {
+		require.True(t, out.Scan())
+		assert.Contains(t, out.Text(), `"session":"s2"`)
+	}
+	assert.Equal(t, int64(2), e.initializes.Load(), "the first initialize and one recovery")
+}
