@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,4 +52,93 @@ func TestAPromptStartingWithADashStaysThePrompt(t *testing.T) {
 	assert.Equal(t, "start_failed", p.Error.Code)
 	assert.Contains(t, p.Error.Message, `add "--" before "{prompt}" in agents.providers.bare.command`)
 	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), prompt), "the bare command never ran")
+}
+
+// Invalid UTF-8 in a tool call's arguments is refused with the field named,
+// over HTTP and stdio, from the bytes as sent: raw bytes that do not decode
+// and unpaired surrogate escapes alike. The server serves on afterwards.
+func TestInvalidUTF8ArgumentsAreRefusedAsSent(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	const (
+		badByte   = "{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"tools/call\",\"params\":{\"name\":\"wait_for\",\"arguments\":{\"probe\":{\"server\":\"demo\",\"tool\":\"read_file\",\"args\":{\"path\":\"zz\xffzz\"}},\"until\":{\"matches\":\"x\"}}}}"
+		surrogate = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"wait_for","arguments":{"probe":{"server":"demo","tool":"read_file","args":{"path":"a"}},"until":{"matches":"\ud800"}}}}`
+	)
+	check := func(t *testing.T, body []byte, id int, path string) {
+		t.Helper()
+		var resp struct {
+			ID     int `json:"id"`
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(body, &resp), string(body))
+		assert.Equal(t, id, resp.ID)
+		assert.True(t, resp.Result.IsError, string(body))
+		require.NotEmpty(t, resp.Result.Content, string(body))
+		assert.Contains(t, resp.Result.Content[0].Text, "wait_for: "+path+" must be valid UTF-8")
+	}
+
+	t.Run("http", func(t *testing.T) {
+		inst := w.startServe(config)
+		for _, tc := range []struct {
+			body string
+			id   int
+			path string
+		}{{badByte, 41, "arguments.probe.args.path"}, {surrogate, 42, "arguments.until.matches"}} {
+			req, err := http.NewRequest(http.MethodPost, "http://"+inst.http+"/mcp", strings.NewReader(tc.body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			check(t, body, tc.id, tc.path)
+		}
+		c := inst.client(t)
+		tools, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+		require.NoError(t, err, "the server serves on")
+		assert.NotEmpty(t, tools.Tools)
+		inst.kill9()
+	})
+
+	t.Run("stdio", func(t *testing.T) {
+		cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--ui-port", "0")
+		cmd.Env = append(os.Environ(), w.env()...)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		logs := &syncBuffer{}
+		cmd.Stderr = logs
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("durawait log:\n%s", logs.String())
+			}
+		})
+		lines := bufio.NewScanner(stdout)
+		lines.Buffer(make([]byte, 1<<20), 1<<22)
+		send := func(s string) {
+			_, err := io.WriteString(stdin, s+"\n")
+			require.NoError(t, err)
+		}
+		send(badByte)
+		require.True(t, lines.Scan(), "a reply")
+		check(t, lines.Bytes(), 41, "arguments.probe.args.path")
+		send(surrogate)
+		require.True(t, lines.Scan(), "a reply")
+		check(t, lines.Bytes(), 42, "arguments.until.matches")
+		send(`{"jsonrpc":"2.0","id":43,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		require.True(t, lines.Scan(), "a reply")
+		assert.Contains(t, lines.Text(), `"id":43`)
+		assert.Contains(t, lines.Text(), `"serverInfo"`, "the server serves on")
+	})
 }
