@@ -273,6 +273,7 @@ func serverConfigs(cfg config.Config) []downstream.ServerConfig {
 	for i, s := range cfg.MCPServers {
 		out[i] = downstream.ServerConfig{
 			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
+			Inherit:   downstream.Inherit{All: s.InheritEnv.All, Names: s.InheritEnv.Names},
 			Transport: s.Transport, Expose: s.Exposed(),
 		}
 	}

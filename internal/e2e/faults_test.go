@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,4 +142,57 @@ func TestInvalidUTF8ArgumentsAreRefusedAsSent(t *testing.T) {
 		assert.Contains(t, lines.Text(), `"id":43`)
 		assert.Contains(t, lines.Text(), `"serverInfo"`, "the server serves on")
 	})
+}
+
+// Stdio downstream servers get a minimal environment plus their env, and
+// only the variables inherit_env names from durawait's; the data dir and
+// the database files are private even when the dir existed with 0755.
+func TestSecretsStayPut(t *testing.T) {
+	w := newWorkspace(t)
+	require.NoError(t, os.MkdirAll(w.path("data"), 0o755))
+	require.NoError(t, os.Chmod(w.path("data"), 0o755))
+	config := readFile(w.writeConfigWith("")) + fmt.Sprintf(`
+[[mcp_servers]]
+name = "plain"
+command = [%q]
+
+[[mcp_servers]]
+name = "passing"
+command = [%q]
+inherit_env = ["PASS_ME", "DW_PREFIX_*"]
+env = { CONFIGURED = "yes" }
+`, bin.demoprobe, bin.demoprobe)
+	require.NoError(t, os.WriteFile(w.path("durawait.toml"), []byte(config), 0o644))
+	inst := w.startServeEnv(w.path("durawait.toml"), []string{"SECRET_TOKEN=s3cr3t", "PASS_ME=1", "DW_PREFIX_A=2", "LC_TIME=C"})
+	c := inst.client(t)
+
+	envOf := func(tool string) []string {
+		res, err := c.call(context.Background(), tool, map[string]any{}, "")
+		require.NoError(t, err)
+		require.False(t, res.IsError, resultText(res))
+		return strings.Split(resultText(res), "\n")
+	}
+	plain := envOf("plain.env")
+	assert.Contains(t, plain, "PATH="+os.Getenv("PATH"))
+	assert.Contains(t, plain, "LC_TIME=C")
+	minimal := []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TZ"}
+	for _, kv := range plain {
+		name, _, _ := strings.Cut(kv, "=")
+		assert.True(t, slices.Contains(minimal, name) || strings.HasPrefix(name, "LC_"), "%s is not in the minimal environment", kv)
+	}
+	passing := envOf("passing.env")
+	assert.Contains(t, passing, "PASS_ME=1")
+	assert.Contains(t, passing, "DW_PREFIX_A=2")
+	assert.Contains(t, passing, "CONFIGURED=yes")
+	assert.NotContains(t, passing, "SECRET_TOKEN=s3cr3t")
+
+	mode := func(name string) os.FileMode {
+		fi, err := os.Stat(w.path(name))
+		require.NoError(t, err, name)
+		return fi.Mode().Perm()
+	}
+	assert.Equal(t, os.FileMode(0o700), mode("data"))
+	for _, f := range []string{"data/temporal.db", "data/temporal.db-wal", "data/temporal.db-shm", "data/durawait.lock"} {
+		assert.Equal(t, os.FileMode(0o600), mode(f), f)
+	}
 }

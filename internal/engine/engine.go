@@ -181,6 +181,9 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data dir: %w", err)
 	}
+	if err := os.Chmod(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: make data dir %s private (0700): %w", opts.DataDir, err)
+	}
 	file := filepath.Join(opts.DataDir, "temporal.db")
 	conf := &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
@@ -204,7 +207,22 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
 		return nil, fmt.Errorf("engine: create namespace %q: %w", opts.Namespace, err)
 	}
+	if err := privateDatabase(file); err != nil {
+		return nil, err
+	}
 	return conf, nil
+}
+
+// privateDatabase makes the database and its WAL and shared-memory files
+// private (0600), whatever the umask made them. SQLite gives the -wal and
+// -shm files it creates later the database file's permissions.
+func privateDatabase(file string) error {
+	for _, f := range []string{file, file + "-wal", file + "-shm"} {
+		if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("engine: make %s private (0600): %w", f, err)
+		}
+	}
+	return nil
 }
 
 func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config {
