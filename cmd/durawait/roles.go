@@ -113,7 +113,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			LogLevel:  max(level, slog.LevelWarn),
 		})
 		if err != nil {
-			return err
+			return explainEngineStart(err)
 		}
 		cleanups = append(cleanups, eng.Stop)
 		temporalAddr = eng.Addr()

@@ -78,6 +78,9 @@ func Start(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if err := checkPorts(opts); err != nil {
+		return nil, err
+	}
 	var err error
 	if opts.Port == 0 {
 		if opts.Port, err = freePort(opts.IP); err != nil {
