@@ -267,7 +267,9 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			if f, ok := parser.(agentstream.Finisher); ok {
 				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
 			}
-			return st.Outcome(code), nil
+			out := st.Outcome(code)
+			agentstream.Explain(&out, format, code, readTail(filepath.Join(dir, agentproc.StderrFile), agentstream.StderrTailWindow))
+			return out, nil
 		}
 		select {
 		case <-tick.C:
@@ -348,6 +350,23 @@ func readFrom(path string, offset int64) ([]byte, int64) {
 	}
 	b, _ := io.ReadAll(f)
 	return b, int64(len(b))
+}
+
+// readTail returns at most the last n bytes of the file at path ("" when it
+// cannot be read).
+func readTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(-n, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(b)
 }
 
 // progressReporter tells an Observer of each change of a run's state.
