@@ -134,7 +134,7 @@ func Start(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: build server: %w", err)
 	}
 	if err := server.Start(); err != nil {
-		return nil, fmt.Errorf("engine: start server: %w", err)
+		return nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
 	}
 	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level}
 	if opts.UIPort > 0 {
@@ -200,7 +200,7 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		if err := sqliteschema.SetupSchema(conf); err != nil {
-			return nil, fmt.Errorf("engine: create schema in %s: %w", file, err)
+			return nil, damaged(file, fmt.Errorf("engine: create schema in %s: %w", file, err))
 		}
 	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
@@ -208,7 +208,7 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 		return nil, fmt.Errorf("engine: namespace %q: %w", opts.Namespace, err)
 	}
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("engine: create namespace %q: %w", opts.Namespace, err)
+		return nil, damaged(file, fmt.Errorf("create namespace %q: %w", opts.Namespace, err))
 	}
 	if err := privateDatabase(file); err != nil {
 		return nil, err
