@@ -61,6 +61,9 @@ type Front struct {
 	mu  sync.Mutex
 	cat *catalog
 
+	// drain ends the calls in flight on shutdown (see Drain).
+	drain *drain
+
 	// settling holds the runs (by workflow ID) whose outcome a call already
 	// returned from the in-process feed, until Temporal closes them.
 	settling sync.Map
@@ -78,7 +81,7 @@ func New(opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	f := &Front{opts: opts}
+	f := &Front{opts: opts, drain: newDrain()}
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
 		// Tasks are answered from Temporal by handleOwn, never by mcp-go.
@@ -121,6 +124,9 @@ func (f *Front) Refresh() {
 	for _, name := range names {
 		ref := cat.exposed[name]
 		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
+	}
+	for i := range tools {
+		tools[i].Handler = f.drainable(tools[i].Handler)
 	}
 	f.mcp.SetTools(tools...)
 }
