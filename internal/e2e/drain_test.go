@@ -53,3 +53,28 @@ func TestSIGTERMDrainsCallsInFlight(t *testing.T) {
 	after := w.calls("status.txt") - before
 	assert.Greater(t, res.Samples, after, "the samples from before the restart count: the call attached to the same wait")
 }
+
+// Over stdio (durawait in one process, no daemon) a SIGTERM answers the
+// call in flight the same way before the session ends.
+func TestSIGTERMDrainsAStdioCall(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.write("status.txt", "working")
+	c, proc := w.stdioClientNoDaemon(config)
+	answered := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := c.call(ctx, "wait_for", readFileWait(w.path("status.txt"), nil), "")
+		switch {
+		case err != nil:
+			answered <- "error: " + err.Error()
+		default:
+			answered <- resultText(res)
+		}
+	}()
+	eventually(t, "the wait to sample the probe", func() bool { return w.calls("status.txt") >= 1 })
+	require.NoError(t, proc.Signal(syscall.SIGTERM))
+	msg := <-answered
+	assert.Contains(t, msg, "Call again with the same arguments")
+}
