@@ -196,3 +196,26 @@ env = { CONFIGURED = "yes" }
 		assert.Equal(t, os.FileMode(0o600), mode(f), f)
 	}
 }
+
+// A write-ahead log whose header is corrupt (the schema of a young database
+// lives there) is named with what to do, not "no such table".
+func TestACorruptWALReadsClearly(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.startServe(config).kill9()
+	if fi, err := os.Stat(w.path("data/temporal.db")); err == nil && fi.Size() > 64<<10 {
+		t.Skip("SQLite checkpointed the WAL into temporal.db; a corrupt WAL would lose nothing here")
+	}
+	wal := w.path("data/temporal.db-wal")
+	f, err := os.OpenFile(wal, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("GARBAGE GARBAGE GARBAGE GARBAGE!"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	out := serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0")
+	db := w.path("data/temporal.db")
+	assert.Contains(t, out, "the database "+db+" is damaged or incomplete")
+	assert.Contains(t, out, "write-ahead log "+db+"-wal may be corrupt")
+	assert.Contains(t, out, "move "+db+", "+db+"-wal and "+db+"-shm aside")
+}
