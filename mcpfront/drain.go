@@ -12,7 +12,7 @@ import (
 // runs on in Temporal, so calling again with the same arguments attaches
 // to it once durawait (or another front end) is back.
 const (
-	drainedMessage = "durawait is shutting down, so this call ends here; the wait itself goes on. " +
+	drainedMessage = "durawait is shutting down, so this call ends here; a wait it started goes on. " +
 		"Call again with the same arguments (once durawait is back) to pick up the same wait."
 	refusedMessage = "durawait is shutting down and takes no new calls. " +
 		"Call again with the same arguments in a moment: a wait already started goes on and the call attaches to it."
