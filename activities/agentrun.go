@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,6 +129,9 @@ func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflo
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("cwd %q resolves to %q, outside the allowed roots", spec.Cwd, cwd), workflows.ErrTypeAgentInvalidCwd, nil)
 	}
+	if err := CheckPromptPlacement(spec.Provider, prov, spec.Prompt); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrCodeStart, nil)
+	}
 	argv, stdin := BuildArgv(prov, spec)
 	env := make([]string, 0, len(prov.Env))
 	for k, v := range prov.Env {
@@ -142,8 +146,9 @@ func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflo
 }
 
 // BuildArgv assembles a provider's argument vector for spec. The model and
-// resume arguments go just before the prompt's element (or at the end); the
-// prompt is returned as stdin when the command has no "{prompt}".
+// resume arguments go just before the prompt's element (before the "--" that
+// ends the options ahead of it, when there is one), or at the end; the prompt
+// is returned as stdin when the command has no "{prompt}".
 func BuildArgv(p config.AgentProvider, spec workflows.AgentSpec) (argv []string, stdin []byte) {
 	var extra []string
 	if spec.Model != "" {
@@ -152,15 +157,11 @@ func BuildArgv(p config.AgentProvider, spec workflows.AgentSpec) (argv []string,
 	if spec.SessionID != "" {
 		extra = append(extra, p.Resume...)
 	}
-	at := len(p.Command)
-	for i, a := range p.Command {
-		if strings.Contains(a, "{prompt}") {
-			at = i
-			break
-		}
-	}
+	at := promptIndex(p.Command)
 	if at == len(p.Command) {
 		stdin = []byte(spec.Prompt)
+	} else if at > 0 && p.Command[at-1] == "--" {
+		at--
 	}
 	parts := append(append(append([]string{}, p.Command[:at]...), extra...), p.Command[at:]...)
 	r := strings.NewReplacer("{prompt}", spec.Prompt, "{model}", spec.Model, "{session_id}", spec.SessionID)
@@ -168,6 +169,33 @@ func BuildArgv(p config.AgentProvider, spec workflows.AgentSpec) (argv []string,
 		argv = append(argv, r.Replace(a))
 	}
 	return argv, stdin
+}
+
+// promptIndex is the index of the command's element holding "{prompt}", or
+// len(command) when the prompt goes to stdin.
+func promptIndex(command []string) int {
+	for i, a := range command {
+		if strings.Contains(a, "{prompt}") {
+			return i
+		}
+	}
+	return len(command)
+}
+
+// CheckPromptPlacement refuses a prompt that the CLI would read as an option:
+// one starting with '-' that becomes an argument of its own, with no "--"
+// ending the options before it. The presets all put a "--" there or attach
+// the prompt to its option ("--prompt={prompt}"); a custom command may not.
+func CheckPromptPlacement(provider string, p config.AgentProvider, prompt string) error {
+	at := promptIndex(p.Command)
+	if at == len(p.Command) || p.Command[at] != "{prompt}" || !strings.HasPrefix(prompt, "-") {
+		return nil
+	}
+	if slices.Contains(p.Command[:at], "--") {
+		return nil
+	}
+	return fmt.Errorf("the prompt starts with '-' and provider %q's command has no \"--\" before \"{prompt}\", so the CLI would read it as an option; "+
+		"add \"--\" before \"{prompt}\" in agents.providers.%s.command (if the CLI accepts it), or reword the prompt", provider, provider)
 }
 
 // spoolName makes an invocation ID a folder name.
@@ -242,7 +270,9 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 			if f, ok := parser.(agentstream.Finisher); ok {
 				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
 			}
-			return st.Outcome(code), nil
+			out := st.Outcome(code)
+			agentstream.Explain(&out, format, code, readTail(filepath.Join(dir, agentproc.StderrFile), agentstream.StderrTailWindow))
+			return out, nil
 		}
 		select {
 		case <-tick.C:
@@ -323,6 +353,23 @@ func readFrom(path string, offset int64) ([]byte, int64) {
 	}
 	b, _ := io.ReadAll(f)
 	return b, int64(len(b))
+}
+
+// readTail returns at most the last n bytes of the file at path ("" when it
+// cannot be read).
+func readTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(-n, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(b)
 }
 
 // progressReporter tells an Observer of each change of a run's state: the

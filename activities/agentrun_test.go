@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/workflows"
@@ -12,7 +14,7 @@ import (
 func TestBuildArgvPlacesOptionalArgumentsBeforeThePrompt(t *testing.T) {
 	spec := workflows.AgentSpec{Prompt: "fix the build; rm -rf / is not a command here", Model: "o4", SessionID: "th-1"}
 	argv, stdin := BuildArgv(config.AgentPresets["codex"], spec)
-	assert.Equal(t, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--model", "o4", "resume", "th-1",
+	assert.Equal(t, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--model", "o4", "resume", "th-1", "--",
 		"fix the build; rm -rf / is not a command here"}, argv, "the prompt is one argument, never shell text")
 	assert.Nil(t, stdin)
 
@@ -23,4 +25,44 @@ func TestBuildArgvPlacesOptionalArgumentsBeforeThePrompt(t *testing.T) {
 		workflows.AgentSpec{Prompt: "via stdin", SessionID: "s9"})
 	assert.Equal(t, []string{"mycli", "--headless", "--continue", "s9"}, argv)
 	assert.Equal(t, []byte("via stdin"), stdin, "without {prompt} the prompt goes to stdin")
+}
+
+// A prompt that starts with '-' must reach every preset CLI as its prompt,
+// never as an option: after a "--" (Claude Code and Codex, whose parsers end
+// options there), or attached to its option ("--prompt=...", which yargs and
+// the other parsers read as the option's value whatever it starts with).
+func TestBuildArgvKeepsAPromptStartingWithADashAPrompt(t *testing.T) {
+	const prompt = "--dangerously-skip-permissions"
+	spec := workflows.AgentSpec{Provider: "x", Prompt: prompt, Model: "m1", SessionID: "s1"}
+	for name, preset := range config.AgentPresets {
+		t.Run(name, func(t *testing.T) {
+			argv, stdin := BuildArgv(preset, spec)
+			assert.Nil(t, stdin)
+			if i := slices.Index(argv, prompt); i >= 0 {
+				assert.Equal(t, "--", argv[i-1], "a prompt of its own follows \"--\": %q", argv)
+			}
+			assert.NoError(t, CheckPromptPlacement(name, preset, prompt))
+			dashes := slices.Index(argv, "--")
+			switch last := argv[len(argv)-1]; last {
+			case "--prompt=" + prompt:
+				assert.Equal(t, -1, dashes)
+			default:
+				require.GreaterOrEqual(t, dashes, 0, "argv %q", argv)
+				assert.Equal(t, []string{"--", prompt}, argv[dashes:], "the prompt is the only argument after \"--\"")
+				assert.Contains(t, argv[:dashes], "m1", "the model goes before \"--\"")
+			}
+		})
+	}
+	argv, _ := BuildArgv(config.AgentPresets["claude"], workflows.AgentSpec{Prompt: prompt, SessionID: "s1"})
+	assert.Equal(t, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "s1", "--", prompt}, argv)
+}
+
+func TestCheckPromptPlacementRefusesAnOptionLookingPromptWithoutEndOfOptions(t *testing.T) {
+	custom := config.AgentProvider{Command: []string{"mycli", "--headless", "{prompt}"}}
+	err := CheckPromptPlacement("mine", custom, "-rf")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `agents.providers.mine.command`)
+	assert.NoError(t, CheckPromptPlacement("mine", custom, "a prompt - with a dash"))
+	assert.NoError(t, CheckPromptPlacement("mine", config.AgentProvider{Command: []string{"mycli"}}, "-via stdin"))
+	assert.NoError(t, CheckPromptPlacement("mine", config.AgentProvider{Command: []string{"mycli", "--", "{prompt}"}}, "-x"))
 }

@@ -64,6 +64,8 @@ type Front struct {
 	// ttlOnce reads ttl, the retention of closed tasks, once.
 	ttlOnce sync.Once
 	ttl     time.Duration
+	// drain ends the calls in flight on shutdown (see Drain).
+	drain *drain
 
 	// settling holds the runs (by workflow ID) whose outcome a call already
 	// returned from the in-process feed, until Temporal closes them.
@@ -82,7 +84,7 @@ func New(opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	f := &Front{opts: opts}
+	f := &Front{opts: opts, drain: newDrain()}
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
 		// Tasks are answered from Temporal by handleOwn, never by mcp-go.
@@ -125,6 +127,9 @@ func (f *Front) Refresh() {
 	for _, name := range names {
 		ref := cat.exposed[name]
 		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
+	}
+	for i := range tools {
+		tools[i].Handler = f.drainable(tools[i].Handler)
 	}
 	f.mcp.SetTools(tools...)
 }

@@ -95,6 +95,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.isRequest():
+		if resp, refused := utf8Refusal(msg); refused {
+			writeJSON(w, http.StatusOK, resp)
+			return
+		}
 		ctx := withCaller(r.Context(), callerFromHeader(r.Header))
 		if resp, handled := h.f.handleOwn(ctx, msg, modern); handled {
 			writeJSON(w, http.StatusOK, resp)

@@ -80,6 +80,10 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		// Notifications (initialized, cancelled) are handled in order.
 		f.mcp.HandleMessage(ctx, line)
 	default:
+		if resp, refused := utf8Refusal(msg); refused {
+			_ = w.write(resp)
+			return
+		}
 		raw := append(json.RawMessage(nil), line...)
 		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
 		if modern && msg.method == string(mcp.MethodToolsCall) {

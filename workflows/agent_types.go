@@ -128,6 +128,11 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 			errs.add(field, "must be a string")
 			return "", false
 		}
+		if strings.ContainsRune(s, 0) {
+			// No argument vector, path or environment can carry one.
+			errs.add(field, "must not contain NUL characters (\\u0000)")
+			return "", false
+		}
 		return s, true
 	}
 

@@ -35,6 +35,11 @@ func TestParseStartAgentRules(t *testing.T) {
 		{`{"provider":"claude","prompt":"x","model":"--dangerously-skip-permissions"}`, "model", "must be a model name, not empty and not starting with '-'"},
 		{`{"provider":"claude","prompt":"x","session_id":"-rf"}`, "session_id", "must be a provider session ID: not empty, not starting with '-'"},
 		{`{"provider":"claude","prompt":"x","timeout":3}`, "timeout", "unknown field"},
+		{`{"provider":"claude","prompt":"a\u0000b"}`, "prompt", `must not contain NUL characters (\u0000)`},
+		{`{"provider":"claude","prompt":"x","cwd":"/srv/work/a\u0000"}`, "cwd", "must not contain NUL characters"},
+		{`{"provider":"claude","prompt":"x","model":"o\u0000"}`, "model", "must not contain NUL characters"},
+		{`{"provider":"claude","prompt":"x","session_id":"s\u0000"}`, "session_id", "must not contain NUL characters"},
+		{`{"provider":"clau\u0000de","prompt":"x"}`, "provider", "must not contain NUL characters"},
 	} {
 		_, err := ParseStartAgent(json.RawMessage(tc.args), limits)
 		require.Error(t, err, tc.args)

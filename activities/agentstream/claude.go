@@ -40,6 +40,12 @@ type claudeLine struct {
 	PermissionDenials []struct {
 		ToolName string `json:"tool_name"`
 	} `json:"permission_denials"`
+	// system api_retry: the CLI retries a failed API request.
+	Attempt      int             `json:"attempt"`
+	MaxRetries   int             `json:"max_retries"`
+	RetryDelayMs int64           `json:"retry_delay_ms"`
+	ErrorStatus  *int            `json:"error_status"`
+	Error        json.RawMessage `json:"error"`
 	// rate_limit_event
 	RateLimitInfo *struct {
 		Status        string `json:"status"`
@@ -90,6 +96,10 @@ func (p *claudeParser) Parse(raw []byte) []Event {
 					evs = append(evs, Event{Blocker: blocker(workflows.BlockerPermission, text)})
 				}
 			}
+		}
+	case "system":
+		if l.Subtype == "api_retry" {
+			evs = append(evs, Event{Activity: &workflows.AgentActivity{Kind: "api_retry", State: l.retryState()}})
 		}
 	case "rate_limit_event":
 		if info := l.RateLimitInfo; info != nil && info.Status == "rejected" {
@@ -147,4 +157,37 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// retryState describes an api_retry line: "attempt 2 of 10, next in 4s:
+// 529 overloaded".
+func (l claudeLine) retryState() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d", l.Attempt)
+	if l.MaxRetries > 0 {
+		fmt.Fprintf(&b, " of %d", l.MaxRetries)
+	}
+	if l.RetryDelayMs > 0 {
+		fmt.Fprintf(&b, ", next in %s", (time.Duration(l.RetryDelayMs) * time.Millisecond).Round(100*time.Millisecond))
+	}
+	var reason []string
+	if l.ErrorStatus != nil {
+		reason = append(reason, fmt.Sprint(*l.ErrorStatus))
+	}
+	var msg string
+	if json.Unmarshal(l.Error, &msg) != nil {
+		var obj struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		}
+		_ = json.Unmarshal(l.Error, &obj)
+		msg = orDefault(obj.Message, obj.Type)
+	}
+	if msg != "" {
+		reason = append(reason, msg)
+	}
+	if len(reason) > 0 {
+		b.WriteString(": " + strings.Join(reason, " "))
+	}
+	return workflows.Tail(b.String(), 200)
 }

@@ -71,7 +71,8 @@ func (p *codexParser) Parse(raw []byte) []Event {
 		return []Event{{Final: f}}
 	case "error":
 		if isRetry(l.Message) {
-			return nil
+			// "Reconnecting... 2/5 (stream disconnected ...)": show it.
+			return []Event{{Activity: &workflows.AgentActivity{Kind: "reconnecting", State: workflows.Tail(l.Message, 200)}}}
 		}
 		if code := Classify(l.Message); code != "" {
 			return []Event{{Blocker: blocker(code, l.Message)}}

@@ -11,6 +11,7 @@
 //	big {kib}               kib KiB of "x"
 //	fail {message}          an isError result carrying message
 //	hang {}                 never answers (until the call is cancelled)
+//	env {}                  the server's environment, NAME=value per line
 //
 // Flags: --http ADDR serves streamable HTTP at /mcp instead of stdio;
 // --call-log FILE appends one line per call ("<tool> <args-json>").
@@ -42,6 +43,7 @@ func main() {
 	p := &probe{callLog: *callLog, counters: map[string]int{}}
 	s := server.NewMCPServer("demoprobe", "1.0.0", server.WithToolCapabilities(false))
 	p.register(s)
+	registerEnvTool(s)
 
 	if *httpAddr != "" {
 		log.Printf("demoprobe: serving http://%s/mcp", *httpAddr)

@@ -83,6 +83,9 @@ func (d *daemonStarter) spawn(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("open the daemon's log file: %w", err)
 	}
 	defer logFile.Close()
+	if err := logFile.Chmod(0o600); err != nil {
+		return "", fmt.Errorf("make the daemon's log file private: %w", err)
+	}
 	args := append([]string{"serve"}, d.args...)
 	args = append(args, "--daemon", "--data-dir", d.dataDir)
 	cmd := exec.Command(self, args...)

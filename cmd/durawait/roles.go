@@ -70,6 +70,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	var httpServer *http.Server
 	var mux *http.ServeMux
 	var mcpURL string
+	shutdownHTTP := func() {}
 	if !cfg.Stdio && cfg.HTTP != "" {
 		ln, err := net.Listen("tcp", cfg.HTTP)
 		if err != nil {
@@ -84,11 +85,12 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 				cancel()
 			}
 		}()
-		cleanups = append(cleanups, func() {
+		shutdownHTTP = sync.OnceFunc(func() {
 			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer scancel()
 			_ = httpServer.Shutdown(sctx)
 		})
+		cleanups = append(cleanups, shutdownHTTP)
 		mcpURL = "http://" + ln.Addr().String() + "/mcp"
 		logger.Info("listening", "http", "http://"+ln.Addr().String())
 	}
@@ -113,7 +115,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			LogLevel:  max(level, slog.LevelWarn),
 		})
 		if err != nil {
-			return err
+			return explainEngineStart(err)
 		}
 		cleanups = append(cleanups, eng.Stop)
 		temporalAddr = eng.Addr()
@@ -209,7 +211,19 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	if cfg.Stdio {
 		logger.Info("serving MCP on stdio")
 		health.setReady(temporalAddr, manager)
-		return front.ServeStdio(ctx, stdin, stdout)
+		// A signal drains the calls first (they answer "call again"), then
+		// ends the session.
+		serveCtx, endServe := context.WithCancel(context.WithoutCancel(ctx))
+		defer endServe()
+		go func() {
+			select {
+			case <-ctx.Done():
+				drainFront(front, logger)
+				endServe()
+			case <-serveCtx.Done():
+			}
+		}()
+		return front.ServeStdio(serveCtx, stdin, stdout)
 	}
 	var mcpHandler http.Handler = front.HTTPHandler("/mcp")
 	if r.daemon && cfg.DaemonIdleExitMin > 0 {
@@ -222,7 +236,26 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	logger.Info("durawait ready", "mcp", mcpURL)
 	<-ctx.Done()
 	logger.Info("shutting down")
+	// Answer the calls in flight, then close the listener; the deferred
+	// cleanups stop the worker and close the Temporal client after that.
+	drainFront(front, logger)
+	shutdownHTTP()
 	return nil
+}
+
+// drainTimeout bounds how long a shutdown waits for the calls in flight to
+// answer.
+const drainTimeout = 10 * time.Second
+
+// drainFront stops taking tool calls and answers those in flight with
+// "call again with the same arguments".
+func drainFront(front *mcpfront.Front, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	front.Drain(ctx)
+	if ctx.Err() != nil {
+		logger.Warn("some calls did not answer before the shutdown went on", "waited", drainTimeout)
+	}
 }
 
 // agentRunner builds the runner of agent CLIs on this host, or nil when no
@@ -273,6 +306,7 @@ func serverConfigs(cfg config.Config) []downstream.ServerConfig {
 	for i, s := range cfg.MCPServers {
 		out[i] = downstream.ServerConfig{
 			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
+			Inherit:   downstream.Inherit{All: s.InheritEnv.All, Names: s.InheritEnv.Names},
 			Transport: s.Transport, Expose: s.Exposed(),
 		}
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -35,7 +36,9 @@ type AgentProvider struct {
 	// Format names the parser of the CLI's output.
 	Format string `toml:"format"`
 	// Command is the CLI and its arguments. Without "{prompt}" in it, the
-	// prompt is written to the CLI's stdin.
+	// prompt is written to the CLI's stdin. A prompt that is an element of
+	// its own should follow a "--" (the end of the options), or a prompt
+	// starting with '-' is refused rather than passed as an option.
 	Command []string `toml:"command"`
 	// Resume is inserted before the prompt when start_agent has a session_id.
 	Resume []string `toml:"resume"`
@@ -50,19 +53,19 @@ type AgentProvider struct {
 var AgentPresets = map[string]AgentProvider{
 	"claude": {
 		Format:  agentstream.FormatClaude,
-		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "{prompt}"},
+		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"codebuddy": {
 		Format:  agentstream.FormatClaude,
-		Command: []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "{prompt}"},
+		Command: []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"codex": {
 		Format:  agentstream.FormatCodex,
-		Command: []string{"codex", "exec", "--json", "--skip-git-repo-check", "{prompt}"},
+		Command: []string{"codex", "exec", "--json", "--skip-git-repo-check", "--", "{prompt}"},
 		Resume:  []string{"resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
@@ -71,21 +74,25 @@ var AgentPresets = map[string]AgentProvider{
 		Command: []string{"gemini", "--output-format", "stream-json", "--prompt={prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
+		// Headless Gemini exits 55 in a folder it does not trust; every cwd
+		// lies inside agents.allowed_roots, which the operator trusts.
+		Env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
 	},
 	"grok": {
 		Format:  agentstream.FormatText,
-		Command: []string{"grok", "--prompt", "{prompt}"},
+		Command: []string{"grok", "--prompt={prompt}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"antigravity": {
 		Format:  agentstream.FormatText,
-		Command: []string{"antigravity", "--prompt", "{prompt}"},
+		Command: []string{"antigravity", "--prompt={prompt}"},
 		Model:   []string{"--model", "{model}"},
 	},
 }
 
 // ResolvedProviders returns the configured providers with their presets
-// applied to every field they leave empty.
+// applied to every field they leave empty (a preset's env variables are
+// added to the provider's own, which win).
 func (a Agents) ResolvedProviders() map[string]AgentProvider {
 	out := make(map[string]AgentProvider, len(a.Providers))
 	for name, p := range a.Providers {
@@ -101,6 +108,12 @@ func (a Agents) ResolvedProviders() map[string]AgentProvider {
 		}
 		if p.Model == nil {
 			p.Model = preset.Model
+		}
+		if len(preset.Env) > 0 {
+			env := make(map[string]string, len(preset.Env)+len(p.Env))
+			maps.Copy(env, preset.Env)
+			maps.Copy(env, p.Env)
+			p.Env = env
 		}
 		out[name] = p
 	}

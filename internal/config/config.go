@@ -81,6 +81,12 @@ type MCPServer struct {
 	Transport string            `toml:"transport"`
 	// Expose re-exposes the server's tools (default true).
 	Expose *bool `toml:"expose"`
+
+	// InheritEnv passes durawait's environment to a stdio server: true for
+	// all of it, or a list of variable names (a trailing '*' matches a
+	// prefix). Without it a server gets PATH, HOME, USER, LOGNAME, LANG,
+	// LC_*, TMPDIR and TZ, plus its env.
+	InheritEnv InheritEnv `toml:"inherit_env"`
 }
 
 // Exposed reports the expose setting with its default applied.

@@ -61,8 +61,8 @@ func ReadOwner(dir string) (Owner, error) {
 // takes <dir>/spawn.lock exclusively, polling until ctx ends, and returns
 // the function that releases it.
 func SpawnLock(ctx context.Context, dir string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := MakePrivate(dir); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "spawn.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

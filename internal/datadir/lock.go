@@ -49,17 +49,19 @@ type Lock struct {
 	file *os.File
 }
 
-// Acquire takes dir for this process, creating it if needed. The lock is an
+// Acquire takes dir for this process, creating it if needed and making it
+// private (0700, see MakePrivate). The lock is an
 // flock: the kernel releases it when the process dies, even on kill -9.
 func Acquire(dir string, owner Owner) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := MakePrivate(dir); err != nil {
+		return nil, err
 	}
 	path := LockPath(dir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
+	_ = f.Chmod(0o600) // it may predate private data dirs
 	if err := lockExclusive(f); err != nil {
 		defer f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {

@@ -292,6 +292,7 @@ func TestAgentExitingOnABlockerEndsBlocked(t *testing.T) {
 func TestAgentFailuresAndOtherFormats(t *testing.T) {
 	w := newAgentWorkspace(t, 30)
 	w.script("crash", "partial output", "@stderr panic: boom", "@exit 3")
+	w.script("gemauth", "@stderr Please set an Auth method in your settings.json", "@exit 41")
 	w.script("textok", "line one", "garbage {not json", "all good")
 	w.script("huge", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@bigtext 3000000")
 	w.script("gem",
@@ -305,7 +306,7 @@ func TestAgentFailuresAndOtherFormats(t *testing.T) {
 	assert.Equal(t, "failed", crash.Status)
 	require.NotNil(t, crash.Error)
 	assert.Equal(t, "exit_status", crash.Error.Code)
-	assert.Equal(t, "the CLI exited with status 3", crash.Error.Message)
+	assert.Equal(t, "the CLI exited with status 3; stderr: panic: boom", crash.Error.Message, "the end of stderr says why")
 	assert.Equal(t, "partial output", crash.output())
 
 	ok := c.waitUntilFinished(t, c.startAgent(t, "faketext", "textok", nil))
@@ -316,6 +317,12 @@ func TestAgentFailuresAndOtherFormats(t *testing.T) {
 	assert.Equal(t, "succeeded", huge.Status)
 	assert.True(t, strings.HasPrefix(huge.output(), fmt.Sprintf("[%d bytes cut]\n", 3000003-256*1024)), "a 3 MB reply keeps its last 256 KiB")
 	assert.True(t, strings.HasSuffix(huge.output(), "xxxEND"))
+
+	gemAuth := c.waitUntilFinished(t, c.startAgent(t, "fakegemini", "gemauth", nil))
+	assert.Equal(t, "blocked", gemAuth.Status)
+	require.NotNil(t, gemAuth.Error)
+	assert.Equal(t, "auth_failed", gemAuth.Error.Code, "Gemini's exit 41")
+	assert.Contains(t, gemAuth.Error.Message, "stderr: Please set an Auth method")
 
 	gem := c.waitUntilFinished(t, c.startAgent(t, "fakegemini", "gem", nil))
 	assert.Equal(t, "succeeded", gem.Status)

@@ -78,6 +78,9 @@ func Start(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if err := checkPorts(opts); err != nil {
+		return nil, err
+	}
 	var err error
 	if opts.Port == 0 {
 		if opts.Port, err = freePort(opts.IP); err != nil {
@@ -131,7 +134,7 @@ func Start(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: build server: %w", err)
 	}
 	if err := server.Start(); err != nil {
-		return nil, fmt.Errorf("engine: start server: %w", err)
+		return nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
 	}
 	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level}
 	if opts.UIPort > 0 {
@@ -181,6 +184,9 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data dir: %w", err)
 	}
+	if err := os.Chmod(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: make data dir %s private (0700): %w", opts.DataDir, err)
+	}
 	file := filepath.Join(opts.DataDir, "temporal.db")
 	conf := &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
@@ -194,7 +200,7 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		if err := sqliteschema.SetupSchema(conf); err != nil {
-			return nil, fmt.Errorf("engine: create schema in %s: %w", file, err)
+			return nil, damaged(file, fmt.Errorf("engine: create schema in %s: %w", file, err))
 		}
 	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
@@ -202,9 +208,24 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 		return nil, fmt.Errorf("engine: namespace %q: %w", opts.Namespace, err)
 	}
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("engine: create namespace %q: %w", opts.Namespace, err)
+		return nil, damaged(file, fmt.Errorf("create namespace %q: %w", opts.Namespace, err))
+	}
+	if err := privateDatabase(file); err != nil {
+		return nil, err
 	}
 	return conf, nil
+}
+
+// privateDatabase makes the database and its WAL and shared-memory files
+// private (0600), whatever the umask made them. SQLite gives the -wal and
+// -shm files it creates later the database file's permissions.
+func privateDatabase(file string) error {
+	for _, f := range []string{file, file + "-wal", file + "-shm"} {
+		if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("engine: make %s private (0600): %w", f, err)
+		}
+	}
+	return nil
 }
 
 func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config {

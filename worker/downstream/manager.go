@@ -37,8 +37,11 @@ type ServerConfig struct {
 	Name string
 	// Command starts a stdio server: the program and its arguments.
 	Command []string
-	// Env is added to a stdio server's environment.
+	// Env is added to a stdio server's environment, which is otherwise
+	// minimal (BaseEnvNames) unless Inherit says more.
 	Env map[string]string
+	// Inherit passes more of durawait's environment to a stdio server.
+	Inherit Inherit
 	// URL reaches an HTTP server (streamable HTTP, or SSE when Transport says so).
 	URL       string
 	Transport string

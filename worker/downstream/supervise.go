@@ -157,10 +157,7 @@ func (c *conn) newClient() (*client.Client, *schemaRecorder, error) {
 	rec := &schemaRecorder{}
 	switch {
 	case len(c.cfg.Command) > 0:
-		env := make([]string, 0, len(c.cfg.Env))
-		for k, v := range c.cfg.Env {
-			env = append(env, k+"="+v)
-		}
+		env := ServerEnv(os.Environ(), c.cfg.Inherit, c.cfg.Env)
 		t := transport.NewStdioWithOptions(c.cfg.Command[0], env, c.cfg.Command[1:],
 			transport.WithCommandFunc(stdioCommand),
 			transport.WithCommandStderrWriter(&logWriter{logger: c.logger()}),
@@ -182,10 +179,11 @@ func (c *conn) newClient() (*client.Client, *schemaRecorder, error) {
 }
 
 // stdioCommand starts a stdio server so that it dies with durawait, even on
-// kill -9, and does not share durawait's terminal signals.
+// kill -9, and does not share durawait's terminal signals. env is its whole
+// environment (see ServerEnv).
 func stdioCommand(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 	cmd := exec.Command(command, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }
