@@ -156,6 +156,10 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !owns(principalFrom(ctx), ref.workflowID) {
+		// Another principal's task reads exactly like an unknown one.
+		return nil, taskLookupError(ref, &serviceerror.NotFound{})
+	}
 	switch mcp.MCPMethod(msg.method) {
 	case mcp.MethodTasksGet:
 		task, _, err := f.taskState(ctx, ref)
@@ -185,6 +189,9 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if err != nil {
 			return mcp.Task{}, errors.New("wait_agent: " + err.Error())
 		}
+		if !owns(principalFrom(ctx), id) {
+			return mcp.Task{}, errors.New("wait_agent: " + unknownInvocation(id).Error())
+		}
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(now)}
 		if _, err := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); err != nil {
 			// A closed invocation takes no update: its task is its run,
@@ -205,7 +212,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if req.Params.Name == "wait_for_text" {
 			prepare = f.prepareWaitForText
 		}
-		w, bad := prepare(req)
+		w, bad := prepare(ctx, req)
 		if bad != nil {
 			return mcp.Task{}, errors.New(resultText(bad))
 		}
@@ -213,6 +220,18 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		run, err := f.start(ctx, w)
 		if err != nil {
 			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %v", req.Params.Name, err)
+		}
+		if req.Params.Name == "wait_for_text" {
+			// The task holds the wait: a plain caller attached to it
+			// that hangs up must not cancel it. The hold ends with the
+			// run, which has its own bound.
+			release := f.attached.hold(w.id)
+			go func() {
+				hctx, cancel := context.WithTimeout(context.Background(), f.opts.Tmux.MaxWait+settleTimeout)
+				defer cancel()
+				_ = f.opts.Temporal.GetWorkflow(hctx, run.GetID(), run.GetRunID()).Get(hctx, nil)
+				release()
+			}()
 		}
 		task := mcp.NewTask(taskRef{workflowID: run.GetID(), runID: run.GetRunID()}.String(),
 			mcp.WithTaskTTL(taskTTL.Milliseconds()), mcp.WithTaskPollInterval(w.pollMs))
@@ -365,6 +384,7 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 // listTasks lists the runs of wait_for and wait_for_text, newest first. A
 // wait_agent task is found through list_agents.
 func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResult, error) {
+	principal := principalFrom(ctx)
 	token, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return mcp.ListTasksResult{}, fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor)
@@ -379,6 +399,9 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 	}
 	out := mcp.ListTasksResult{Tasks: []mcp.Task{}}
 	for _, e := range resp.Executions {
+		if !owns(principal, e.Execution.WorkflowId) {
+			continue // another principal's
+		}
 		ref := taskRef{workflowID: e.Execution.WorkflowId, runID: e.Execution.RunId}
 		task, _, err := f.taskState(ctx, ref)
 		if err != nil {
