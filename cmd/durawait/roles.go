@@ -211,7 +211,19 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		health.setReady(temporalAddr, manager)
 		return front.ServeStdio(ctx, stdin, stdout)
 	}
-	var mcpHandler http.Handler = front.HTTPHandler("/mcp")
+	var ownDataDir string
+	if r.engine {
+		ownDataDir = cfg.DataDir
+	}
+	authenticate, err := httpAuth(ctx, cfg, ownDataDir, logger)
+	if err != nil {
+		return err
+	}
+	var mcpHandler http.Handler = front.HTTPHandlerWith("/mcp", mcpfront.HTTPOptions{
+		Loopback:       cfg.HTTPLoopback(),
+		AllowedOrigins: cfg.AllowedOrigins,
+		Authenticate:   authenticate,
+	})
 	if r.daemon && cfg.DaemonIdleExitMin > 0 {
 		idle := &activity{}
 		mcpHandler = idle.wrap(mcpHandler)
