@@ -112,6 +112,9 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait is cancelled", "workflow_id", w.id)
+		} else {
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait runs on for the other callers attached", "workflow_id", w.id)
 		}
 		return nil, ctx.Err()
 	}

@@ -250,3 +250,74 @@ func TestServeOffLoopbackNeedsAuth(t *testing.T) {
 	assert.Contains(t, out.String(), "auth.tokens_file")
 	assert.Contains(t, out.String(), "auth.jwks_url")
 }
+
+// With [auth] in its config, the stdio daemon authenticates callers; the
+// stdio bridge gets in with the local token in the data dir, as the local
+// user.
+func TestStdioBridgeAuthenticatesToTheDaemon(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.withTokens(w.writeConfig(w.demoServer("demo")))
+	c, _ := w.stdioClient(config)
+	w.write("job", "READY")
+	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("job"), nil)).Reason)
+
+	st, err := os.Stat(w.path("data/local.token"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	resp, err := http.Post(w.owner().HTTP, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the daemon asks anyone else for a token")
+}
+
+// A wait_for_text that a task holds is not cancelled when a plain caller
+// attached to it hangs up.
+func TestWaitForTextHangUpSparesOtherCallers(t *testing.T) {
+	tw := newTmuxWorld(t, 60)
+	inst := tw.startServe(tw.config)
+	c := inst.client(t)
+	pane := listPanes(t, c)[0]
+	args := map[string]any{"target": map[string]any{"paneId": pane.PaneID, "generation": pane.Generation}, "text": "HELD-UP"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.call(ctx, "wait_for_text", args, "")
+		done <- err
+	}()
+	eventually(t, "the control client to attach", func() bool { return tw.controlClients() == 1 })
+
+	// The same wait as a task (no auth: every caller is the local user).
+	raw := &rawSession{t: t, url: "http://" + inst.http + "/mcp", header: map[string]string{}}
+	status, _, h := raw.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	require.Equal(t, http.StatusOK, status)
+	raw.header["Mcp-Session-Id"] = h.Get("Mcp-Session-Id")
+	raw.header["Mcp-Protocol-Version"] = "2025-11-25"
+	created, msg := raw.rpc("tools/call", map[string]any{"name": "wait_for_text", "arguments": args, "task": map[string]any{}})
+	require.Empty(t, msg)
+	var ct struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(created, &ct))
+
+	cancel()
+	require.Error(t, <-done)
+	eventually(t, "durawait to handle the hang-up", func() bool {
+		return strings.Contains(inst.log.String(), "wait_for_text: the caller hung up")
+	})
+	assert.Contains(t, inst.log.String(), "the wait runs on for the other callers attached")
+	tw.typeLine(pane.PaneID, `printf '%s%s\n' HELD -UP`)
+	res, msg := raw.rpc("tasks/result", map[string]any{"taskId": ct.Task.TaskID})
+	require.Empty(t, msg)
+	var r textResult
+	var body struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(res, &body))
+	require.False(t, body.IsError, string(res))
+	require.NoError(t, json.Unmarshal(body.StructuredContent, &r))
+	assert.True(t, r.Matched, "the task's wait ran on after the other caller hung up")
+}
