@@ -321,3 +321,46 @@ func TestWaitForTextHangUpSparesOtherCallers(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body.StructuredContent, &r))
 	assert.True(t, r.Matched, "the task's wait ran on after the other caller hung up")
 }
+
+// startServeAt is startServe on a given HTTP address.
+func (w *workspace) startServeAt(config, addr string) *instance {
+	w.t.Helper()
+	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
+	inst.cmd = exec.Command(bin.durawait, serveArgs(config, addr)...)
+	inst.cmd.Env = append(os.Environ(), w.env()...)
+	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
+	require.NoError(w.t, inst.cmd.Start())
+	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
+	w.t.Cleanup(func() {
+		inst.kill9()
+		if w.t.Failed() {
+			w.t.Logf("durawait log:\n%s", inst.log.String())
+		}
+	})
+	eventually(w.t, "/healthz 200", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return inst
+}
+
+// A session ID is unknown to a restarted durawait: the stdio bridge's next
+// request gets 404, and the bridge initializes again by itself.
+func TestSessionLostInARestartIsInitializedAgain(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	addr := freeAddr(t)
+	first := w.startServeAt(config, addr)
+	c, _ := w.stdioClient(config) // bridges to the running serve, the data dir's owner
+	w.write("a", "READY")
+	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("a"), nil)).Reason)
+
+	first.kill9()
+	w.startServeAt(config, addr) // knows no session of the first
+	w.write("b", "READY")
+	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("b"), nil)).Reason)
+}
