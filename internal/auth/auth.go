@@ -22,7 +22,12 @@ const Local = ""
 var ErrNoToken = errors.New("no bearer token")
 
 // InvalidTokenError says why a token that was presented is refused.
-type InvalidTokenError struct{ Reason string }
+type InvalidTokenError struct {
+	Reason string
+	// unknown: the verifier does not recognize the token at all (not one
+	// of its tokens, not a JWT), as opposed to a token it rejects.
+	unknown bool
+}
 
 func (e *InvalidTokenError) Error() string { return "invalid token: " + e.Reason }
 
@@ -38,20 +43,35 @@ type Verifier interface {
 }
 
 // Chain accepts a token that any of its verifiers accepts, asking them in
-// order. A token that none accepts is refused with the last reason.
+// order. A token that none accepts is refused with the most telling reason
+// (a JWT's "the token expired" rather than the tokens file's "unknown
+// token").
 type Chain []Verifier
 
 // Verify implements Verifier.
 func (c Chain) Verify(ctx context.Context, token string) (string, error) {
-	err := error(invalid("no verifier is configured"))
+	var best error
 	for _, v := range c {
-		var p string
-		p, err = v.Verify(ctx, token)
+		p, err := v.Verify(ctx, token)
 		if err == nil {
 			return p, nil
 		}
+		if best == nil || isUnknown(best) {
+			best = err
+		}
 	}
-	return "", err
+	if best == nil || isUnknown(best) {
+		return "", errUnknownToken()
+	}
+	return "", best
+}
+
+// errUnknownToken is the refusal of a token that no verifier recognizes.
+func errUnknownToken() error { return &InvalidTokenError{Reason: "unknown token", unknown: true} }
+
+func isUnknown(err error) bool {
+	var bad *InvalidTokenError
+	return errors.As(err, &bad) && bad.unknown
 }
 
 // Guard authenticates HTTP requests with a Verifier.

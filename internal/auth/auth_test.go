@@ -164,7 +164,16 @@ func TestLocalToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "alice", p)
 	_, err = chain.Verify(context.Background(), "x"+token)
-	assert.Error(t, err)
+	assert.EqualError(t, err, "invalid token: unknown token")
+
+	// A JWT's own reason wins over "unknown token".
+	p2 := newIDP(t)
+	now := time.Now()
+	jwtv, err := NewJWT(JWTOptions{JWKSURL: p2.url, Issuer: "i", Audience: "a"})
+	require.NoError(t, err)
+	expired := sign(t, p2.key, p2.kid, jwt.Claims{Issuer: "i", Audience: jwt.Audience{"a"}, Subject: "s", Expiry: jwt.NewNumericDate(now.Add(-time.Hour))})
+	_, err = Chain{tokens, jwtv, local}.Verify(context.Background(), expired)
+	assert.EqualError(t, err, "invalid token: the token expired")
 	RemoveLocalToken(dir)
 	assert.Equal(t, "", ReadLocalToken(dir))
 }
@@ -237,7 +246,7 @@ func TestJWT(t *testing.T) {
 		{"no sub", sign(t, p.key, p.kid, with(func(c *jwt.Claims) { c.Subject = "" })), "sub"},
 		{"wrong key, same kid", sign(t, otherKey, p.kid, good), "signature"},
 		{"unknown kid", sign(t, otherKey, "k2", good), "no key"},
-		{"not a JWT", "abc", "not a JWT"},
+		{"not a JWT", "abc", "unknown token"},
 		{"garbage", "a.b.c", "malformed"},
 	}
 	for _, c := range cases {

@@ -89,7 +89,7 @@ func NewJWT(opts JWTOptions) (*JWT, error) {
 // Verify implements Verifier.
 func (j *JWT) Verify(ctx context.Context, token string) (string, error) {
 	if strings.Count(token, ".") != 2 {
-		return "", invalid("not a JWT")
+		return "", errUnknownToken()
 	}
 	tok, err := jwt.ParseSigned(token, jwtAlgorithms)
 	if err != nil {

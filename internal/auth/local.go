@@ -58,5 +58,5 @@ func (l *LocalToken) Verify(_ context.Context, token string) (string, error) {
 	if subtle.ConstantTimeCompare([]byte(token), []byte(l.token)) == 1 {
 		return Local, nil
 	}
-	return "", invalid("unknown token")
+	return "", errUnknownToken()
 }

@@ -134,7 +134,7 @@ func (t *Tokens) Verify(_ context.Context, token string) (string, error) {
 		found |= eq
 	}
 	if found == 0 {
-		return "", invalid("unknown token")
+		return "", errUnknownToken()
 	}
 	return principal, nil
 }
