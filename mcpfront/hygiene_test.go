@@ -130,6 +130,19 @@ func TestSessions(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	get := func(id string) int {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		for k, v := range legacy(id) {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusNotFound, get("mcp-session-1b4e28ba-2fa1-11d2-883f-0016d3cca427"), "a GET stream of a session never issued")
 	assert.Equal(t, http.StatusOK, del())
 	status, body, _ = post(t, url, legacy(session), pingBody)
 	assert.Equal(t, http.StatusNotFound, status, "a deleted session: %s", body)

@@ -3,16 +3,23 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/stretchr/testify/assert"
@@ -363,4 +370,47 @@ func TestSessionLostInARestartIsInitializedAgain(t *testing.T) {
 	w.startServeAt(config, addr) // knows no session of the first
 	w.write("b", "READY")
 	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("b"), nil)).Reason)
+}
+
+// JWTs from an identity provider: the principal is sub, so two tokens of
+// one subject share a wait and another subject's is its own.
+func TestJWTPrincipals(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: string(jose.ES256), Use: "sig"}}})
+	}))
+	t.Cleanup(idp.Close)
+	token := func(sub, aud string) string {
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+		require.NoError(t, err)
+		s, err := jwt.Signed(signer).Claims(jwt.Claims{
+			Issuer: "https://idp.test", Audience: jwt.Audience{aud}, Subject: sub,
+			Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour)), IssuedAt: jwt.NewNumericDate(time.Now()),
+		}).Serialize()
+		require.NoError(t, err)
+		return s
+	}
+
+	w := newWorkspace(t)
+	config := w.writeConfigWith(fmt.Sprintf("[auth]\njwks_url = %q\nissuer = \"https://idp.test\"\naudience = \"durawait\"\n", idp.URL), w.demoServer("demo"))
+	inst := w.startServe(config)
+	carol1, carol2, dave := inst.clientAs(t, token("carol", "durawait")), inst.clientAs(t, token("carol", "durawait")), inst.clientAs(t, token("dave", "durawait"))
+	wrongAud := &rawSession{t: t, url: "http://" + inst.http + "/mcp", header: map[string]string{"Authorization": "Bearer " + token("carol", "other")}}
+	status, _, h := wrongAud.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Contains(t, h.Get("WWW-Authenticate"), "audience")
+
+	w.write("job", "running")
+	args := readFileWait(w.path("job"), nil)
+	var wg sync.WaitGroup
+	results := make([]waitResult, 3)
+	for i, c := range []*mcpClient{carol1, carol2, dave} {
+		wg.Go(func() { results[i] = c.waitFor(t, args) })
+	}
+	eventually(t, "samples of both waits", func() bool { return w.calls("job") >= 4 })
+	w.write("job", "READY")
+	wg.Wait()
+	assert.Equal(t, results[0], results[1], "one subject, one wait")
+	assert.Equal(t, w.calls("job"), results[0].Samples+results[2].Samples, "two subjects, two probe loops")
 }
