@@ -54,6 +54,11 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	if r.daemon {
 		cfg = daemonConfig(cfg, logger)
 	}
+	if r.front {
+		if err := cfg.CheckMCPAuth(); err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -92,6 +92,17 @@ func (c Config) HTTPLoopback() bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// CheckMCPAuth applies the rule of a process that serves MCP over HTTP:
+// off loopback, callers must authenticate. (A worker's HTTP listener serves
+// only /healthz, and stdio serves no HTTP.)
+func (c Config) CheckMCPAuth() error {
+	if c.Stdio || c.HTTP == "" || c.HTTPLoopback() || c.Auth.Enabled() {
+		return nil
+	}
+	return fmt.Errorf("http: %s is not a loopback address, so MCP callers must authenticate: set auth.tokens_file, "+
+		"or auth.jwks_url with auth.issuer and auth.audience (or listen on 127.0.0.1)", c.HTTP)
+}
+
 // OptInTools are the tools served only when listed in tools.
 var OptInTools = []string{"list_panes", "wait_for_text"}
 
@@ -191,10 +202,6 @@ func (c Config) Validate() error {
 	}
 	if !c.Stdio && c.HTTP == "" {
 		bad("http: must be a listen address such as 127.0.0.1:8765 (or set stdio)")
-	}
-	if !c.Stdio && c.HTTP != "" && !c.HTTPLoopback() && !c.Auth.Enabled() {
-		bad("http: %s is not a loopback address, so callers must authenticate: set auth.tokens_file, "+
-			"or auth.jwks_url with auth.issuer and auth.audience (or listen on 127.0.0.1)", c.HTTP)
 	}
 	if c.Auth.JWKSURL != "" && (c.Auth.Issuer == "" || c.Auth.Audience == "") {
 		bad("auth.jwks_url: needs auth.issuer and auth.audience")

@@ -157,7 +157,8 @@ func TestAuthIsRequiredOffLoopback(t *testing.T) {
 		cfg := Default()
 		cfg.HTTP = addr
 		assert.Equal(t, loopback, cfg.HTTPLoopback(), addr)
-		err := cfg.Validate()
+		assert.NoError(t, cfg.Validate(), addr)
+		err := cfg.CheckMCPAuth()
 		if loopback {
 			assert.NoError(t, err, addr)
 			continue
@@ -165,13 +166,14 @@ func TestAuthIsRequiredOffLoopback(t *testing.T) {
 		assert.ErrorContains(t, err, "auth.tokens_file", addr)
 		assert.ErrorContains(t, err, "auth.jwks_url", addr)
 		cfg.Auth.TokensFile = "/etc/durawait/tokens.toml"
-		assert.NoError(t, cfg.Validate(), addr)
+		assert.NoError(t, cfg.CheckMCPAuth(), addr)
 		cfg.Auth = Auth{JWKSURL: "https://idp.example/jwks.json", Issuer: "https://idp.example", Audience: "durawait"}
+		assert.NoError(t, cfg.CheckMCPAuth(), addr)
 		assert.NoError(t, cfg.Validate(), addr)
 	}
 	cfg := Default()
 	cfg.HTTP, cfg.Stdio = "0.0.0.0:8765", true
-	assert.NoError(t, cfg.Validate(), "stdio serves no HTTP")
+	assert.NoError(t, cfg.CheckMCPAuth(), "stdio serves no HTTP")
 
 	cfg = Default()
 	cfg.Auth.JWKSURL = "https://idp.example/jwks.json"
