@@ -61,7 +61,7 @@ func (f *Front) HTTPHandlerWith(path string, opts HTTPOptions) http.Handler {
 		next: server.NewStreamableHTTPServer(f.mcp,
 			server.WithEndpointPath(path),
 			server.WithHeartbeatInterval(15*time.Second),
-			server.WithSessionIdManager(sessions)),
+			server.WithSessionIdManagerResolver(sessions)),
 	}
 }
 
@@ -113,7 +113,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who := caller{session: r.Header.Get(server.HeaderKeySessionID), principal: principal}
 	r = r.WithContext(withCaller(r.Context(), who))
 	if who.session != "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) &&
-		!mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && !h.sessions.known(who.session) {
+		!mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && !h.sessions.view(principal).known(who.session) {
 		http.Error(w, "unknown or ended session: initialize a new one", http.StatusNotFound)
 		return
 	}

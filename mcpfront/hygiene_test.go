@@ -80,12 +80,15 @@ func TestAuthenticateHook(t *testing.T) {
 	})
 	srv := httptest.NewServer(f.HTTPHandlerWith("/mcp", HTTPOptions{Loopback: true,
 		Authenticate: func(w http.ResponseWriter, r *http.Request) (string, bool) {
-			if r.Header.Get("Authorization") != "Bearer good" {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="t"`)
-				w.WriteHeader(http.StatusUnauthorized)
-				return "", false
+			switch r.Header.Get("Authorization") {
+			case "Bearer good":
+				return "alice", true
+			case "Bearer bob":
+				return "bob", true
 			}
-			return "alice", true
+			w.Header().Set("WWW-Authenticate", `Bearer realm="t"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return "", false
 		}}))
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/mcp"
@@ -99,6 +102,11 @@ func TestAuthenticateHook(t *testing.T) {
 	status, body, _ = post(t, url, auth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami"}}`)
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, "alice", <-seen)
+
+	// alice's session is not bob's: to him it is unknown.
+	auth["Authorization"] = "Bearer bob"
+	status, body, _ = post(t, url, auth, pingBody)
+	assert.Equal(t, http.StatusNotFound, status, body)
 }
 
 func TestSessions(t *testing.T) {
@@ -152,27 +160,33 @@ func TestSessions(t *testing.T) {
 func TestSessionTableExpiresAndBounds(t *testing.T) {
 	now := time.Unix(0, 0)
 	tab := newSessionTable(time.Hour, func() time.Time { return now })
-	a := tab.Generate()
-	_, err := tab.Validate(a + perCallSuffix + "3")
+	local := tab.view("")
+	a := local.Generate()
+	_, err := local.Validate(a + perCallSuffix + "3")
 	assert.NoError(t, err, "a per-request ID of a live session")
 	now = now.Add(59 * time.Minute)
-	_, err = tab.Validate(a)
+	_, err = local.Validate(a)
 	assert.NoError(t, err)
+	_, err = tab.view("bob").Validate(a)
+	assert.Error(t, err, "another principal's session is unknown to bob")
+	_, _ = tab.view("bob").Terminate(a)
+	_, err = local.Validate(a)
+	assert.NoError(t, err, "nor can bob end it")
 	now = now.Add(61 * time.Minute)
-	_, err = tab.Validate(a)
+	_, err = local.Validate(a)
 	assert.Error(t, err, "idle longer than the idle time")
 
-	b := tab.Generate()
-	_, _ = tab.Terminate(b + perCallSuffix + "1")
-	_, err = tab.Validate(b)
+	b := local.Generate()
+	_, _ = local.Terminate(b + perCallSuffix + "1")
+	_, err = local.Validate(b)
 	assert.NoError(t, err, "ending one request's session ends nothing")
-	_, _ = tab.Terminate(b)
-	terminated, _ := tab.Validate(b)
+	_, _ = local.Terminate(b)
+	terminated, _ := local.Validate(b)
 	assert.True(t, terminated)
 
 	// Expired entries are swept.
 	now = now.Add(2 * time.Hour)
-	tab.Generate()
+	local.Generate()
 	tab.mu.Lock()
 	assert.Len(t, tab.live, 1)
 	assert.Empty(t, tab.ended)
