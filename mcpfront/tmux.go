@@ -82,14 +82,16 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	if bad != nil {
 		return bad, nil
 	}
+	// Counted as attached before attaching, so that another caller's
+	// hang-up meanwhile does not cancel the wait under this one.
+	release := f.attached.hold(w.id)
+	defer release()
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
 	defer unsubscribe()
-	release := f.attached.hold(w.id)
-	defer release()
 	token := progressToken(req)
 	var out workflows.TextWaitOutcome
 	err = f.awaitOutcome(ctx, run, events, &out, func(ev any) bool {
