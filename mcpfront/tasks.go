@@ -216,16 +216,20 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if bad != nil {
 			return mcp.Task{}, errors.New(resultText(bad))
 		}
-		f.waitSettled(ctx, w.id)
-		run, err := f.start(ctx, w)
-		if err != nil {
-			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %v", req.Params.Name, err)
-		}
+		release := func() bool { return false }
 		if req.Params.Name == "wait_for_text" {
 			// The task holds the wait: a plain caller attached to it
 			// that hangs up must not cancel it. The hold ends with the
 			// run, which has its own bound.
-			release := f.attached.hold(w.id)
+			release = f.attached.hold(w.id)
+		}
+		f.waitSettled(ctx, w.id)
+		run, err := f.start(ctx, w)
+		if err != nil {
+			release()
+			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %v", req.Params.Name, err)
+		}
+		if req.Params.Name == "wait_for_text" {
 			go func() {
 				hctx, cancel := context.WithTimeout(context.Background(), f.opts.Tmux.MaxWait+settleTimeout)
 				defer cancel()
