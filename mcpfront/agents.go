@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -68,10 +69,17 @@ func (f *Front) agentTools() []server.ServerTool {
 	}
 }
 
-func newInvocationID() string {
+// newInvocationID is a new invocation ID (its workflow ID) of principal.
+func newInvocationID(principal string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return workflows.AgentIDPrefix + hex.EncodeToString(b)
+	return scopedID(strings.TrimSuffix(workflows.AgentIDPrefix, "/"), principal, hex.EncodeToString(b))
+}
+
+// unknownInvocation is the answer about an invocation ID that start_agent
+// did not return to this principal: never started, or another principal's.
+func unknownInvocation(id string) error {
+	return fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
 }
 
 func rawArgs(req mcp.CallToolRequest) json.RawMessage {
@@ -90,14 +98,15 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil {
 		return mcp.NewToolResultError("start_agent: " + err.Error()), nil
 	}
-	id := newInvocationID()
+	principal := principalFrom(ctx)
+	id := newInvocationID(principal)
 	_, err = f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:            id,
 		TaskQueue:     f.opts.TaskQueue,
 		StaticSummary: fmt.Sprintf("agent %s in %s: %s", spec.Provider, spec.Cwd, shorten(spec.Prompt, 100)),
-		Memo: map[string]any{
+		Memo: principalMemo(map[string]any{
 			"provider": spec.Provider, "cwd": spec.Cwd, "prompt": shorten(spec.Prompt, 200), "status": string(workflows.AgentRunning),
-		},
+		}, principal),
 	}, workflows.AgentWorkflowName, workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
@@ -111,6 +120,9 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	id, err := workflows.ParseInvocationID(rawArgs(req))
 	if err != nil {
 		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
+	}
+	if !owns(principalFrom(ctx), id) {
+		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
 	}
 	events, unsubscribe := f.subscribe(id)
 	defer unsubscribe()
@@ -192,7 +204,7 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 	if err != nil {
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
-			return workflows.InvocationPayload{}, fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
+			return workflows.InvocationPayload{}, unknownInvocation(id)
 		}
 		return workflows.InvocationPayload{}, fmt.Errorf("could not reach the invocation (Temporal engine unavailable?): %v", err)
 	}
@@ -241,6 +253,9 @@ func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil {
 		return mcp.NewToolResultError("cancel_agent: " + err.Error()), nil
 	}
+	if !owns(principalFrom(ctx), id) {
+		return mcp.NewToolResultError("cancel_agent: " + unknownInvocation(id).Error()), nil
+	}
 	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, nil)
 	var notFound *serviceerror.NotFound
 	switch {
@@ -279,6 +294,7 @@ type agentListItem struct {
 }
 
 func (f *Front) handleListAgents(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	principal := principalFrom(ctx)
 	items := []agentListItem{}
 	var token []byte
 	for {
@@ -290,6 +306,9 @@ func (f *Front) handleListAgents(ctx context.Context, _ mcp.CallToolRequest) (*m
 			return mcp.NewToolResultError(fmt.Sprintf("list_agents: could not list invocations: %v", err)), nil
 		}
 		for _, e := range resp.Executions {
+			if !owns(principal, e.Execution.WorkflowId) {
+				continue
+			}
 			item := agentListItem{
 				InvocationID: e.Execution.WorkflowId,
 				StartedAt:    e.StartTime.AsTime().UTC().Format(time.RFC3339Nano),

@@ -70,6 +70,8 @@ type Front struct {
 	// settling holds the runs (by workflow ID) whose outcome a call already
 	// returned from the in-process feed, until Temporal closes them.
 	settling sync.Map
+	// attached counts the callers attached to each wait_for_text wait.
+	attached holds
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,15 +23,46 @@ import (
 // 413 before it is read into memory.
 const maxRequestBody = 8 << 20
 
-// HTTPHandler serves MCP over streamable HTTP at path: mcp-go's transport,
-// behind a thin layer of durawait's own (see httpFront).
+// HTTPOptions configure the HTTP front end's checks of who may call.
+type HTTPOptions struct {
+	// Loopback says the listener is on a loopback address; then requests
+	// from loopback origins (a browser page on localhost) are accepted.
+	Loopback bool
+	// AllowedOrigins are the further Origin header values accepted, such
+	// as "https://app.example.com" (scheme, host and port; case-insensitive).
+	AllowedOrigins []string
+	// Authenticate, when set, names the caller's principal, or answers the
+	// request itself (401) and returns false. Nil: every caller is the
+	// local user (no authentication).
+	Authenticate func(w http.ResponseWriter, r *http.Request) (principal string, ok bool)
+	// SessionIdle is how long an unused session of protocol 2025-11-25 is
+	// remembered; 0 is DefaultSessionIdle.
+	SessionIdle time.Duration
+}
+
+// HTTPHandler serves MCP over streamable HTTP at path, for a loopback
+// listener with no authentication; see HTTPHandlerWith.
 func (f *Front) HTTPHandler(path string) http.Handler {
+	return f.HTTPHandlerWith(path, HTTPOptions{Loopback: true})
+}
+
+// HTTPHandlerWith serves MCP over streamable HTTP at path: mcp-go's
+// transport, behind a thin layer of durawait's own (see httpFront).
+func (f *Front) HTTPHandlerWith(path string, opts HTTPOptions) http.Handler {
+	sessions := newSessionTable(opts.SessionIdle, time.Now)
+	origins := map[string]bool{}
+	for _, o := range opts.AllowedOrigins {
+		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
 	return &httpFront{
-		f: f,
+		f:        f,
+		opts:     opts,
+		origins:  origins,
+		sessions: sessions,
 		next: server.NewStreamableHTTPServer(f.mcp,
 			server.WithEndpointPath(path),
 			server.WithHeartbeatInterval(15*time.Second),
-			server.WithSessionIdManager(&perCallSessions{})),
+			server.WithSessionIdManagerResolver(sessions)),
 	}
 }
 
@@ -50,9 +83,17 @@ func (f *Front) HTTPHandler(path string) http.Handler {
 //     flight on a session, and any of them may take any notification.
 //   - It answers the MCP task methods from Temporal (see tasks.go), since
 //     mcp-go keeps tasks in memory only.
+//
+// It also applies the transport's rules of who may call: the Origin check
+// (403), authentication (401, when configured), sessions that must have
+// been created by initialize and not ended by DELETE (404, see
+// sessionTable), and no JSON-RPC batches (400).
 type httpFront struct {
-	f    *Front
-	next http.Handler
+	f        *Front
+	opts     HTTPOptions
+	origins  map[string]bool
+	sessions *sessionTable
+	next     http.Handler
 	// calls numbers the per-request sessions.
 	calls atomic.Uint64
 	// inFlight maps a session's requests in flight (inFlightKey) to the
@@ -61,6 +102,25 @@ type httpFront struct {
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
+		http.Error(w, fmt.Sprintf("Origin %q is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", origin), http.StatusForbidden)
+		return
+	}
+	var principal string
+	if h.opts.Authenticate != nil {
+		p, ok := h.opts.Authenticate(w, r)
+		if !ok {
+			return
+		}
+		principal = p
+	}
+	who := caller{session: r.Header.Get(server.HeaderKeySessionID), principal: principal}
+	r = r.WithContext(withCaller(r.Context(), who))
+	if who.session != "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) &&
+		!mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && !h.sessions.view(principal).known(who.session) {
+		http.Error(w, "unknown or ended session: initialize a new one", http.StatusNotFound)
+		return
+	}
 	if r.Method != http.MethodPost {
 		h.next.ServeHTTP(w, r)
 		return
@@ -76,9 +136,17 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if isBatch(body) {
+		writeJSON(w, http.StatusBadRequest, batchError())
+		return
+	}
 	msg, ok := parseRPC(body)
 	if !ok {
 		h.next.ServeHTTP(w, r)
+		return
+	}
+	if msg.nullID() {
+		writeJSON(w, http.StatusBadRequest, nullIDError())
 		return
 	}
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(msg.metaProtocolVersion())
@@ -99,7 +167,7 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, resp)
 			return
 		}
-		ctx := withCaller(r.Context(), callerFromHeader(r.Header))
+		ctx := r.Context()
 		if resp, handled := h.f.handleOwn(ctx, msg, modern); handled {
 			writeJSON(w, http.StatusOK, resp)
 			return
@@ -142,26 +210,43 @@ func inFlightKey(session string, id json.RawMessage) string {
 	return session + " " + string(bytes.TrimSpace(id))
 }
 
+// originAllowed applies the Origin rules: an allowlisted origin, or a
+// loopback one when the listener is on loopback. "null" (a sandboxed page,
+// a file) is never allowed.
+func (h *httpFront) originAllowed(origin string) bool {
+	o := strings.ToLower(strings.TrimRight(origin, "/"))
+	if h.origins[o] {
+		return true
+	}
+	if !h.opts.Loopback || o == "null" {
+		return false
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	return isLoopbackHost(u.Hostname())
+}
+
+// isLoopbackHost reports whether host (no port) names the loopback interface.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // perCallSuffix joins a session ID and the number of one of its requests.
 const perCallSuffix = "~call-"
-
-// perCallSessions is mcp-go's default session ID manager (IDs are generated,
-// and checked for their form only), accepting too the per-request IDs that
-// httpFront derives from a session's.
-type perCallSessions struct {
-	server.StatelessGeneratingSessionIdManager
-}
-
-// Validate implements server.SessionIdManager.
-func (m *perCallSessions) Validate(id string) (bool, error) {
-	session, _, _ := strings.Cut(id, perCallSuffix)
-	return m.StatelessGeneratingSessionIdManager.Validate(session)
-}
 
 // caller is who made a request, as far as the transport knows.
 type caller struct {
 	// session is the MCP session ID of a 2025-11-25 client ("" otherwise).
 	session string
+	// principal is who the caller authenticated as; "" is the local user
+	// (no authentication, or a stdio session).
+	principal string
 }
 
 type callerKey struct{}
@@ -176,9 +261,8 @@ func callerFrom(ctx context.Context) caller {
 	return c
 }
 
-func callerFromHeader(h http.Header) caller {
-	return caller{session: h.Get(server.HeaderKeySessionID)}
-}
+// principalFrom is the principal of the caller recorded in ctx.
+func principalFrom(ctx context.Context) string { return callerFrom(ctx).principal }
 
 // withoutTaskParam removes params.task from a tools/call request.
 func withoutTaskParam(body []byte) ([]byte, bool) {

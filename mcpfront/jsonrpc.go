@@ -36,6 +36,12 @@ func (m rpcMessage) isNotification() bool { return len(m.Method) > 0 && !m.hasID
 // isRequest reports whether m is a request: a method and an id.
 func (m rpcMessage) isRequest() bool { return m.method != "" && m.hasID() }
 
+// nullID reports whether m has a method and "id": null, which JSON-RPC 2.0
+// allows but MCP does not: it is neither a request nor a notification.
+func (m rpcMessage) nullID() bool {
+	return len(m.Method) > 0 && bytes.Equal(bytes.TrimSpace(m.ID), []byte("null"))
+}
+
 func (m rpcMessage) hasID() bool {
 	return len(m.ID) > 0 && !bytes.Equal(bytes.TrimSpace(m.ID), []byte("null"))
 }
@@ -97,4 +103,20 @@ func rpcResult(id json.RawMessage, result any) mcp.JSONRPCResponse {
 		_ = json.Unmarshal(id, &rid)
 	}
 	return mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(rid), Result: result}
+}
+
+// isBatch reports whether raw is a JSON-RPC batch (a JSON array).
+func isBatch(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '['
+}
+
+// batchError answers a JSON-RPC batch, which MCP does not allow.
+func batchError() mcp.JSONRPCError {
+	return rpcError(nil, mcp.INVALID_REQUEST, "JSON-RPC batches (a JSON array) are not supported by MCP: send one message per request")
+}
+
+// nullIDError answers a request whose id is null.
+func nullIDError() mcp.JSONRPCError {
+	return rpcError(nil, mcp.INVALID_REQUEST, "id: must be a string or a number, not null (a notification has no id member)")
 }

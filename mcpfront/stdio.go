@@ -68,12 +68,18 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 }
 
 func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, line []byte) {
+	if isBatch(line) {
+		_ = w.write(batchError())
+		return
+	}
 	msg, ok := parseRPC(line)
 	if !ok {
 		_ = w.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "parse error", nil))
 		return
 	}
 	switch {
+	case msg.nullID():
+		_ = w.write(nullIDError())
 	case len(msg.Method) == 0:
 		// A response to a server-to-client request; durawait sends none.
 	case !msg.hasID():

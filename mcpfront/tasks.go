@@ -89,7 +89,7 @@ func parseTaskID(id string) (taskRef, error) {
 // task of a wait_agent call made after it closed).
 func isTaskWorkflow(id string) bool {
 	for _, prefix := range []string{"wait_for/", "wait_for_text/", workflows.AgentIDPrefix} {
-		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" && !strings.ContainsAny(rest, "/@#") {
+		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" && !strings.ContainsAny(rest, "@#") {
 			return true
 		}
 	}
@@ -181,6 +181,10 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !owns(principalFrom(ctx), ref.workflowID) {
+		// Another principal's task reads exactly like an unknown one.
+		return nil, taskLookupError(ref, &serviceerror.NotFound{})
+	}
 	switch mcp.MCPMethod(msg.method) {
 	case mcp.MethodTasksGet:
 		task, _, err := f.taskState(ctx, ref)
@@ -209,6 +213,9 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if err != nil {
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", err))
 		}
+		if !owns(principalFrom(ctx), id) {
+			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
+		}
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
 		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr != nil {
 			// A closed invocation takes no update: its task is its run,
@@ -230,14 +237,30 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if req.Params.Name == "wait_for_text" {
 			prepare = f.prepareWaitForText
 		}
-		w, bad := prepare(req)
+		w, bad := prepare(ctx, req)
 		if bad != nil {
 			return mcp.Task{}, badParams(errors.New(resultText(bad)))
+		}
+		release := func() bool { return false }
+		if req.Params.Name == "wait_for_text" {
+			// The task holds the wait: a plain caller attached to it
+			// that hangs up must not cancel it. The hold ends with the
+			// run, which has its own bound.
+			release = f.attached.hold(w.id)
 		}
 		f.waitSettled(ctx, w.id)
 		run, err := f.start(ctx, w)
 		if err != nil {
+			release()
 			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %w", req.Params.Name, err)
+		}
+		if req.Params.Name == "wait_for_text" {
+			go func() {
+				hctx, cancel := context.WithTimeout(context.Background(), f.opts.Tmux.MaxWait+settleTimeout)
+				defer cancel()
+				_ = f.opts.Temporal.GetWorkflow(hctx, run.GetID(), run.GetRunID()).Get(hctx, nil)
+				release()
+			}()
 		}
 		// The task is the run's, which may have begun with an earlier call.
 		task, _, err := f.taskState(ctx, taskRef{workflowID: run.GetID(), runID: run.GetRunID()})
@@ -391,6 +414,7 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 // listTasks lists the runs of wait_for and wait_for_text, newest first. A
 // wait_agent task is found through list_agents.
 func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResult, error) {
+	principal := principalFrom(ctx)
 	token, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return mcp.ListTasksResult{}, badParams(fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor))
@@ -405,6 +429,9 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 	}
 	out := mcp.ListTasksResult{Tasks: []mcp.Task{}}
 	for _, e := range resp.Executions {
+		if !owns(principal, e.Execution.WorkflowId) {
+			continue // another principal's
+		}
 		ref := taskRef{workflowID: e.Execution.WorkflowId, runID: e.Execution.RunId}
 		task, _, err := f.taskState(ctx, ref)
 		var gone notFoundError

@@ -78,10 +78,14 @@ func (f *Front) handleListPanes(ctx context.Context, _ mcp.CallToolRequest) (*mc
 }
 
 func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	w, bad := f.prepareWaitForText(req)
+	w, bad := f.prepareWaitForText(ctx, req)
 	if bad != nil {
 		return bad, nil
 	}
+	// Counted as attached before attaching, so that another caller's
+	// hang-up meanwhile does not cancel the wait under this one.
+	release := f.attached.hold(w.id)
+	defer release()
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
@@ -103,26 +107,40 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 		return false
 	})
 	if err != nil && ctx.Err() != nil {
-		// The caller cancelled: detach the control client now.
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())
+		// The caller cancelled: detach the control client now, unless
+		// another caller (of the same principal: the ID holds it) is
+		// attached to this wait here, or a task holds it.
+		if release() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait is cancelled", "workflow_id", w.id)
+		} else {
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait runs on for the other callers attached", "workflow_id", w.id)
+		}
 		return nil, ctx.Err()
 	}
 	return textAnswer(out, err), nil
 }
 
 // prepareWaitForText parses a wait_for_text call into the wait it starts
-// or attaches to; a non-nil result is the call's answer (bad arguments).
-func (f *Front) prepareWaitForText(req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
+// or attaches to (the caller's own: the principal is part of its ID); a
+// non-nil result is the call's answer (bad arguments).
+func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
 	spec, err := workflows.ParseWaitForText(rawArgs(req))
 	if err != nil {
 		return sharedWait{}, textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
-	key, _ := json.Marshal([]any{f.opts.Tmux.Socket, spec})
+	principal := principalFrom(ctx)
+	parts := []any{f.opts.Tmux.Socket, spec}
+	if principal != "" {
+		parts = append(parts, principal)
+	}
+	key, _ := json.Marshal(parts)
 	sum := sha256.Sum256(key)
 	return sharedWait{
-		id:       "wait_for_text/" + hex.EncodeToString(sum[:12]),
+		id:       scopedID("wait_for_text", principal, hex.EncodeToString(sum[:12])),
+		memo:     principalMemo(nil, principal),
 		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
 		workflow: workflows.WaitForTextWorkflowName,
 		input: workflows.WaitForTextInput{

@@ -32,7 +32,7 @@ func waitForTool() mcp.Tool {
 }
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	w, bad := f.prepareWaitFor(req)
+	w, bad := f.prepareWaitFor(ctx, req)
 	if bad != nil {
 		return bad, nil
 	}
@@ -68,16 +68,18 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 }
 
 // prepareWaitFor parses a wait_for call into the wait it starts or
-// attaches to; a non-nil result is the call's answer (bad arguments).
-func (f *Front) prepareWaitFor(req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
+// attaches to (the caller's own: the principal is part of its ID); a
+// non-nil result is the call's answer (bad arguments).
+func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
 	spec, err := workflows.ParseWaitFor(rawArgs(req), f.catalog())
 	if err != nil {
 		return sharedWait{}, mcp.NewToolResultError("wait_for: " + err.Error())
 	}
+	principal := principalFrom(ctx)
 	return sharedWait{
-		id:       spec.WorkflowID(""),
+		id:       scopedID("wait_for", principal, strings.TrimPrefix(spec.WorkflowID(principal), "wait_for/")),
 		summary:  waitSummary(spec),
-		memo:     map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until},
+		memo:     principalMemo(map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until}, principal),
 		workflow: workflows.WaitForWorkflowName,
 		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
 		pollMs:   int64(spec.PollSec) * 1000,

@@ -54,6 +54,11 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	if r.daemon {
 		cfg = daemonConfig(cfg, logger)
 	}
+	if r.front {
+		if err := cfg.CheckMCPAuth(); err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -225,7 +230,19 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		}()
 		return front.ServeStdio(serveCtx, stdin, stdout)
 	}
-	var mcpHandler http.Handler = front.HTTPHandler("/mcp")
+	var ownDataDir string
+	if r.engine {
+		ownDataDir = cfg.DataDir
+	}
+	authenticate, err := httpAuth(ctx, cfg, ownDataDir, logger)
+	if err != nil {
+		return err
+	}
+	var mcpHandler http.Handler = front.HTTPHandlerWith("/mcp", mcpfront.HTTPOptions{
+		Loopback:       cfg.HTTPLoopback(),
+		AllowedOrigins: cfg.AllowedOrigins,
+		Authenticate:   authenticate,
+	})
 	if r.daemon && cfg.DaemonIdleExitMin > 0 {
 		idle := &activity{}
 		mcpHandler = idle.wrap(mcpHandler)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 
 	"github.com/durawait/durawait/internal/stdiobridge"
@@ -37,8 +38,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		d := &daemonStarter{dataDir: dir, args: args, logger: logger}
+		// The daemon's MCP endpoint is on loopback; when it authenticates
+		// callers, this user proves to be local with the token it wrote
+		// to the (private) data dir.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil
 		return stdiobridge.Run(ctx, stdin, stdout, stdiobridge.Options{
 			Connect: d.connect,
+			Client:  &http.Client{Transport: &localTokenTransport{dataDir: dir, next: tr}},
 			Logger:  logger.With("component", "bridge"),
 		})
 	default:

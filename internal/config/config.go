@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,13 @@ type Config struct {
 	// Tools lists the opt-in tools to serve: list_panes, wait_for_text.
 	Tools []string `toml:"tools"`
 
+	// AllowedOrigins are the Origin header values accepted from browsers
+	// besides loopback ones (which only a loopback listener accepts).
+	AllowedOrigins []string `toml:"allowed_origins"`
+	// Auth configures the authentication of HTTP callers; it is required
+	// when http is not a loopback address.
+	Auth Auth `toml:"auth"`
+
 	WaitFor    WaitFor     `toml:"wait_for"`
 	MCPServers []MCPServer `toml:"mcp_servers"`
 	Agents     Agents      `toml:"agents"`
@@ -54,6 +62,45 @@ type Tmux struct {
 	Socket string `toml:"socket"`
 	// WaitMaxSec is wait_for_text's server-side bound.
 	WaitMaxSec int `toml:"wait_max_sec"`
+}
+
+// Auth configures the authentication of HTTP callers: bearer tokens from a
+// file, JWTs checked against an identity provider's JWKS, or both.
+type Auth struct {
+	// TokensFile maps tokens to principals ([[token]] principal, token).
+	TokensFile string `toml:"tokens_file"`
+	// JWKSURL, Issuer and Audience check JWTs; the principal is sub.
+	JWKSURL  string `toml:"jwks_url"`
+	Issuer   string `toml:"issuer"`
+	Audience string `toml:"audience"`
+}
+
+// Enabled reports whether any authentication is configured.
+func (a Auth) Enabled() bool { return a.TokensFile != "" || a.JWKSURL != "" }
+
+// HTTPLoopback reports whether the HTTP listen address is a loopback one
+// (localhost, 127.0.0.0/8, ::1).
+func (c Config) HTTPLoopback() bool {
+	host, _, err := net.SplitHostPort(c.HTTP)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckMCPAuth applies the rule of a process that serves MCP over HTTP:
+// off loopback, callers must authenticate. (A worker's HTTP listener serves
+// only /healthz, and stdio serves no HTTP.)
+func (c Config) CheckMCPAuth() error {
+	if c.Stdio || c.HTTP == "" || c.HTTPLoopback() || c.Auth.Enabled() {
+		return nil
+	}
+	return fmt.Errorf("http: %s is not a loopback address, so MCP callers must authenticate: set auth.tokens_file, "+
+		"or auth.jwks_url with auth.issuer and auth.audience (or listen on 127.0.0.1)", c.HTTP)
 }
 
 // OptInTools are the tools served only when listed in tools.
@@ -135,6 +182,9 @@ func Load(path string) (Config, error) {
 	case !md.IsDefined("data_dir") && cfg.DataDir != "":
 		cfg.DataDir = configDataDir(cfg.DataDir, path)
 	}
+	if cfg.Auth.TokensFile != "" && !filepath.IsAbs(cfg.Auth.TokensFile) {
+		cfg.Auth.TokensFile = filepath.Join(base, cfg.Auth.TokensFile)
+	}
 	for i, s := range cfg.MCPServers {
 		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
 			cfg.MCPServers[i].Command[0] = filepath.Join(base, s.Command[0])
@@ -161,6 +211,17 @@ func (c Config) Validate() error {
 	}
 	if !c.Stdio && c.HTTP == "" {
 		bad("http: must be a listen address such as 127.0.0.1:8765 (or set stdio)")
+	}
+	if c.Auth.JWKSURL != "" && (c.Auth.Issuer == "" || c.Auth.Audience == "") {
+		bad("auth.jwks_url: needs auth.issuer and auth.audience")
+	}
+	if c.Auth.JWKSURL == "" && (c.Auth.Issuer != "" || c.Auth.Audience != "") {
+		bad("auth.issuer, auth.audience: apply only with auth.jwks_url")
+	}
+	for i, o := range c.AllowedOrigins {
+		if o == "" || o == "null" || !strings.Contains(o, "://") {
+			bad("allowed_origins[%d]: %q must be an origin such as https://app.example.com", i, o)
+		}
 	}
 	if c.Temporal == "" && c.DataDir == "" {
 		bad("data_dir: must not be empty when the embedded engine runs (the default, the user's state directory, needs XDG_STATE_HOME or HOME)")

@@ -175,3 +175,44 @@ func TestEachConfigFileHasItsOwnDefaultDataDir(t *testing.T) {
 	assert.True(t, strings.HasPrefix(filepath.Base(cfgA.DataDir), "durawait-"), cfgA.DataDir)
 	assert.Equal(t, filepath.Join(state, "durawait"), Default().DataDir, "no config file: the state dir itself")
 }
+
+func TestAuthIsRequiredOffLoopback(t *testing.T) {
+	for addr, loopback := range map[string]bool{
+		"127.0.0.1:8765": true, "127.1.2.3:1": true, "[::1]:8765": true, "localhost:8765": true,
+		"0.0.0.0:8765": false, ":8765": false, "[::]:8765": false, "192.168.1.5:8765": false, "example.com:80": false,
+	} {
+		cfg := Default()
+		cfg.HTTP = addr
+		assert.Equal(t, loopback, cfg.HTTPLoopback(), addr)
+		assert.NoError(t, cfg.Validate(), addr)
+		err := cfg.CheckMCPAuth()
+		if loopback {
+			assert.NoError(t, err, addr)
+			continue
+		}
+		assert.ErrorContains(t, err, "auth.tokens_file", addr)
+		assert.ErrorContains(t, err, "auth.jwks_url", addr)
+		cfg.Auth.TokensFile = "/etc/durawait/tokens.toml"
+		assert.NoError(t, cfg.CheckMCPAuth(), addr)
+		cfg.Auth = Auth{JWKSURL: "https://idp.example/jwks.json", Issuer: "https://idp.example", Audience: "durawait"}
+		assert.NoError(t, cfg.CheckMCPAuth(), addr)
+		assert.NoError(t, cfg.Validate(), addr)
+	}
+	cfg := Default()
+	cfg.HTTP, cfg.Stdio = "0.0.0.0:8765", true
+	assert.NoError(t, cfg.CheckMCPAuth(), "stdio serves no HTTP")
+
+	cfg = Default()
+	cfg.Auth.JWKSURL = "https://idp.example/jwks.json"
+	assert.ErrorContains(t, cfg.Validate(), "auth.jwks_url: needs auth.issuer and auth.audience")
+	cfg = Default()
+	cfg.AllowedOrigins = []string{"null"}
+	assert.ErrorContains(t, cfg.Validate(), "allowed_origins[0]")
+}
+
+func TestLoadResolvesTokensFile(t *testing.T) {
+	path := writeFile(t, "[auth]\ntokens_file = \"tokens.toml\"\n")
+	cfg, err := Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(filepath.Dir(path), "tokens.toml"), cfg.Auth.TokensFile)
+}
