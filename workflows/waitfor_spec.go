@@ -105,6 +105,13 @@ type ToolResolver interface {
 	ResolveProbeTool(name string) (canonical string, err error)
 }
 
+// ProbeArgsChecker is implemented by a ToolResolver that knows each probe
+// tool's input schema: ParseWaitFor then checks probe.args against it and
+// reports each broken rule as a FieldError under "probe.args".
+type ProbeArgsChecker interface {
+	CheckProbeArgs(canonical string, args json.RawMessage) []*FieldError
+}
+
 var (
 	waitForFields = []string{"probe", "until", "poll_sec", "max_wait_sec"}
 	probeFields   = []string{"tool", "args"}
@@ -200,6 +207,9 @@ func parseProbe(raw json.RawMessage, tools ToolResolver, errs *fieldErrors) Prob
 		} else {
 			p.Args = args
 		}
+	}
+	if checker, ok := tools.(ProbeArgsChecker); ok && p.Tool != "" && !errs.has("probe.args") {
+		*errs = append(*errs, checker.CheckProbeArgs(p.Tool, p.Args)...)
 	}
 	return p
 }
