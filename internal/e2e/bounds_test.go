@@ -156,4 +156,11 @@ func TestSlowRequestBodyIsCutOff(t *testing.T) {
 	elapsed := time.Since(start)
 	assert.Less(t, elapsed, 10*time.Second, "cut off near the 2 s read timeout, not held open")
 	assert.GreaterOrEqual(t, elapsed, time.Second, "a dribbling client is given its read timeout")
+
+	// The read timeout bounds reading requests, not answering them: a wait
+	// twice as long as the timeout still streams its answer.
+	c := inst.client(t)
+	got := c.waitFor(t, readFileWait(w.path("never"), map[string]any{"max_wait_sec": 4}))
+	assert.Equal(t, "timeout", got.Reason)
+	assert.GreaterOrEqual(t, got.ElapsedSec, 4.0)
 }
