@@ -55,6 +55,20 @@ type Poller struct {
 	Prober Prober
 	// Observer, when set, is told of every sample and of the result.
 	Observer Observer
+	// Judge, when set, replaces (*workflows.Matcher).JudgeContext; tests use
+	// it to stand in for a slow match.
+	Judge JudgeFunc
+}
+
+// JudgeFunc decides whether a wait is over after the latest observation;
+// it must return ctx's error soon after ctx ends.
+type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error)
+
+func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+	if p.Judge != nil {
+		return p.Judge(ctx, m, progress, now)
+	}
+	return m.JudgeContext(ctx, progress, now)
 }
 
 // PollProbe samples the probe until the condition holds or the deadline
@@ -171,10 +185,68 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 				Number: l.progress.Samples, Expected: l.expected, Observation: out.Text,
 			})
 		}
-		if reason, cond, done := l.matcher.Judge(l.progress, start); done {
+		reason, cond, done, err := l.judge(ctx, start)
+		switch {
+		case errors.Is(err, errDeadline):
+			// The match outlived the bound: the answer is a timeout, on time.
+			return l.result(workflows.ReasonTimeout, ""), nil
+		case err != nil:
+			return workflows.WaitForResult{}, err
+		case done:
 			return l.result(reason, cond), nil
 		}
 	}
+}
+
+// judge runs the matcher on the latest observation off the heartbeat path:
+// heartbeats keep flowing while it runs, and a match still running at the
+// sample's deadline (see sampleDeadline) is stopped and reported as
+// errDeadline, so no pattern can stretch the wait past its bound.
+func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+	matchCtx, cancel := context.WithDeadline(ctx, sampleDeadline(l.in.Deadline, start))
+	defer cancel()
+	type verdict struct {
+		reason workflows.Reason
+		cond   workflows.ConditionKind
+		done   bool
+		err    error
+	}
+	answer := make(chan verdict, 1)
+	progress := l.progress
+	go func() {
+		var v verdict
+		v.reason, v.cond, v.done, v.err = l.poller.judge(matchCtx, l.matcher, progress, start)
+		answer <- v
+	}()
+	for {
+		select {
+		case v := <-answer:
+			if v.err != nil {
+				if ctx.Err() != nil {
+					return "", "", false, ctx.Err()
+				}
+				return "", "", false, errDeadline
+			}
+			return v.reason, v.cond, v.done, nil
+		case <-l.beat.C:
+			l.heartbeat(ctx)
+		case <-matchCtx.Done():
+			if ctx.Err() != nil {
+				return "", "", false, ctx.Err()
+			}
+			return "", "", false, errDeadline
+		}
+	}
+}
+
+// sampleDeadline is when a sample taken at start must be judged by: the
+// wait's deadline, or FinalSampleAllowance after the sample taken on the
+// bound itself.
+func sampleDeadline(deadline, start time.Time) time.Time {
+	if !start.Before(deadline) {
+		return start.Add(FinalSampleAllowance)
+	}
+	return deadline
 }
 
 // sleepUntil waits for at, heartbeating, or returns when ctx ends.
@@ -206,11 +278,7 @@ const FinalSampleAllowance = time.Second
 // call runs one probe call, raced against the deadline, heartbeating while
 // it is in flight. A call that outlives the deadline is abandoned.
 func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
-	callDeadline := l.in.Deadline
-	if !start.Before(callDeadline) {
-		callDeadline = start.Add(FinalSampleAllowance)
-	}
-	callCtx, cancel := context.WithDeadline(ctx, callDeadline)
+	callCtx, cancel := context.WithDeadline(ctx, sampleDeadline(l.in.Deadline, start))
 	defer cancel()
 	type answer struct {
 		out ProbeOutput

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -285,3 +288,138 @@ func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
 	assert.Equal(t, 3, res.Samples)
 	assert.Equal(t, 0, prober.callCount())
 }
+
+// slowJudge stands in for a match that runs until it is stopped.
+type slowJudge struct {
+	mu      sync.Mutex
+	started time.Time
+}
+
+func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+	j.mu.Lock()
+	j.started = time.Now()
+	j.mu.Unlock()
+	<-ctx.Done()
+	return "", "", false, ctx.Err()
+}
+
+func (j *slowJudge) startedAt() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.started
+}
+
+func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
+	prober := &scriptedProber{steps: []step{text("Pending")}}
+	judge := &slowJudge{}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	beats := &beatCounter{}
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
+	poller := &Poller{Prober: prober, Judge: judge.judge}
+	env.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
+	// The test environment has no heartbeat timeout: the loop beats every
+	// second, so a 2.5 s bound sees at least two beats during the match.
+	in := input(matchesReady, 10*time.Millisecond, 2500*time.Millisecond, 0)
+	val, err := env.ExecuteActivity(workflows.PollProbeActivityName, in)
+	elapsed := time.Since(in.StartedAt)
+	require.NoError(t, err)
+	var res workflows.WaitForResult
+	require.NoError(t, val.Get(&res))
+
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
+	assert.Equal(t, "Pending", res.LastObservation)
+	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
+	assert.Less(t, elapsed, 2500*time.Millisecond+FinalSampleAllowance, "the bound holds: max_wait + 1 s")
+
+	during := beats.since(judge.startedAt())
+	assert.GreaterOrEqual(t, during, 2, "heartbeats keep flowing while the match runs")
+}
+
+// beatCounter notes when the activity records each heartbeat (before the
+// SDK throttles them).
+type beatCounter struct {
+	interceptor.WorkerInterceptorBase
+	mu    sync.Mutex
+	beats []time.Time
+}
+
+func (b *beatCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	in := &beatInbound{counter: b}
+	in.Next = next
+	return in
+}
+
+// since counts the heartbeats recorded after t.
+func (b *beatCounter) since(t time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, at := range b.beats {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+type beatInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	counter *beatCounter
+}
+
+func (i *beatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	out := &beatOutbound{counter: i.counter}
+	out.Next = outbound
+	return i.Next.Init(out)
+}
+
+type beatOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	counter *beatCounter
+}
+
+func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	o.counter.mu.Lock()
+	o.counter.beats = append(o.counter.beats, time.Now())
+	o.counter.mu.Unlock()
+	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// pathologicalPattern is [xy]x{n} six times then z, with n as large as
+// MaxPatternInstructions allows: the costliest shape of pattern the parser
+// accepts, against an output of x's.
+func pathologicalPattern(t *testing.T) string {
+	t.Helper()
+	for n := 999; n > 0; n-- {
+		p := strings.Repeat(fmt.Sprintf("[xy]x{%d}", n), 6) + "z"
+		size, err := workflows.PatternInstructions(p)
+		require.NoError(t, err)
+		if size <= workflows.MaxPatternInstructions {
+			return p
+		}
+	}
+	t.Fatal("no pattern fits")
+	return ""
+}
+
+func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
+	pattern := pathologicalPattern(t)
+	_, err := workflows.ParseWaitFor(json.RawMessage(fmt.Sprintf(
+		`{"probe":{"tool":"x"},"until":{"matches":%q},"poll_sec":1,"max_wait_sec":3}`, pattern)), anyTool{})
+	require.NoError(t, err, "the pattern is within the limits")
+
+	big := strings.Repeat("x", workflows.MaxObservationBytes)
+	prober := &scriptedProber{steps: []step{text(big)}}
+	in := input(workflows.Until{Kind: workflows.ConditionMatches, Pattern: pattern}, 10*time.Millisecond, 300*time.Millisecond, 0)
+	res, err := runPoll(t, prober, in, nil, nil)
+	elapsed := time.Since(in.StartedAt)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, 1, res.Samples)
+	assert.Less(t, elapsed, 300*time.Millisecond+FinalSampleAllowance, "the match is stopped at the bound")
+}
+
+type anyTool struct{}
+
+func (anyTool) ResolveProbeTool(name string) (string, error) { return "demo." + name, nil }

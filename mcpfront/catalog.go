@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Downstream is the set of downstream MCP servers durawait re-exposes and
@@ -39,12 +40,16 @@ type catalog struct {
 	byCanon map[string]toolRef   // "<server>.<tool>" -> tool
 	down    map[string]error     // servers with no tools and a connection error
 	exposed map[string]toolRef   // exposed name -> tool
+	policy  ProbePolicy
+	schemas map[string]*jsonschema.Schema // "<server>.<tool>" -> compiled input schema
 }
 
 // newCatalog snapshots d. A tool is exposed under its own name unless two
 // exposing servers share that name, or it clashes with one of durawait's own
-// tools; then it is exposed as "<server>.<tool>".
-func newCatalog(d Downstream, native []string) *catalog {
+// tools; then it is exposed as "<server>.<tool>". Input schemas are compiled
+// here, once per snapshot, for checking probe arguments; policy says which
+// tools beyond the read-only ones may be probed.
+func newCatalog(d Downstream, native []string, policy ProbePolicy) *catalog {
 	c := &catalog{
 		native:  map[string]bool{},
 		servers: d.ServerNames(),
@@ -52,6 +57,8 @@ func newCatalog(d Downstream, native []string) *catalog {
 		byCanon: map[string]toolRef{},
 		down:    map[string]error{},
 		exposed: map[string]toolRef{},
+		policy:  policy,
+		schemas: map[string]*jsonschema.Schema{},
 	}
 	for _, n := range native {
 		c.native[n] = true
@@ -67,6 +74,7 @@ func newCatalog(d Downstream, native []string) *catalog {
 			ref := toolRef{Server: server, Def: def}
 			c.byTool[def.Name] = append(c.byTool[def.Name], ref)
 			c.byCanon[ref.canonical()] = ref
+			c.schemas[ref.canonical()] = compileInputSchema(ref)
 			if expose {
 				exposers[def.Name]++
 				toExpose = append(toExpose, ref)
@@ -83,27 +91,32 @@ func newCatalog(d Downstream, native []string) *catalog {
 	return c
 }
 
-// ResolveProbeTool implements workflows.ToolResolver.
+// ResolveProbeTool implements workflows.ToolResolver. A tool that is not
+// annotated readOnlyHint: true is refused unless the policy allows it.
 func (c *catalog) ResolveProbeTool(name string) (string, error) {
 	if c.native[name] {
 		return "", fmt.Errorf("%q is one of durawait's own tools; native tools cannot be probed, name a downstream MCP tool", name)
 	}
-	if ref, ok := c.byCanon[name]; ok {
-		return ref.canonical(), nil
-	}
-	refs := c.byTool[name]
-	switch len(refs) {
-	case 1:
-		return refs[0].canonical(), nil
-	case 0:
-		return "", fmt.Errorf("no downstream MCP server exposes a tool named %q%s", name, c.describeServers())
-	default:
-		forms := make([]string, len(refs))
-		for i, r := range refs {
-			forms[i] = r.canonical()
+	ref, ok := c.byCanon[name]
+	if !ok {
+		refs := c.byTool[name]
+		switch len(refs) {
+		case 1:
+			ref = refs[0]
+		case 0:
+			return "", fmt.Errorf("no downstream MCP server exposes a tool named %q%s", name, c.describeServers())
+		default:
+			forms := make([]string, len(refs))
+			for i, r := range refs {
+				forms[i] = r.canonical()
+			}
+			return "", fmt.Errorf("%q is a tool of several downstream servers; name one of %s", name, strings.Join(forms, ", "))
 		}
-		return "", fmt.Errorf("%q is a tool of several downstream servers; name one of %s", name, strings.Join(forms, ", "))
 	}
+	if !c.policy.allows(ref) {
+		return "", c.policy.refusal(ref)
+	}
+	return ref.canonical(), nil
 }
 
 // describeServers tells a caller what it could have probed instead.

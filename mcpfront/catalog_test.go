@@ -14,7 +14,7 @@ import (
 // fakeDownstream is a fixed set of servers and tools.
 type fakeDownstream struct {
 	order   []string
-	tools   map[string][]string
+	tools   map[string][]string // read-only tools by name
 	expose  map[string]bool
 	lastErr map[string]error
 	defs    map[string][]mcp.Tool // full definitions, listed after tools
@@ -26,7 +26,7 @@ func (f fakeDownstream) ServerNames() []string { return f.order }
 func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
 	var out []mcp.Tool
 	for _, name := range f.tools[server] {
-		out = append(out, mcp.NewTool(name))
+		out = append(out, mcp.NewTool(name, mcp.WithReadOnlyHintAnnotation(true)))
 	}
 	out = append(out, f.defs[server]...)
 	return out, f.expose[server], f.lastErr[server]
@@ -55,7 +55,7 @@ func TestCatalogNamesToolsAndResolvesProbes(t *testing.T) {
 		expose:  map[string]bool{"k8s": true, "ci": true, "hidden": false, "gone": true},
 		lastErr: map[string]error{"gone": errors.New("connection refused")},
 	}
-	c := newCatalog(d, nativeToolNames)
+	c := newCatalog(d, nativeToolNames, nil)
 
 	assert.Equal(t, []string{"ci.logs", "job_status", "k8s.logs", "k8s.wait_for", "kubectl_get"}, exposedNames(c),
 		"shared names and names of native tools are server-qualified; unexposed servers are not listed")

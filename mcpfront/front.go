@@ -39,6 +39,9 @@ type Options struct {
 	TaskQueue string
 	// Downstream servers to re-expose and probe.
 	Downstream Downstream
+	// ProbePolicy allows, per server, probes of tools not annotated
+	// readOnlyHint: true (the servers' probe_tools).
+	ProbePolicy ProbePolicy
 	// Events, when set, feeds progress notifications and early answers.
 	Events EventFeed
 	// HeartbeatTimeout of probe loops.
@@ -108,7 +111,7 @@ var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_
 // Refresh rebuilds the tool list from the downstream servers' current tools.
 // Call it whenever a server's tool list changes.
 func (f *Front) Refresh() {
-	cat := newCatalog(f.opts.Downstream, nativeToolNames)
+	cat := newCatalog(f.opts.Downstream, nativeToolNames, f.opts.ProbePolicy)
 	f.mu.Lock()
 	f.cat = cat
 	f.mu.Unlock()

@@ -103,6 +103,15 @@ const MaxPromptBytes = 256 * 1024
 
 var startAgentFields = []string{"provider", "prompt", "cwd", "model", "session_id"}
 
+// startAgentLimits bounds each start_agent argument, in bytes.
+var startAgentLimits = map[string]int{
+	"provider":   MaxProviderBytes,
+	"prompt":     MaxPromptBytes,
+	"cwd":        MaxPathBytes,
+	"model":      MaxModelBytes,
+	"session_id": MaxSessionIDBytes,
+}
+
 // ParseStartAgent turns raw start_agent arguments into an AgentSpec. cwd
 // defaults to the first allowed root; it must be absolute and lie inside an
 // allowed root (checked lexically here, and again after resolving symbolic
@@ -126,6 +135,10 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			errs.add(field, "must be a string")
+			return "", false
+		}
+		if limit := startAgentLimits[field]; len(s) > limit {
+			errs.add(field, overLimit(limit, len(s), "bytes"))
 			return "", false
 		}
 		if strings.ContainsRune(s, 0) {
@@ -152,8 +165,6 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 			errs.add("prompt", "must not be empty")
 		case !utf8.ValidString(p):
 			errs.add("prompt", "must be valid UTF-8")
-		case len(p) > MaxPromptBytes:
-			errs.add("prompt", fmt.Sprintf("must be at most %d bytes (got %d)", MaxPromptBytes, len(p)))
 		default:
 			spec.Prompt = p
 		}
@@ -179,8 +190,8 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 		}
 	}
 	if s, ok := str("session_id", false); ok {
-		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "-") || len(s) > 256 {
-			errs.add("session_id", fmt.Sprintf("must be a provider session ID: not empty, not starting with '-', at most 256 bytes (got %q)", s))
+		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "-") {
+			errs.add("session_id", fmt.Sprintf("must be a provider session ID: not empty, not starting with '-' (got %q)", s))
 		} else {
 			spec.SessionID = s
 		}
@@ -205,7 +216,9 @@ func ParseInvocationID(raw json.RawMessage) (string, error) {
 		errs.add("invocation_id", "is required: the ID start_agent returned")
 	case json.Unmarshal(v, &id) != nil:
 		errs.add("invocation_id", "must be a string")
-	case !strings.HasPrefix(id, AgentIDPrefix) || len(id) > 128:
+	case len(id) > MaxInvocationIDBytes:
+		errs.add("invocation_id", overLimit(MaxInvocationIDBytes, len(id), "bytes"))
+	case !strings.HasPrefix(id, AgentIDPrefix):
 		errs.add("invocation_id", fmt.Sprintf("%q is not an invocation ID returned by start_agent", id))
 	}
 	if err := errs.err(); err != nil {

@@ -33,6 +33,16 @@ func (fs *fieldErrors) add(field, rule string) {
 	*fs = append(*fs, &FieldError{Field: field, Rule: rule})
 }
 
+// has reports whether field already has an error.
+func (fs fieldErrors) has(field string) bool {
+	for _, f := range fs {
+		if f.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
 func (fs fieldErrors) err() error {
 	if len(fs) == 0 {
 		return nil

@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // Reason says why a wait_for stopped.
@@ -139,28 +142,94 @@ func NewMatcher(spec WaitForSpec, quietFor time.Duration) (*Matcher, error) {
 // taken at now. The failure pattern is checked first: when an output matches
 // both, the wait fails.
 func (m *Matcher) Judge(p PollProgress, now time.Time) (Reason, ConditionKind, bool) {
+	reason, cond, done, _ := m.JudgeContext(context.Background(), p, now)
+	return reason, cond, done
+}
+
+// JudgeContext is Judge with matches that stop when ctx ends: then it
+// returns ctx's error and no verdict. A pattern's cost grows with its
+// compiled program as well as with the text, so a match over a large output
+// can take seconds; this lets the caller give up on it at a deadline
+// without leaving it burning CPU.
+func (m *Matcher) JudgeContext(ctx context.Context, p PollProgress, now time.Time) (Reason, ConditionKind, bool, error) {
 	if !p.HasObservation {
-		return "", "", false
+		return "", "", false, nil
 	}
 	obs := p.LastObservation
-	if m.fail != nil && m.fail.MatchString(obs) {
-		return ReasonFailed, ConditionFailMatches, true
+	if m.fail != nil {
+		hit, err := matchContext(ctx, m.fail, obs)
+		if err != nil {
+			return "", "", false, err
+		}
+		if hit {
+			return ReasonFailed, ConditionFailMatches, true, nil
+		}
 	}
 	switch m.kind {
-	case ConditionMatches:
-		if m.success.MatchString(obs) {
-			return ReasonMatched, ConditionMatches, true
+	case ConditionMatches, ConditionNotMatches:
+		hit, err := matchContext(ctx, m.success, obs)
+		if err != nil {
+			return "", "", false, err
 		}
-	case ConditionNotMatches:
-		if !m.success.MatchString(obs) {
-			return ReasonMatched, ConditionNotMatches, true
+		if hit == (m.kind == ConditionMatches) {
+			return ReasonMatched, m.kind, true, nil
 		}
 	case ConditionQuietForSec:
 		if now.Sub(p.QuietSince) >= m.quietFor {
-			return ReasonSettled, ConditionQuietForSec, true
+			return ReasonSettled, ConditionQuietForSec, true, nil
 		}
 	}
-	return "", "", false
+	return "", "", false, nil
+}
+
+// cheapMatchBytes is the text size below which a match runs on the string
+// directly (fast, with literal-prefix scans); above it, the match reads the
+// text through a reader that stops when the context ends (a few milliseconds
+// over 256 KiB for ordinary patterns).
+const cheapMatchBytes = 4 * 1024
+
+// matchContext reports whether re matches s, giving up when ctx ends.
+func matchContext(ctx context.Context, re *regexp.Regexp, s string) (bool, error) {
+	if _, literal := re.LiteralPrefix(); literal || len(s) <= cheapMatchBytes {
+		// A pure literal is a substring search: fast whatever its length.
+		return re.MatchString(s), nil
+	}
+	r := &stoppableReader{s: s, done: ctx.Done()}
+	hit := re.MatchReader(r)
+	if r.stopped {
+		return false, ctx.Err()
+	}
+	return hit, nil
+}
+
+// stoppableReader reads a string rune by rune and reports the end of the
+// text early once done is closed. It looks at done every stopCheckRunes runes.
+type stoppableReader struct {
+	s       string
+	pos     int
+	n       int
+	done    <-chan struct{}
+	stopped bool
+}
+
+const stopCheckRunes = 1024
+
+func (r *stoppableReader) ReadRune() (rune, int, error) {
+	if r.stopped || r.pos >= len(r.s) {
+		return 0, 0, io.EOF
+	}
+	r.n++
+	if r.n%stopCheckRunes == 0 {
+		select {
+		case <-r.done:
+			r.stopped = true
+			return 0, 0, io.EOF
+		default:
+		}
+	}
+	c, size := utf8.DecodeRuneInString(r.s[r.pos:])
+	r.pos += size
+	return c, size, nil
 }
 
 // Sample is one probe observation, as reported to progress listeners.

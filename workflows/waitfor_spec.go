@@ -60,7 +60,8 @@ type Until struct {
 
 // WaitForSpec is a parsed wait_for call. Values come from ParseWaitFor, which
 // guarantees: the probe tool is a canonical downstream name, Args is a JSON
-// object, patterns compile, 0 < PollSec < MaxWaitSec <= MaxWaitCeilingSec,
+// object within MaxProbeArgsBytes, patterns compile within MaxPatternBytes
+// and MaxPatternInstructions, 0 < PollSec < MaxWaitSec <= MaxWaitCeilingSec,
 // and 0 < QuietForSec <= MaxWaitSec.
 type WaitForSpec struct {
 	Probe Probe `json:"probe"`
@@ -102,6 +103,13 @@ func (s WaitForSpec) WorkflowID(principal string) string {
 // tool name, or explains why it cannot be probed.
 type ToolResolver interface {
 	ResolveProbeTool(name string) (canonical string, err error)
+}
+
+// ProbeArgsChecker is implemented by a ToolResolver that knows each probe
+// tool's input schema: ParseWaitFor then checks probe.args against it and
+// reports each broken rule as a FieldError under "probe.args".
+type ProbeArgsChecker interface {
+	CheckProbeArgs(canonical string, args json.RawMessage) []*FieldError
 }
 
 var (
@@ -179,6 +187,8 @@ func parseProbe(raw json.RawMessage, tools ToolResolver, errs *fieldErrors) Prob
 		errs.add("probe.tool", "must be a string")
 	case strings.TrimSpace(name) == "":
 		errs.add("probe.tool", "must not be empty")
+	case len(name) > MaxProbeToolBytes:
+		errs.add("probe.tool", overLimit(MaxProbeToolBytes, len(name), "bytes"))
 	default:
 		canonical, err := tools.ResolveProbeTool(name)
 		if err != nil {
@@ -190,11 +200,16 @@ func parseProbe(raw json.RawMessage, tools ToolResolver, errs *fieldErrors) Prob
 	p.Args = json.RawMessage(`{}`)
 	if argsRaw, present := obj["args"]; present {
 		args, err := canonicalObject(argsRaw)
-		if err != nil {
+		if n := len(bytes.TrimSpace(argsRaw)); n > MaxProbeArgsBytes {
+			errs.add("probe.args", overLimit(MaxProbeArgsBytes, n, "bytes of JSON"))
+		} else if err != nil {
 			errs.add("probe.args", err.Error())
 		} else {
 			p.Args = args
 		}
+	}
+	if checker, ok := tools.(ProbeArgsChecker); ok && p.Tool != "" && !errs.has("probe.args") {
+		*errs = append(*errs, checker.CheckProbeArgs(p.Tool, p.Args)...)
 	}
 	return p
 }
@@ -241,7 +256,8 @@ func parseUntil(raw json.RawMessage, errs *fieldErrors) Until {
 	return u
 }
 
-// parsePattern checks that raw is a non-empty string that compiles as RE2.
+// parsePattern checks that raw is a non-empty string that compiles as RE2,
+// within MaxPatternBytes and MaxPatternInstructions.
 func parsePattern(raw json.RawMessage, field string, errs *fieldErrors) (string, bool) {
 	var pattern string
 	if err := json.Unmarshal(raw, &pattern); err != nil {
@@ -252,8 +268,17 @@ func parsePattern(raw json.RawMessage, field string, errs *fieldErrors) (string,
 		errs.add(field, "must not be empty (an empty pattern matches any output)")
 		return "", false
 	}
+	if len(pattern) > MaxPatternBytes {
+		errs.add(field, overLimit(MaxPatternBytes, len(pattern), "bytes"))
+		return "", false
+	}
 	if _, err := regexp.Compile(pattern); err != nil {
 		errs.add(field, fmt.Sprintf("is not a valid regular expression (RE2 syntax): %v", err))
+		return "", false
+	}
+	if n, err := PatternInstructions(pattern); err != nil || n > MaxPatternInstructions {
+		errs.add(field, fmt.Sprintf("is too costly to match: it compiles to %d instructions, over the limit of %d "+
+			"(large counted repetitions such as x{999} cost the most; simplify the pattern)", n, MaxPatternInstructions))
 		return "", false
 	}
 	return pattern, true

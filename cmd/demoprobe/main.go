@@ -12,6 +12,10 @@
 //	fail {message}          an isError result carrying message
 //	hang {}                 never answers (until the call is cancelled)
 //	env {}                  the server's environment, NAME=value per line
+//	delete_file {path}      deletes the file (annotated destructive: wait_for
+//	                        refuses to probe it unless the config allows it)
+//
+// Every tool but delete_file is annotated readOnlyHint: true.
 //
 // Flags: --http ADDR serves streamable HTTP at /mcp instead of stdio;
 // --call-log FILE appends one line per call ("<tool> <args-json>").
@@ -103,6 +107,28 @@ func (p *probe) register(s *server.MCPServer) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}))
+	s.AddTool(mcp.NewTool("delete_file", mcp.WithDescription("Delete a file."),
+		mcp.WithString("path", mcp.Required(), mcp.Description("file to delete")), destructive("Delete a file")),
+		p.logged(p.deleteFile))
+}
+
+// destructive annotates a tool that deletes or overwrites.
+func destructive(title string) mcp.ToolOption {
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		Title:           title,
+		ReadOnlyHint:    mcp.ToBoolPtr(false),
+		DestructiveHint: mcp.ToBoolPtr(true),
+		IdempotentHint:  mcp.ToBoolPtr(true),
+		OpenWorldHint:   mcp.ToBoolPtr(false),
+	})
+}
+
+func (p *probe) deleteFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	err := os.Remove(req.GetString("path", ""))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	return mcp.NewToolResultText("deleted"), nil
 }
 
 // logged appends the call to the call log before running h.

@@ -83,7 +83,12 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		}
 		mux = http.NewServeMux()
 		mux.Handle("GET /healthz", health)
-		httpServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// Reading a request (headers and body) is bounded; writing is not,
+		// so a 300 s wait's stream is never cut. Idle keep-alive
+		// connections are closed after two minutes.
+		readTimeout := time.Duration(cfg.HTTPReadTimeoutSec) * time.Second
+		httpServer = &http.Server{Handler: mux, ReadHeaderTimeout: min(10*time.Second, readTimeout),
+			ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 		go func() {
 			if err := httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("HTTP server stopped", "error", err)
@@ -192,6 +197,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		Namespace:        cfg.Namespace,
 		TaskQueue:        cfg.TaskQueue,
 		Downstream:       manager,
+		ProbePolicy:      probePolicy(cfg),
 		Events:           feed,
 		HeartbeatTimeout: cfg.HeartbeatTimeout(),
 		Agents: mcpfront.AgentOptions{
@@ -328,6 +334,17 @@ func serverConfigs(cfg config.Config) []downstream.ServerConfig {
 		}
 	}
 	return out
+}
+
+// probePolicy maps each server's probe_tools onto the front end's policy.
+func probePolicy(cfg config.Config) mcpfront.ProbePolicy {
+	p := mcpfront.ProbePolicy{}
+	for _, s := range cfg.MCPServers {
+		if len(s.ProbeTools) > 0 {
+			p[s.Name] = s.ProbeTools
+		}
+	}
+	return p
 }
 
 // healthState answers /healthz: 503 while starting, then 200 with a short

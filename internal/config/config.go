@@ -39,6 +39,9 @@ type Config struct {
 	// sessions share stays up with no client connected and no wait running;
 	// 0 keeps it up until `durawait stop`.
 	DaemonIdleExitMin int `toml:"daemon_idle_exit_min"`
+	// HTTPReadTimeoutSec bounds reading one HTTP request, headers and body;
+	// it does not bound the response, so long waits stream on.
+	HTTPReadTimeoutSec int `toml:"http_read_timeout_sec"`
 
 	// Tools lists the opt-in tools to serve: list_panes, wait_for_text.
 	Tools []string `toml:"tools"`
@@ -134,6 +137,10 @@ type MCPServer struct {
 	// prefix). Without it a server gets PATH, HOME, USER, LOGNAME, LANG,
 	// LC_*, TMPDIR and TZ, plus its env.
 	InheritEnv InheritEnv `toml:"inherit_env"`
+
+	// ProbeTools names the tools wait_for may probe beyond those annotated
+	// readOnlyHint: true; "*" allows every tool of the server.
+	ProbeTools []string `toml:"probe_tools"`
 }
 
 // Exposed reports the expose setting with its default applied.
@@ -145,17 +152,18 @@ func (s MCPServer) Exposed() bool { return s.Expose == nil || *s.Expose }
 func Default() Config {
 	dataDir, _ := StateDir(os.Getenv)
 	return Config{
-		HTTP:              "127.0.0.1:8765",
-		DataDir:           dataDir,
-		DaemonIdleExitMin: 30,
-		Namespace:         "default",
-		TaskQueue:         "durawait",
-		EnginePort:        7233,
-		UIPort:            8233,
-		LogLevel:          "info",
-		WaitFor:           WaitFor{HeartbeatTimeoutSec: 5},
-		Agents:            Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
-		Tmux:              Tmux{WaitMaxSec: 60},
+		HTTP:               "127.0.0.1:8765",
+		DataDir:            dataDir,
+		DaemonIdleExitMin:  30,
+		HTTPReadTimeoutSec: 30,
+		Namespace:          "default",
+		TaskQueue:          "durawait",
+		EnginePort:         7233,
+		UIPort:             8233,
+		LogLevel:           "info",
+		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5},
+		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
+		Tmux:               Tmux{WaitMaxSec: 60},
 	}
 }
 
@@ -232,6 +240,9 @@ func (c Config) Validate() error {
 	if c.UIPort < 0 || c.UIPort > 65535 {
 		bad("ui_port: must be a TCP port or 0 to disable the UI, got %d", c.UIPort)
 	}
+	if c.HTTPReadTimeoutSec < 1 {
+		bad("http_read_timeout_sec: must be at least 1, got %d", c.HTTPReadTimeoutSec)
+	}
 	if c.DaemonIdleExitMin < 0 {
 		bad("daemon_idle_exit_min: must be 0 (never) or more, got %d", c.DaemonIdleExitMin)
 	}
@@ -266,6 +277,11 @@ func (c Config) Validate() error {
 		}
 		if s.Transport != "" && s.URL == "" {
 			bad("%s.transport: applies only with url", field)
+		}
+		for j, t := range s.ProbeTools {
+			if strings.TrimSpace(t) == "" {
+				bad("%s.probe_tools[%d]: must be a tool name or \"*\"", field, j)
+			}
 		}
 	}
 	for i, t := range c.Tools {

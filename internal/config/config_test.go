@@ -216,3 +216,28 @@ func TestLoadResolvesTokensFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(filepath.Dir(path), "tokens.toml"), cfg.Auth.TokensFile)
 }
+
+func TestProbeToolsAndReadTimeout(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.toml")
+	require.NoError(t, os.WriteFile(path, []byte(`data_dir = "x"
+http_read_timeout_sec = 5
+[[mcp_servers]]
+name = "files"
+command = ["fs"]
+probe_tools = ["delete_file", "*"]
+`), 0o644))
+	cfg, err := Load(path)
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, []string{"delete_file", "*"}, cfg.MCPServers[0].ProbeTools)
+	assert.Equal(t, 5, cfg.HTTPReadTimeoutSec)
+	assert.Equal(t, 30, Default().HTTPReadTimeoutSec)
+
+	cfg.MCPServers[0].ProbeTools = []string{" "}
+	cfg.HTTPReadTimeoutSec = 0
+	err = cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `mcp_servers[0].probe_tools[0]: must be a tool name or "*"`)
+	assert.Contains(t, err.Error(), "http_read_timeout_sec: must be at least 1, got 0")
+}

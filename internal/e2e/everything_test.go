@@ -140,7 +140,8 @@ func (t recordedHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRequ
 func TestServerEverythingOverLegacySSE(t *testing.T) {
 	sseURL := everythingSSE(t)
 	w := newWorkspace(t)
-	inst := w.startServe(w.writeConfig(server{name: "everything", url: sseURL, transport: "sse"}))
+	// Its echo tool is probed whether or not the server annotates it read-only.
+	inst := w.startServe(w.writeConfig(server{name: "everything", url: sseURL, transport: "sse", probeTools: []string{"echo"}}))
 	c := inst.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -126,6 +126,8 @@ type server struct {
 	url       string
 	transport string
 	expose    *bool
+	// probeTools allows probes of tools not annotated read-only.
+	probeTools []string
 }
 
 // demoServer is the demo probe, logging calls to the workspace's call log.
@@ -161,6 +163,10 @@ func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 		}
 		if s.expose != nil {
 			fmt.Fprintf(&b, "expose = %v\n", *s.expose)
+		}
+		if s.probeTools != nil {
+			tools, _ := json.Marshal(s.probeTools)
+			fmt.Fprintf(&b, "probe_tools = %s\n", tools)
 		}
 	}
 	path := w.path("durawait.toml")
