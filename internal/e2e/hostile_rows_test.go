@@ -329,6 +329,8 @@ func otherToolRows() []hostile {
 const (
 	parseError     = `"code":-32700`
 	invalidRequest = `"code":-32600`
+	// isError marks a raw tools/call answered with an isError result.
+	isError = `"isError":true`
 )
 
 // rawRows are JSON-RPC messages no client library would send.
@@ -349,7 +351,13 @@ func rawRows() []hostile {
 		{name: "raw/tools/call name not a string", raw: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}`, want: []string{invalidRequest, "name"}},
 		// An object id is answered today, with the tools list.
 		{name: "raw/id an object", raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, want: []string{invalidRequest, "id"}, pending: "unassigned"},
-		{name: "raw/arguments duplicated key", raw: callMsg("wait_for", `{"probe":{"tool":"read_file"},"probe":5,"until":{"matches":"x"}}`), want: []string{"probe", "object"}},
+		{name: "raw/arguments duplicated key", raw: callMsg("wait_for", `{"probe":{"tool":"read_file"},"probe":5,"until":{"matches":"x"}}`), want: []string{isError, "probe", "object"}},
+		// arguments null reads as no arguments: the required ones are named.
+		{name: "raw/wait_for arguments null", raw: callMsg("wait_for", `null`), want: []string{isError, "probe", "required"}},
+		{name: "raw/start_agent arguments null", raw: callMsg("start_agent", `null`), want: []string{isError, "provider", "required"}},
+		{name: "raw/wait_agent arguments null", raw: callMsg("wait_agent", `null`), want: []string{isError, "invocation_id", "required"}},
+		{name: "raw/cancel_agent arguments null", raw: callMsg("cancel_agent", `null`), want: []string{isError, "invocation_id", "required"}},
+		{name: "raw/wait_for_text arguments null", raw: callMsg("wait_for_text", `null`), want: []string{isError, "target", "required"}},
 		// Rules other branches are adding now.
 		{name: "raw/batch", raw: `[{"jsonrpc":"2.0","id":10,"method":"tools/list"},{"jsonrpc":"2.0","id":11,"method":"tools/list"}]`, want: []string{"batch"}, pending: "auth"},
 		{name: "raw/id null", only: "stdio", raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, want: []string{"error", "id"}, pending: "auth"},
