@@ -201,6 +201,10 @@ func agentRows(hw *hostileWorld) []hostile {
 	start("cwd dot-dot out of the root", []string{"cwd", "outside the allowed roots"}, func(a map[string]any) { a["cwd"] = hw.root + "/repo/../../.." })
 	start("cwd sibling with the root as prefix", []string{"cwd", "outside the allowed roots"}, func(a map[string]any) { a["cwd"] = hw.root + "shop" })
 	start("cwd through a link out of the root", []string{"allowed roots"}, func(a map[string]any) { a["cwd"] = hw.root + "/escape/etc" })
+	// Today a NUL in cwd passes the lexical check and the run fails at
+	// once (start_failed, "lstat ...: invalid argument"); see the pending
+	// row below for the up-front refusal.
+	start("cwd with a NUL byte", []string{"cwd"}, func(a map[string]any) { a["cwd"] = hw.root + "/repo\x00/x" })
 	start("model empty", []string{"model", "model name"}, func(a map[string]any) { a["model"] = "" })
 	start("model a flag", []string{"model", "'-'"}, func(a map[string]any) { a["model"] = "--dangerously-skip-permissions" })
 	start("session_id a flag", []string{"session_id", "'-'"}, func(a map[string]any) { a["session_id"] = "-rf" })
@@ -220,6 +224,8 @@ func agentRows(hw *hostileWorld) []hostile {
 		rows = append(rows, hostile{name: "start_agent/" + name, tool: "start_agent", args: a, want: want, pending: branch})
 	}
 	pendingStart("faults", "prompt with a NUL byte", []string{"prompt", "NUL"}, func(a map[string]any) { a["prompt"] = "say\x00hi" })
+	pendingStart("faults", "cwd with a NUL byte, refused up front", []string{"cwd", "NUL"}, func(a map[string]any) { a["cwd"] = hw.root + "/repo\x00/x" })
+	pendingStart("faults", "model with a NUL byte", []string{"model", "NUL"}, func(a map[string]any) { a["model"] = "m\x00" })
 	pendingStart("bounds", "model 1 MB", []string{"model", "at most"}, func(a map[string]any) { a["model"] = strings.Repeat("m", 1<<20) })
 	pendingStart("bounds", "cwd 1 MB", []string{"cwd", "at most"}, func(a map[string]any) { a["cwd"] = hw.root + "/" + strings.Repeat("c", 1<<20) })
 	rows = append(rows, hostile{name: "start_agent/prompt invalid UTF-8 (raw)", raw: callMsg("start_agent",
