@@ -367,7 +367,7 @@ func rawRows() []hostile {
 		// Rules other branches are adding now.
 		{name: "raw/batch", raw: `[{"jsonrpc":"2.0","id":10,"method":"tools/list"},{"jsonrpc":"2.0","id":11,"method":"tools/list"}]`, want: []string{"batch"}, pending: "auth"},
 		{name: "raw/id null", only: "stdio", raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, want: []string{"error", "id"}, pending: "auth"},
-		{name: "raw/request with invalid UTF-8", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":"/x`+"\xff"+`"}},"until":{"matches":"x"}}`), want: []string{"UTF-8"}, pending: "faults"},
+		{name: "raw/request with invalid UTF-8", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":"/x`+"\xff"+`"}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"UTF-8"}, pending: "faults"},
 		{name: "raw/foreign Origin", only: "http", raw: `{"jsonrpc":"2.0","id":12,"method":"tools/list"}`,
 			header: map[string]string{"Origin": "https://evil.example"}, want: []string{"403"}, pending: "auth"},
 		{name: "raw/Origin null", only: "http", raw: `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`,
@@ -376,9 +376,11 @@ func rawRows() []hostile {
 			header: map[string]string{"Mcp-Session-Id": "mcp-session-00000000-0000-0000-0000-000000000000"}, want: []string{"404"}, pending: "auth"},
 		{name: "raw/request without a session", only: "http", raw: `{"jsonrpc":"2.0","id":15,"method":"tools/list"}`,
 			header: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": "2025-11-25"}, want: []string{"400"}, pending: "auth"},
+		// With auth configured for the suite's HTTP instance (auth is off on
+		// loopback by default, so this row needs the config change too).
 		{name: "raw/bad bearer token", only: "http", raw: `{"jsonrpc":"2.0","id":16,"method":"tools/list"}`,
 			header: map[string]string{"Authorization": "Bearer not-a-token"}, want: []string{"401"}, pending: "auth"},
-		{name: "raw/5 MB body", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":`+jsonString(strings.Repeat("p", 5<<20))+`}},"until":{"matches":"x"}}`), want: []string{"at most"}, pending: "bounds"},
+		{name: "raw/5 MB body", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":`+jsonString(strings.Repeat("p", 5<<20))+`}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"at most"}, pending: "bounds"},
 	}
 }
 
