@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e vet fmt-check bench clean
+.PHONY: all build run test unit e2e fuzz vet fmt-check bench clean
 
 all: build
 
@@ -18,7 +18,10 @@ build:
 run: build
 	$(BIN)/durawait serve --config deploy/examples/demo.toml
 
-## test: formatting, vet, and every test (unit and end-to-end)
+## test: formatting, vet, and every test (unit and end-to-end). Every fuzz
+## target's seed corpus (the seeds in the test file plus testdata/fuzz, where
+## each crasher ever found is kept) runs as an ordinary unit test here, which
+## is what CI needs; `make fuzz` explores beyond the seeds.
 test: fmt-check vet
 	$(GO) test -count=1 -timeout 30m ./...
 
@@ -29,6 +32,26 @@ unit:
 ## e2e: the end-to-end tests only
 e2e:
 	$(GO) test -count=1 -timeout 30m ./internal/e2e/...
+
+# FUZZ_TARGETS: package:target pairs of every go test -fuzz target.
+FUZZ_TARGETS := \
+	./workflows:FuzzParseWaitFor \
+	./workflows:FuzzParseStartAgent \
+	./workflows:FuzzParseInvocationID \
+	./workflows:FuzzParseWaitForText \
+	./activities/agentstream:FuzzAgentStream \
+	./activities/tmuxwatch:FuzzTmuxDecode
+FUZZTIME ?= 60s
+
+## fuzz: run each fuzz target for FUZZTIME (default 60s; e.g. make fuzz FUZZTIME=10s).
+## A crasher is written to the package's testdata/fuzz/<target>/: commit it
+## with the fix, and it runs as a regression test in make test from then on.
+fuzz:
+	@set -e; for pt in $(FUZZ_TARGETS); do \
+		pkg=$${pt%%:*}; target=$${pt##*:}; \
+		echo "== $$target ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 vet:
 	$(GO) vet ./...

@@ -2,6 +2,7 @@ package agentstream
 
 import (
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -9,7 +10,9 @@ import (
 // geminiParser reads Gemini CLI's --output-format stream-json.
 type geminiParser struct {
 	reply string
-	tools map[string]string // tool_id -> tool name
+	// dropped counts the bytes cut from the front of a long streamed reply.
+	dropped int
+	tools   map[string]string // tool_id -> tool name
 }
 
 type geminiLine struct {
@@ -45,13 +48,14 @@ func (p *geminiParser) Parse(raw []byte) []Event {
 		if l.Delta {
 			p.reply += l.Content
 		} else {
-			p.reply = l.Content
+			p.reply, p.dropped = l.Content, 0
 		}
+		p.keepEnd()
 		return []Event{{Reply: p.reply}}
 	case "tool_use":
 		p.tools[l.ToolID] = l.ToolName
 		// A new assistant message starts after the tool call.
-		p.reply = ""
+		p.reply, p.dropped = "", 0
 		return []Event{{Activity: &workflows.AgentActivity{Kind: "tool_call", State: "running", ToolName: l.ToolName}}}
 	case "tool_result":
 		state := "completed"
@@ -75,7 +79,7 @@ func (p *geminiParser) Parse(raw []byte) []Event {
 			return []Event{{Blocker: blocker(code, l.Message)}}
 		}
 	case "result":
-		f := &Final{IsError: l.Status == "error", Output: p.reply}
+		f := &Final{IsError: l.Status == "error", Output: p.reply, Dropped: p.dropped}
 		if f.IsError {
 			msg := "run failed"
 			if l.Error != nil && l.Error.Message != "" {
@@ -90,4 +94,18 @@ func (p *geminiParser) Parse(raw []byte) []Event {
 		return []Event{{Final: f}}
 	}
 	return nil
+}
+
+// keepEnd holds a reply streamed in deltas to its last MaxFinalOutputBytes,
+// cut on a character boundary, so a long run's parser state stays bounded.
+func (p *geminiParser) keepEnd() {
+	over := len(p.reply) - MaxFinalOutputBytes
+	if over <= 0 {
+		return
+	}
+	for over < len(p.reply) && !utf8.RuneStart(p.reply[over]) {
+		over++
+	}
+	p.dropped += over
+	p.reply = p.reply[over:]
 }

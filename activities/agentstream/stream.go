@@ -80,6 +80,9 @@ type Finisher interface {
 type textParser struct {
 	out     []byte
 	dropped int
+	// started says a line was read: every later line starts with a newline,
+	// even when the output so far is blank lines only.
+	started bool
 }
 
 // runningReplyBytes is how much of the output's end a running reply carries:
@@ -87,9 +90,10 @@ type textParser struct {
 const runningReplyBytes = 4 * workflows.OutputTailChars
 
 func (p *textParser) Parse(line []byte) []Event {
-	if len(p.out) > 0 || p.dropped > 0 {
+	if p.started {
 		p.out = append(p.out, '\n')
 	}
+	p.started = true
 	p.out = append(p.out, line...)
 	if over := len(p.out) - MaxFinalOutputBytes; over > 0 {
 		for over < len(p.out) && !utf8.RuneStart(p.out[over]) {
