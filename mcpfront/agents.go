@@ -293,7 +293,10 @@ type agentListItem struct {
 	ClosedAt     string `json:"closed_at,omitempty"`
 }
 
-func (f *Front) handleListAgents(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if bad := noArguments(req); bad != nil {
+		return bad, nil
+	}
 	principal := principalFrom(ctx)
 	items := []agentListItem{}
 	var token []byte

@@ -96,6 +96,7 @@ func New(opts Options) *Front {
 		server.WithTaskCapabilities(true, true, true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(argumentsObject),
 	)
 	f.Refresh()
 	return f
@@ -175,6 +176,9 @@ func proxyTool(name string, def mcp.Tool) mcp.Tool {
 
 func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if bad := oversizedArguments(req); bad != nil {
+			return bad, nil
+		}
 		var onProgress func(mcp.ProgressNotificationParams)
 		if token := progressToken(req); token != nil {
 			onProgress = func(p mcp.ProgressNotificationParams) { f.forwardProgress(ctx, token, p) }

@@ -145,8 +145,8 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	if msg.nullID() {
-		writeJSON(w, http.StatusBadRequest, nullIDError())
+	if msg.badID() {
+		writeJSON(w, http.StatusBadRequest, badIDError(msg))
 		return
 	}
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(msg.metaProtocolVersion())
@@ -161,6 +161,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Nothing durawait does ends on a notification from the client: a
 		// cancelled call's wait runs on to its own bound.
 		w.WriteHeader(http.StatusAccepted)
+		return
+	case msg.method != "" && !modern && msg.method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "":
+		// 2025-11-25: every message after initialize carries its session.
+		http.Error(w, "Mcp-Session-Id header is required: initialize first, then send the session ID it returned", http.StatusBadRequest)
 		return
 	case msg.isRequest():
 		if resp, refused := utf8Refusal(msg); refused {

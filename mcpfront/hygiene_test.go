@@ -202,7 +202,7 @@ func TestBatchAndNullID(t *testing.T) {
 
 	status, body, _ = post(t, url, nil, `{"jsonrpc":"2.0","id":null,"method":"ping"}`)
 	assert.Equal(t, http.StatusBadRequest, status)
-	assert.Contains(t, body, "not null")
+	assert.Contains(t, body, "got null")
 
 	// Over stdio.
 	f := New(Options{Downstream: fakeDownstream{}})
@@ -231,7 +231,7 @@ func TestBatchAndNullID(t *testing.T) {
 	require.NotNil(t, replies[0].Error)
 	assert.Contains(t, replies[0].Error.Message, "batches")
 	require.NotNil(t, replies[1].Error)
-	assert.Contains(t, replies[1].Error.Message, "not null")
+	assert.Contains(t, replies[1].Error.Message, "got null")
 	assert.Nil(t, replies[2].Error)
 	assert.Equal(t, float64(3), replies[2].ID)
 }

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -36,10 +37,14 @@ func (m rpcMessage) isNotification() bool { return len(m.Method) > 0 && !m.hasID
 // isRequest reports whether m is a request: a method and an id.
 func (m rpcMessage) isRequest() bool { return m.method != "" && m.hasID() }
 
-// nullID reports whether m has a method and "id": null, which JSON-RPC 2.0
-// allows but MCP does not: it is neither a request nor a notification.
-func (m rpcMessage) nullID() bool {
-	return len(m.Method) > 0 && bytes.Equal(bytes.TrimSpace(m.ID), []byte("null"))
+// badID reports whether m has a method and an id that JSON-RPC 2.0 and
+// MCP forbid: null, or anything but a string or a number.
+func (m rpcMessage) badID() bool {
+	id := bytes.TrimSpace(m.ID)
+	if len(m.Method) == 0 || len(id) == 0 {
+		return false
+	}
+	return id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')
 }
 
 func (m rpcMessage) hasID() bool {
@@ -116,7 +121,7 @@ func batchError() mcp.JSONRPCError {
 	return rpcError(nil, mcp.INVALID_REQUEST, "JSON-RPC batches (a JSON array) are not supported by MCP: send one message per request")
 }
 
-// nullIDError answers a request whose id is null.
-func nullIDError() mcp.JSONRPCError {
-	return rpcError(nil, mcp.INVALID_REQUEST, "id: must be a string or a number, not null (a notification has no id member)")
+// badIDError answers a request whose id is not a string or a number.
+func badIDError(m rpcMessage) mcp.JSONRPCError {
+	return rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("id: must be a string or a number (got %s; a notification has no id member)", kindOf(m.ID)))
 }

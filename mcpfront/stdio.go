@@ -78,8 +78,8 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		return
 	}
 	switch {
-	case msg.nullID():
-		_ = w.write(nullIDError())
+	case msg.badID():
+		_ = w.write(badIDError(msg))
 	case len(msg.Method) == 0:
 		// A response to a server-to-client request; durawait sends none.
 	case !msg.hasID():

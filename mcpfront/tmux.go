@@ -61,7 +61,10 @@ func textError(e workflows.TextWaitError) *mcp.CallToolResult {
 	return res
 }
 
-func (f *Front) handleListPanes(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Front) handleListPanes(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if bad := noArguments(req); bad != nil {
+		return bad, nil
+	}
 	panes, err := tmuxwatch.Server{Socket: f.opts.Tmux.Socket}.ListPanes(ctx)
 	if err != nil {
 		e := workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}

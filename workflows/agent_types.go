@@ -133,8 +133,7 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 			return "", false
 		}
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			errs.add(field, "must be a string")
+		if !decodeString(v, &s, field, "", &errs) {
 			return "", false
 		}
 		if limit := startAgentLimits[field]; len(s) > limit {
@@ -214,8 +213,7 @@ func ParseInvocationID(raw json.RawMessage) (string, error) {
 	switch v, present := obj["invocation_id"]; {
 	case !present:
 		errs.add("invocation_id", "is required: the ID start_agent returned")
-	case json.Unmarshal(v, &id) != nil:
-		errs.add("invocation_id", "must be a string")
+	case !decodeString(v, &id, "invocation_id", "", &errs):
 	case len(id) > MaxInvocationIDBytes:
 		errs.add("invocation_id", overLimit(MaxInvocationIDBytes, len(id), "bytes"))
 	case !strings.HasPrefix(id, AgentIDPrefix):

@@ -183,8 +183,7 @@ func parseProbe(raw json.RawMessage, tools ToolResolver, errs *fieldErrors) Prob
 	switch toolRaw, present := obj["tool"]; {
 	case !present:
 		errs.add("probe.tool", "is required: the name of a downstream MCP tool")
-	case json.Unmarshal(toolRaw, &name) != nil:
-		errs.add("probe.tool", "must be a string")
+	case !decodeString(toolRaw, &name, "probe.tool", "", errs):
 	case strings.TrimSpace(name) == "":
 		errs.add("probe.tool", "must not be empty")
 	case len(name) > MaxProbeToolBytes:
@@ -260,8 +259,7 @@ func parseUntil(raw json.RawMessage, errs *fieldErrors) Until {
 // within MaxPatternBytes and MaxPatternInstructions.
 func parsePattern(raw json.RawMessage, field string, errs *fieldErrors) (string, bool) {
 	var pattern string
-	if err := json.Unmarshal(raw, &pattern); err != nil {
-		errs.add(field, "must be a string holding a regular expression (RE2 syntax)")
+	if !decodeString(raw, &pattern, field, " holding a regular expression (RE2 syntax)", errs) {
 		return "", false
 	}
 	if pattern == "" {
@@ -338,8 +336,24 @@ func rejectUnknown(obj map[string]json.RawMessage, prefix string, allowed []stri
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		errs.add(prefix+k, fmt.Sprintf("unknown field (allowed here: %s)", strings.Join(allowed, ", ")))
+		name := prefix + k
+		if k == "" {
+			name = prefix + `""`
+		}
+		errs.add(name, fmt.Sprintf("unknown field (allowed here: %s)", strings.Join(allowed, ", ")))
 	}
+}
+
+// decodeString decodes raw into s; a value that is not a string (null
+// included, which Go would read as "") is reported for field, as "must be a
+// string" plus what, and what it got.
+func decodeString(raw json.RawMessage, s *string, field, what string, errs *fieldErrors) bool {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(trimmed, s) == nil {
+		return true
+	}
+	errs.add(field, fmt.Sprintf("must be a string%s (got %s)", what, jsonKind(trimmed)))
+	return false
 }
 
 // canonicalObject re-encodes a JSON object with sorted keys and exact numbers.

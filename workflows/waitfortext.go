@@ -134,8 +134,7 @@ func utf8Field(obj map[string]json.RawMessage, field string, max int, errs *fiel
 		return "", false
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		errs.add(field, "must be a string")
+	if !decodeString(raw, &s, field, "", errs) {
 		return "", false
 	}
 	if strings.ContainsRune(s, utf8.RuneError) && !strings.Contains(string(raw), "\uFFFD") && !strings.Contains(strings.ToLower(string(raw)), `\ufffd`) {

@@ -140,30 +140,27 @@ func waitForRows(hw *hostileWorld) []hostile {
 		hostile{name: "wait_for/arguments a number", tool: "wait_for", args: 42, want: []string{"arguments", "object"}},
 		hostile{name: "wait_for/arguments empty", tool: "wait_for", args: map[string]any{}, want: []string{"probe", "required", "until"}},
 	)
-	// Rules other branches are adding now.
-	pending := func(branch, name string, want []string, edit func(args, probe, until map[string]any)) {
-		rows = append(rows, hostile{name: "wait_for/" + name, tool: "wait_for", args: waitForArgs(edit), want: want, pending: branch})
+	// Size limits, the probe policy and the probe tool's schema.
+	limited := func(name string, want []string, edit func(args, probe, until map[string]any)) {
+		rows = append(rows, hostile{name: "wait_for/" + name, tool: "wait_for", args: waitForArgs(edit), want: want})
 	}
-	pending("bounds", "regex program over the size limit", []string{"until.matches", "limit"}, func(_, _, u map[string]any) {
+	limited("regex program over the size limit", []string{"until.matches", "limit"}, func(_, _, u map[string]any) {
 		u["matches"] = strings.Repeat("[xy]x{999}", 6) + "z"
 	})
-	pending("bounds", "fail_matches program over the size limit", []string{"until.fail_matches", "limit"}, func(_, _, u map[string]any) {
+	limited("fail_matches program over the size limit", []string{"until.fail_matches", "limit"}, func(_, _, u map[string]any) {
 		u["fail_matches"] = strings.Repeat("[xy]x{999}", 6) + "z"
 	})
-	pending("bounds", "until.matches 1 MB", []string{"until.matches", "at most"}, func(_, _, u map[string]any) { u["matches"] = strings.Repeat("a", 1<<20) })
-	pending("bounds", "probe.args 5 MB", []string{"probe.args", "at most"}, func(_, p, _ map[string]any) {
+	limited("until.matches 1 MB", []string{"until.matches", "at most"}, func(_, _, u map[string]any) { u["matches"] = strings.Repeat("a", 1<<20) })
+	limited("probe.args 5 MB", []string{"probe.args", "at most"}, func(_, p, _ map[string]any) {
 		p["args"] = map[string]any{"path": "/x", "pad": strings.Repeat("p", 5<<20)}
 	})
-	pending("bounds", "probe.args nested 10000 deep", []string{"probe.args"}, func(_, p, _ map[string]any) {
+	limited("probe.args nested 10000 deep", []string{"probe.args"}, func(_, p, _ map[string]any) {
 		p["args"] = map[string]any{"path": nested(9_980, "1")}
 	})
-	pending("bounds", "probe.args path a number", []string{"probe.args", "path"}, func(_, p, _ map[string]any) { p["args"] = map[string]any{"path": 123} })
-	pending("bounds", "probe.args missing a required member", []string{"probe.args", "path"}, func(_, p, _ map[string]any) { p["args"] = map[string]any{} })
-	pending("bounds", "probe.args unknown member", []string{"probe.args", "nope"}, func(_, p, _ map[string]any) {
-		p["args"] = map[string]any{"path": "/x", "nope": 1}
-	})
-	pending("bounds", "probe of a tool not annotated read-only", []string{"probe.tool", "read-only", "probe_tools"}, func(_, p, _ map[string]any) {
-		p["tool"] = "demo.touch_file" // a destructive test tool; add it to cmd/demoprobe with the policy
+	limited("probe.args path a number", []string{"probe.args", "path"}, func(_, p, _ map[string]any) { p["args"] = map[string]any{"path": 123} })
+	limited("probe.args missing a required member", []string{"probe.args", "path"}, func(_, p, _ map[string]any) { p["args"] = map[string]any{} })
+	limited("probe of a tool not annotated read-only", []string{"probe.tool", "read-only", "probe_tools"}, func(_, p, _ map[string]any) {
+		p["tool"] = "demo.delete_file" // annotated destructive
 	})
 	return rows
 }
@@ -218,18 +215,18 @@ func agentRows(hw *hostileWorld) []hostile {
 		hostile{name: "start_agent/arguments nested 10000 deep", tool: "start_agent", args: nested(9_990, "1"), want: []string{"arguments"}},
 		hostile{name: "start_agent/arguments empty", tool: "start_agent", args: map[string]any{}, want: []string{"provider", "required", "prompt"}},
 	)
-	pendingStart := func(branch, name string, want []string, edit func(a map[string]any)) {
+	startRow := func(name string, want []string, edit func(a map[string]any)) {
 		a := map[string]any{"provider": "fake", "prompt": "say hi", "cwd": hw.root + "/repo"}
 		edit(a)
-		rows = append(rows, hostile{name: "start_agent/" + name, tool: "start_agent", args: a, want: want, pending: branch})
+		rows = append(rows, hostile{name: "start_agent/" + name, tool: "start_agent", args: a, want: want})
 	}
-	pendingStart("faults", "prompt with a NUL byte", []string{"prompt", "NUL"}, func(a map[string]any) { a["prompt"] = "say\x00hi" })
-	pendingStart("faults", "cwd with a NUL byte, refused up front", []string{"cwd", "NUL"}, func(a map[string]any) { a["cwd"] = hw.root + "/repo\x00/x" })
-	pendingStart("faults", "model with a NUL byte", []string{"model", "NUL"}, func(a map[string]any) { a["model"] = "m\x00" })
-	pendingStart("bounds", "model 1 MB", []string{"model", "at most"}, func(a map[string]any) { a["model"] = strings.Repeat("m", 1<<20) })
-	pendingStart("bounds", "cwd 1 MB", []string{"cwd", "at most"}, func(a map[string]any) { a["cwd"] = hw.root + "/" + strings.Repeat("c", 1<<20) })
+	startRow("prompt with a NUL byte", []string{"prompt", "NUL"}, func(a map[string]any) { a["prompt"] = "say\x00hi" })
+	startRow("cwd with a NUL byte, refused up front", []string{"cwd", "NUL"}, func(a map[string]any) { a["cwd"] = hw.root + "/repo\x00/x" })
+	startRow("model with a NUL byte", []string{"model", "NUL"}, func(a map[string]any) { a["model"] = "m\x00" })
+	startRow("model 1 MB", []string{"model", "at most"}, func(a map[string]any) { a["model"] = strings.Repeat("m", 1<<20) })
+	startRow("cwd 1 MB", []string{"cwd", "at most"}, func(a map[string]any) { a["cwd"] = hw.root + "/" + strings.Repeat("c", 1<<20) })
 	rows = append(rows, hostile{name: "start_agent/prompt invalid UTF-8 (raw)", raw: callMsg("start_agent",
-		`{"provider":"fake","prompt":"zz`+"\xff"+`zz"}`), want: []string{"prompt", "UTF-8"}, pending: "faults"})
+		`{"provider":"fake","prompt":"zz`+"\xff"+`zz"}`), want: []string{"prompt", "UTF-8"}})
 
 	for _, tool := range []string{"wait_agent", "cancel_agent"} {
 		id := func(name string, want []string, args any) {
@@ -244,7 +241,7 @@ func agentRows(hw *hostileWorld) []hostile {
 		id("invocation_id empty", []string{"invocation_id", "not an invocation ID"}, map[string]any{"invocation_id": ""})
 		id("invocation_id of a wait_for", []string{"invocation_id", "not an invocation ID"}, map[string]any{"invocation_id": "wait_for/0123"})
 		id("invocation_id other prefix", []string{"invocation_id", "not an invocation ID"}, map[string]any{"invocation_id": "AGENT/0123"})
-		id("invocation_id 200 bytes", []string{"invocation_id", "not an invocation ID"}, map[string]any{"invocation_id": "agent/" + strings.Repeat("0", 200)})
+		id("invocation_id 200 bytes", []string{"invocation_id", "at most 128 bytes"}, map[string]any{"invocation_id": "agent/" + strings.Repeat("0", 200)})
 		id("invocation_id path traversal", []string{"agent/../../x"}, map[string]any{"invocation_id": "agent/../../x"})
 		id("invocation_id unknown", []string{"agent/00000000000000000000000000000000"}, map[string]any{"invocation_id": "agent/00000000000000000000000000000000"})
 		id("invocation_id prefix only", []string{"agent/"}, map[string]any{"invocation_id": "agent/"})
@@ -299,10 +296,10 @@ func tmuxRows(hw *hostileWorld) []hostile {
 		hostile{name: "wait_for_text/arguments a string", tool: "wait_for_text", args: "%1", want: []string{"arguments", "object"}},
 		hostile{name: "wait_for_text/text a lone surrogate (raw)", raw: callMsg("wait_for_text", fmt.Sprintf(
 			`{"target":{"paneId":%q,"generation":%q},"text":"bad \udc00"}`, hw.pane.PaneID, hw.pane.Generation)),
-			want: []string{"text", "UTF-8"}, pending: "faults"},
+			want: []string{"text", "UTF-8"}},
 		hostile{name: "wait_for_text/text invalid UTF-8 (raw)", raw: callMsg("wait_for_text", fmt.Sprintf(
 			`{"target":{"paneId":%q,"generation":%q},"text":"zz`+"\xff"+`zz"}`, hw.pane.PaneID, hw.pane.Generation)),
-			want: []string{"text", "UTF-8"}, pending: "faults"},
+			want: []string{"text", "UTF-8"}},
 	)
 	return rows
 }
@@ -315,17 +312,17 @@ func otherToolRows() []hostile {
 		{name: "tools/call qualified native name", tool: "durawait.wait_for", args: map[string]any{}, want: []string{"durawait.wait_for"}, rpc: true},
 		// A re-exposed tool's non-object arguments reach the downstream
 		// server today (which reads them as no arguments): strict schemas.
-		{name: "read_file arguments an array", tool: "read_file", args: []any{"/etc/passwd"}, want: []string{"arguments", "object"}, pending: "unassigned"},
-		{name: "read_file arguments a string", tool: "read_file", args: "/etc/passwd", want: []string{"arguments", "object"}, pending: "unassigned"},
+		{name: "read_file arguments an array", tool: "read_file", args: []any{"/etc/passwd"}, want: []string{"arguments", "object"}},
+		{name: "read_file arguments a string", tool: "read_file", args: "/etc/passwd", want: []string{"arguments", "object"}},
 		{name: "demo.read_file unknown server", tool: "nope.read_file", args: map[string]any{"path": "/x"}, want: []string{"nope.read_file"}, rpc: true},
-		{name: "read_file 5 MB argument", tool: "read_file", args: map[string]any{"path": strings.Repeat("p", 5<<20)}, want: []string{"path", "at most"}, pending: "bounds"},
+		{name: "read_file 5 MB argument", tool: "read_file", args: map[string]any{"path": strings.Repeat("p", 5<<20)}, want: []string{"path", "at most"}},
 	}
 	// Strict schemas for the argument-less tools (issue 8; no branch yet).
 	for _, tool := range []string{"list_agents", "list_panes"} {
 		rows = append(rows,
-			hostile{name: tool + " unknown field", tool: tool, args: map[string]any{"all": true}, want: []string{"all", "unknown field"}, pending: "unassigned"},
-			hostile{name: tool + " arguments an array", tool: tool, args: []any{1}, want: []string{"arguments", "object"}, pending: "unassigned"},
-			hostile{name: tool + " arguments a string", tool: tool, args: "x", want: []string{"arguments", "object"}, pending: "unassigned"},
+			hostile{name: tool + " unknown field", tool: tool, args: map[string]any{"all": true}, want: []string{"all", "unknown field"}},
+			hostile{name: tool + " arguments an array", tool: tool, args: []any{1}, want: []string{"arguments", "object"}},
+			hostile{name: tool + " arguments a string", tool: tool, args: "x", want: []string{"arguments", "object"}},
 		)
 	}
 	return rows
@@ -347,7 +344,7 @@ func rawRows() []hostile {
 		{name: "raw/truncated JSON", raw: `{"jsonrpc":"2.0","id":1,"method":"tools/list"`, want: []string{parseError}},
 		{name: "raw/a JSON string", raw: `"tools/list"`, want: []string{parseError}},
 		{name: "raw/a JSON number", raw: `42`, want: []string{parseError}},
-		{name: "raw/nested 100000 deep", raw: big, want: []string{parseError}},
+		{name: "raw/nested 100000 deep", raw: big, want: []string{invalidRequest, "batch"}},
 		{name: "raw/jsonrpc 1.0", raw: `{"jsonrpc":"1.0","id":2,"method":"tools/list"}`, want: []string{invalidRequest, "JSON-RPC version"}},
 		{name: "raw/no jsonrpc member", raw: `{"id":3,"method":"tools/list"}`, want: []string{invalidRequest, "JSON-RPC version"}},
 		{name: "raw/method not a string", raw: `{"jsonrpc":"2.0","id":4,"method":7}`, want: []string{parseError}},
@@ -356,7 +353,7 @@ func rawRows() []hostile {
 		{name: "raw/tools/call params a string", raw: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"wait_for"}`, want: []string{invalidRequest, "params"}},
 		{name: "raw/tools/call name not a string", raw: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}`, want: []string{invalidRequest, "name"}},
 		// An object id is answered today, with the tools list.
-		{name: "raw/id an object", raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, want: []string{invalidRequest, "id"}, pending: "unassigned"},
+		{name: "raw/id an object", raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, want: []string{invalidRequest, "id"}},
 		{name: "raw/arguments duplicated key", raw: callMsg("wait_for", `{"probe":{"tool":"read_file"},"probe":5,"until":{"matches":"x"}}`), want: []string{isError, "probe", "object"}},
 		// arguments null reads as no arguments: the required ones are named.
 		{name: "raw/wait_for arguments null", raw: callMsg("wait_for", `null`), want: []string{isError, "probe", "required"}},
@@ -364,23 +361,19 @@ func rawRows() []hostile {
 		{name: "raw/wait_agent arguments null", raw: callMsg("wait_agent", `null`), want: []string{isError, "invocation_id", "required"}},
 		{name: "raw/cancel_agent arguments null", raw: callMsg("cancel_agent", `null`), want: []string{isError, "invocation_id", "required"}},
 		{name: "raw/wait_for_text arguments null", raw: callMsg("wait_for_text", `null`), want: []string{isError, "target", "required"}},
-		// Rules other branches are adding now.
-		{name: "raw/batch", raw: `[{"jsonrpc":"2.0","id":10,"method":"tools/list"},{"jsonrpc":"2.0","id":11,"method":"tools/list"}]`, want: []string{"batch"}, pending: "auth"},
-		{name: "raw/id null", only: "stdio", raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, want: []string{"error", "id"}, pending: "auth"},
-		{name: "raw/request with invalid UTF-8", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":"/x`+"\xff"+`"}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"UTF-8"}, pending: "faults"},
+		// Size limits, the probe policy and the probe tool's schema.
+		{name: "raw/batch", raw: `[{"jsonrpc":"2.0","id":10,"method":"tools/list"},{"jsonrpc":"2.0","id":11,"method":"tools/list"}]`, want: []string{"batch"}},
+		{name: "raw/id null", only: "stdio", raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, want: []string{"error", "id"}},
+		{name: "raw/request with invalid UTF-8", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":"/x`+"\xff"+`"}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"UTF-8"}},
 		{name: "raw/foreign Origin", only: "http", raw: `{"jsonrpc":"2.0","id":12,"method":"tools/list"}`,
-			header: map[string]string{"Origin": "https://evil.example"}, want: []string{"403"}, pending: "auth"},
+			header: map[string]string{"Origin": "https://evil.example"}, want: []string{"403"}},
 		{name: "raw/Origin null", only: "http", raw: `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`,
-			header: map[string]string{"Origin": "null"}, want: []string{"403"}, pending: "auth"},
+			header: map[string]string{"Origin": "null"}, want: []string{"403"}},
 		{name: "raw/unknown session ID", only: "http", raw: `{"jsonrpc":"2.0","id":14,"method":"tools/list"}`,
-			header: map[string]string{"Mcp-Session-Id": "mcp-session-00000000-0000-0000-0000-000000000000"}, want: []string{"404"}, pending: "auth"},
+			header: map[string]string{"Mcp-Session-Id": "mcp-session-00000000-0000-0000-0000-000000000000"}, want: []string{"404"}},
 		{name: "raw/request without a session", only: "http", raw: `{"jsonrpc":"2.0","id":15,"method":"tools/list"}`,
-			header: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": "2025-11-25"}, want: []string{"400"}, pending: "auth"},
-		// With auth configured for the suite's HTTP instance (auth is off on
-		// loopback by default, so this row needs the config change too).
-		{name: "raw/bad bearer token", only: "http", raw: `{"jsonrpc":"2.0","id":16,"method":"tools/list"}`,
-			header: map[string]string{"Authorization": "Bearer not-a-token"}, want: []string{"401"}, pending: "auth"},
-		{name: "raw/5 MB body", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":`+jsonString(strings.Repeat("p", 5<<20))+`}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"at most"}, pending: "bounds"},
+			header: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": "2025-11-25"}, want: []string{"400"}},
+		{name: "raw/5 MB body", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":`+jsonString(strings.Repeat("p", 5<<20))+`}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"at most"}},
 	}
 }
 
@@ -398,25 +391,22 @@ func nullRows(hw *hostileWorld) []hostile {
 		return a
 	}
 	var rows []hostile
-	add := func(name, tool string, args any, today []string) {
-		rows = append(rows,
-			hostile{name: tool + "/" + name + " null", tool: tool, args: args, want: today},
-			hostile{name: tool + "/" + name + " null (named as null)", tool: tool, args: args,
-				want: []string{strings.Fields(name)[0], "null"}, pending: "unassigned"})
+	add := func(name, tool string, args any) {
+		rows = append(rows, hostile{name: tool + "/" + name + " null", tool: tool, args: args,
+			want: []string{strings.Fields(name)[0], "must be a string", "got null"}})
 	}
-	add("probe.tool", "wait_for", waitForArgs(func(_, p, _ map[string]any) { p["tool"] = nil }), []string{"probe.tool", "empty"})
-	add("until.matches", "wait_for", waitForArgs(func(_, _, u map[string]any) { u["matches"] = nil }), []string{"until.matches", "empty"})
-	add("until.fail_matches", "wait_for", waitForArgs(func(_, _, u map[string]any) { u["fail_matches"] = nil }), []string{"until.fail_matches", "empty"})
-	add("provider", "start_agent", agent("provider"), []string{"provider", "not a configured provider"})
-	add("prompt", "start_agent", agent("prompt"), []string{"prompt", "empty"})
-	add("cwd", "start_agent", agent("cwd"), []string{"cwd", "absolute"})
-	add("model", "start_agent", agent("model"), []string{"model", "not empty"})
-	add("session_id", "start_agent", agent("session_id"), []string{"session_id", "not empty"})
-	add("invocation_id", "wait_agent", map[string]any{"invocation_id": nil}, []string{"invocation_id", "not an invocation ID"})
-	add("invocation_id", "cancel_agent", map[string]any{"invocation_id": nil}, []string{"invocation_id", "not an invocation ID"})
-	add("target.paneId", "wait_for_text", target(nil, hw.pane.Generation), []string{"target.paneId", "must match"})
-	add("target.generation", "wait_for_text", target(hw.pane.PaneID, nil), []string{"stale_generation"})
-	add("text", "wait_for_text", map[string]any{"target": map[string]any{"paneId": hw.pane.PaneID, "generation": hw.pane.Generation}, "text": nil},
-		[]string{"text", "at least 1 byte"})
+	add("probe.tool", "wait_for", waitForArgs(func(_, p, _ map[string]any) { p["tool"] = nil }))
+	add("until.matches", "wait_for", waitForArgs(func(_, _, u map[string]any) { u["matches"] = nil }))
+	add("until.fail_matches", "wait_for", waitForArgs(func(_, _, u map[string]any) { u["fail_matches"] = nil }))
+	add("provider", "start_agent", agent("provider"))
+	add("prompt", "start_agent", agent("prompt"))
+	add("cwd", "start_agent", agent("cwd"))
+	add("model", "start_agent", agent("model"))
+	add("session_id", "start_agent", agent("session_id"))
+	add("invocation_id", "wait_agent", map[string]any{"invocation_id": nil})
+	add("invocation_id", "cancel_agent", map[string]any{"invocation_id": nil})
+	add("target.paneId", "wait_for_text", target(nil, hw.pane.Generation))
+	add("target.generation", "wait_for_text", target(hw.pane.PaneID, nil))
+	add("text", "wait_for_text", map[string]any{"target": map[string]any{"paneId": hw.pane.PaneID, "generation": hw.pane.Generation}, "text": nil})
 	return rows
 }

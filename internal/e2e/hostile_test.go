@@ -39,23 +39,6 @@ type hostile struct {
 	// only limits the row to one transport ("http" or "stdio").
 	only string
 	want []string
-	// pending names the branch that adds the rule (bounds, auth, faults;
-	// "unassigned" for a rule of issue 8 no branch has taken yet): the row
-	// is skipped until that work is merged. After the merge, run the rows
-	// with DURAWAIT_HOSTILE_PENDING=<branch> (or "all") to see which pass,
-	// then delete their pending field (adjusting want to the merged wording).
-	pending string
-}
-
-// runPending says whether DURAWAIT_HOSTILE_PENDING asks to run the pending
-// rows of branch: a comma-separated list of branches, or "all".
-func runPending(branch string) bool {
-	for _, b := range strings.Split(os.Getenv("DURAWAIT_HOSTILE_PENDING"), ",") {
-		if b == "all" || b == branch {
-			return true
-		}
-	}
-	return false
 }
 
 // hostileHealthEvery is how many rows run between two health checks.
@@ -79,12 +62,7 @@ func TestHostileInputs(t *testing.T) {
 		{"http", hw.httpClient, hw.httpRaw, "http://" + hw.http.http, hw.httpWS},
 		{"stdio", hw.stdioClient, hw.stdioRaw, strings.TrimSuffix(hw.stdioWS.owner().HTTP, "/mcp"), hw.stdioWS},
 	}
-	run, pending := map[string]int{}, map[string]int{}
-	for _, row := range rows {
-		if row.pending != "" {
-			pending[row.pending]++
-		}
-	}
+	run := map[string]int{}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			n := 0
@@ -93,9 +71,6 @@ func TestHostileInputs(t *testing.T) {
 					continue
 				}
 				t.Run(row.name, func(t *testing.T) {
-					if row.pending != "" && !runPending(row.pending) {
-						t.Skipf("pending: the rule is added on branch %q (DURAWAIT_HOSTILE_PENDING=%s runs it)", row.pending, row.pending)
-					}
 					run[tr.name]++
 					text, isRPC := sendHostile(t, tr.c, tr.raw, row)
 					t.Logf("refused: %.300s", text)
@@ -113,8 +88,7 @@ func TestHostileInputs(t *testing.T) {
 			tr.w.requireHealthy(t, tr.c, tr.url)
 		})
 	}
-	summary := fmt.Sprintf("hostile inputs: %d rows; run %d over http, %d over stdio; pending rows (skipped) by branch: %v",
-		len(rows), run["http"], run["stdio"], pending)
+	summary := fmt.Sprintf("hostile inputs: %d rows; run %d over http, %d over stdio", len(rows), run["http"], run["stdio"])
 	t.Log(summary)
 	fmt.Println(summary)
 }

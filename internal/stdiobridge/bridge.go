@@ -122,6 +122,10 @@ loop:
 
 // dispatch sends one message from the client.
 func (b *Bridge) dispatch(ctx context.Context, line []byte) {
+	if line[0] == '[' {
+		b.write(errorResponse(nil, codeInvalidRequest, "JSON-RPC batches (a JSON array) are not supported by MCP: send one message per line"))
+		return
+	}
 	h, err := parseHead(line)
 	if err != nil {
 		b.write(errorResponse(nil, codeParseError, "parse error: "+err.Error()))

@@ -90,8 +90,9 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 
 // JSON-RPC error codes the bridge answers with.
 const (
-	codeParseError    = -32700
-	codeInternalError = -32603
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeInternalError  = -32603
 )
 
 // readSSE calls fn with the data of each event of an SSE stream (data lines
