@@ -196,6 +196,8 @@ func TestPrincipalsHaveTheirOwnAgents(t *testing.T) {
 		}
 		return out
 	}
+	// The listing is Temporal's visibility store, which may lag a start.
+	eventually(t, "both invocations listed", func() bool { return len(ids(alice)) > 0 && len(ids(bob)) > 0 })
 	assert.Equal(t, []string{aliceID}, ids(alice))
 	assert.Equal(t, []string{bobID}, ids(bob))
 
@@ -327,32 +329,6 @@ func TestWaitForTextHangUpSparesOtherCallers(t *testing.T) {
 	require.False(t, body.IsError, string(res))
 	require.NoError(t, json.Unmarshal(body.StructuredContent, &r))
 	assert.True(t, r.Matched, "the task's wait ran on after the other caller hung up")
-}
-
-// startServeAt is startServe on a given HTTP address.
-func (w *workspace) startServeAt(config, addr string) *instance {
-	w.t.Helper()
-	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
-	inst.cmd = exec.Command(bin.durawait, serveArgs(config, addr)...)
-	inst.cmd.Env = append(os.Environ(), w.env()...)
-	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
-	require.NoError(w.t, inst.cmd.Start())
-	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
-	w.t.Cleanup(func() {
-		inst.kill9()
-		if w.t.Failed() {
-			w.t.Logf("durawait log:\n%s", inst.log.String())
-		}
-	})
-	eventually(w.t, "/healthz 200", func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return inst
 }
 
 // A session ID is unknown to a restarted durawait: the stdio bridge's next

@@ -85,6 +85,7 @@ func TestInvalidUTF8ArgumentsAreRefusedAsSent(t *testing.T) {
 
 	t.Run("http", func(t *testing.T) {
 		inst := w.startServe(config)
+		session := initializeRaw(t, "http://"+inst.http+"/mcp")
 		for _, tc := range []struct {
 			body string
 			id   int
@@ -94,6 +95,8 @@ func TestInvalidUTF8ArgumentsAreRefusedAsSent(t *testing.T) {
 			require.NoError(t, err)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
@@ -218,4 +221,21 @@ func TestACorruptWALReadsClearly(t *testing.T) {
 	assert.Contains(t, out, "the database "+db+" is damaged or incomplete")
 	assert.Contains(t, out, "write-ahead log "+db+"-wal may be corrupt")
 	assert.Contains(t, out, "move "+db+", "+db+"-wal and "+db+"-shm aside")
+}
+
+// initializeRaw opens a 2025-11-25 session over raw HTTP and returns its ID.
+func initializeRaw(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	session := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session)
+	return session
 }

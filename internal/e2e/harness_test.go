@@ -216,7 +216,19 @@ func (w *workspace) startServe(config string) *instance {
 // startServeEnv is startServe with env added to durawait's environment.
 func (w *workspace) startServeEnv(config string, env []string) *instance {
 	w.t.Helper()
-	inst := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
+	return w.startServeAtEnv(config, freeAddr(w.t), env)
+}
+
+// startServeAt is startServe on a given HTTP address, with the workspace's
+// private state dir.
+func (w *workspace) startServeAt(config, addr string) *instance {
+	w.t.Helper()
+	return w.startServeAtEnv(config, addr, w.env())
+}
+
+func (w *workspace) startServeAtEnv(config, addr string, env []string) *instance {
+	w.t.Helper()
+	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
 	inst.cmd = exec.Command(bin.durawait, serveArgs(config, inst.http)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
