@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,6 +18,13 @@ const (
 	refusedMessage = "durawait is shutting down and takes no new calls. " +
 		"Call again with the same arguments in a moment: a wait already started goes on and the call attaches to it."
 )
+
+// errDraining is the cause of a call's context that a shutdown ended: the
+// caller did not hang up, so nothing the call holds is let go.
+var errDraining = errors.New("durawait is shutting down")
+
+// draining reports whether ctx ended because durawait is shutting down.
+func draining(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errDraining) }
 
 // drain tracks the tool calls in flight so that a shutdown can end them
 // with an answer rather than a broken connection.
@@ -71,9 +79,9 @@ func (f *Front) drainable(h server.ToolHandlerFunc) server.ToolHandlerFunc {
 			return mcp.NewToolResultError(refusedMessage), nil
 		}
 		defer f.drain.inFlight.Done()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(f.drain.stop, cancel)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(f.drain.stop, func() { cancel(errDraining) })
 		res, err := h(ctx, req)
 		if !stop() && (err != nil || res == nil || res.IsError) {
 			// The drain cut the call short: whatever it ended with is

@@ -13,9 +13,11 @@ import (
 func TestDrainEndsCallsInFlightAndRefusesNewOnes(t *testing.T) {
 	f := &Front{drain: newDrain()}
 	entered := make(chan struct{})
+	sawDrain := make(chan bool, 1)
 	blocking := f.drainable(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		close(entered)
 		<-ctx.Done()
+		sawDrain <- draining(ctx)
 		return nil, ctx.Err()
 	})
 	quick := f.drainable(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -43,6 +45,7 @@ func TestDrainEndsCallsInFlightAndRefusesNewOnes(t *testing.T) {
 	require.NoError(t, a.err)
 	require.True(t, a.res.IsError)
 	assert.Contains(t, a.res.Content[0].(mcp.TextContent).Text, "Call again with the same arguments")
+	assert.True(t, <-sawDrain, "the handler can tell a shutdown from a hang-up (wait_for_text keeps its wait)")
 
 	res, err = quick(context.Background(), mcp.CallToolRequest{})
 	require.NoError(t, err)
@@ -52,12 +55,15 @@ func TestDrainEndsCallsInFlightAndRefusesNewOnes(t *testing.T) {
 
 func TestAClientHangUpIsNotADrain(t *testing.T) {
 	f := &Front{drain: newDrain()}
+	var sawDrain bool
 	h := f.drainable(func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
+		sawDrain = draining(ctx)
 		return nil, ctx.Err()
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := h(ctx, mcp.CallToolRequest{})
 	assert.ErrorIs(t, err, context.Canceled, "the caller's own cancel passes through")
+	assert.False(t, sawDrain, "a hang-up is no drain")
 }

@@ -112,8 +112,9 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil && ctx.Err() != nil {
 		// The caller cancelled: detach the control client now, unless
 		// another caller (of the same principal: the ID holds it) is
-		// attached to this wait here, or a task holds it.
-		if release() {
+		// attached to this wait here, or a task holds it. A shutdown is
+		// no hang-up: the wait runs on for the call that comes again.
+		if release() && !draining(ctx) {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())

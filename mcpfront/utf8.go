@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,7 +58,14 @@ type utf8Scanner struct {
 	b         []byte
 	i         int
 	malformed bool
+	// steps of the path to the value being checked ("arguments", ".probe",
+	// "[2]"); the path is spelled out only for a bad one, so the cost stays
+	// linear in the input however deep it nests.
+	steps []string
 }
+
+// here is the path to the value being checked.
+func (s *utf8Scanner) here() string { return strings.Join(s.steps, "") }
 
 func (s *utf8Scanner) ws() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
@@ -65,8 +73,11 @@ func (s *utf8Scanner) ws() {
 	}
 }
 
-// value checks the value at s.i, named path, and moves past it.
-func (s *utf8Scanner) value(path string) (string, bool) {
+// value checks the value at s.i, reached by the path step step, and moves
+// past it.
+func (s *utf8Scanner) value(step string) (string, bool) {
+	s.steps = append(s.steps, step)
+	defer func() { s.steps = s.steps[:len(s.steps)-1] }()
 	s.ws()
 	if s.i >= len(s.b) {
 		s.malformed = true
@@ -90,7 +101,7 @@ func (s *utf8Scanner) value(path string) (string, bool) {
 				return "", false
 			}
 			if !valid {
-				return "a key in " + path, true
+				return "a key in " + s.here(), true
 			}
 			s.ws()
 			if s.i >= len(s.b) || s.b[s.i] != ':' {
@@ -98,7 +109,7 @@ func (s *utf8Scanner) value(path string) (string, bool) {
 				return "", false
 			}
 			s.i++
-			if p, bad := s.value(path + "." + key); bad || s.malformed {
+			if p, bad := s.value("." + key); bad || s.malformed {
 				return p, bad
 			}
 			if !s.next('}') {
@@ -116,7 +127,7 @@ func (s *utf8Scanner) value(path string) (string, bool) {
 				s.i++
 				return "", false
 			}
-			if p, bad := s.value(path + "[" + strconv.Itoa(n) + "]"); bad || s.malformed {
+			if p, bad := s.value("[" + strconv.Itoa(n) + "]"); bad || s.malformed {
 				return p, bad
 			}
 			if !s.next(']') {
@@ -128,7 +139,10 @@ func (s *utf8Scanner) value(path string) (string, bool) {
 		}
 	case '"':
 		_, valid := s.str()
-		return path, !valid && !s.malformed
+		if !valid && !s.malformed {
+			return s.here(), true
+		}
+		return "", false
 	default:
 		// A number, true, false or null: no string inside.
 		for s.i < len(s.b) && !isDelim(s.b[s.i]) {

@@ -2,6 +2,8 @@ package mcpfront
 
 import (
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -62,4 +64,23 @@ func TestUTF8RefusalAnswersToolsCallOnly(t *testing.T) {
 	msg, _ = parseRPC([]byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"wait_for_text","arguments":{"text":"zz"}}}`))
 	_, refused = utf8Refusal(msg)
 	assert.False(t, refused)
+}
+
+// A deeply nested request with long keys costs memory linear in its size:
+// the path is spelled out only for a bad string.
+func TestInvalidUTF8StaysLinearOnDeepNesting(t *testing.T) {
+	key := strings.Repeat("k", 800)
+	depth := 2000
+	raw := strings.Repeat(`{"`+key+`":`, depth) + `"ok"` + strings.Repeat("}", depth)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, bad := invalidUTF8([]byte(raw))
+	runtime.ReadMemStats(&after)
+	assert.False(t, bad)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, allocated, uint64(8*len(raw)), "allocated %d bytes for a %d-byte request", allocated, len(raw))
+
+	path, bad := invalidUTF8([]byte(`{"a":[{"b":"x` + "\xff" + `"}]}`))
+	assert.True(t, bad)
+	assert.Equal(t, "arguments.a[0].b", path)
 }
