@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -90,4 +91,27 @@ func (f *Front) drainable(h server.ToolHandlerFunc) server.ToolHandlerFunc {
 		}
 		return res, err
 	}
+}
+
+// drained runs one of durawait's own requests (the task methods) as
+// drainable runs a tool call: refused while draining, ended by a drain
+// with the same advice, and a panic in it is an error, not a crash.
+func (f *Front) drained(ctx context.Context, run func(context.Context) error) (err error) {
+	if !f.drain.enter() {
+		return errors.New(refusedMessage)
+	}
+	defer f.drain.inFlight.Done()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(f.drain.stop, func() { cancel(errDraining) })
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	if err = run(ctx); err != nil && draining(ctx) {
+		return errors.New(drainedMessage)
+	}
+	return err
 }

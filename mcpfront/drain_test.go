@@ -67,3 +67,25 @@ func TestAClientHangUpIsNotADrain(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled, "the caller's own cancel passes through")
 	assert.False(t, sawDrain, "a hang-up is no drain")
 }
+
+// durawait's own requests (the task methods) drain like tool calls, and a
+// panic in one is an error, not a crash of the process.
+func TestOwnRequestsDrainAndRecover(t *testing.T) {
+	f := &Front{drain: newDrain()}
+	err := f.drained(context.Background(), func(context.Context) error { panic("boom") })
+	assert.ErrorContains(t, err, "internal error: boom")
+
+	entered := make(chan struct{})
+	got := make(chan error, 1)
+	go func() {
+		got <- f.drained(context.Background(), func(ctx context.Context) error {
+			close(entered)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	}()
+	<-entered
+	f.Drain(context.Background())
+	assert.ErrorContains(t, <-got, "Call again with the same arguments")
+	assert.ErrorContains(t, f.drained(context.Background(), func(context.Context) error { return nil }), "takes no new calls")
+}

@@ -116,6 +116,13 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	who := caller{session: r.Header.Get(server.HeaderKeySessionID), principal: principal}
 	r = r.WithContext(withCaller(r.Context(), who))
+	if who.session == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) &&
+		!mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		// A stream or an end needs the session it belongs to (and a GET
+		// without one would make mcp-go mint a session nobody learns).
+		http.Error(w, "Mcp-Session-Id header is required: initialize first", http.StatusBadRequest)
+		return
+	}
 	if who.session != "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) &&
 		!mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && !h.sessions.view(principal).known(who.session) {
 		http.Error(w, "unknown or ended session: initialize a new one", http.StatusNotFound)
@@ -165,6 +172,10 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case msg.method != "" && !modern && msg.method != string(mcp.MethodInitialize) && r.Header.Get(server.HeaderKeySessionID) == "":
 		// 2025-11-25: every message after initialize carries its session.
 		http.Error(w, "Mcp-Session-Id header is required: initialize first, then send the session ID it returned", http.StatusBadRequest)
+		return
+	case msg.method != "" && !modern && msg.method != string(mcp.MethodInitialize) && !h.sessions.view(principal).known(who.session):
+		// Before durawait's own answers (tasks, refusals) as before mcp-go's.
+		http.Error(w, "unknown or ended session: initialize a new one", http.StatusNotFound)
 		return
 	case msg.isRequest():
 		if resp, refused := utf8Refusal(msg); refused {

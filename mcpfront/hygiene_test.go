@@ -151,6 +151,16 @@ func TestSessions(t *testing.T) {
 		return resp.StatusCode
 	}
 	assert.Equal(t, http.StatusNotFound, get("mcp-session-1b4e28ba-2fa1-11d2-883f-0016d3cca427"), "a GET stream of a session never issued")
+	assert.Equal(t, http.StatusBadRequest, get(""), "a GET stream without a session (it would mint one nobody learns)")
+	// durawait's own answers (tasks) see the same rule as mcp-go's.
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"wait_for/x@y"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tasks/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","arguments":{},"task":{}}}`,
+	} {
+		status, body, _ = post(t, url, legacy("mcp-session-1b4e28ba-2fa1-11d2-883f-0016d3cca427"), msg)
+		assert.Equal(t, http.StatusNotFound, status, "%s: %s", msg, body)
+	}
 	assert.Equal(t, http.StatusOK, del())
 	status, body, _ = post(t, url, legacy(session), pingBody)
 	assert.Equal(t, http.StatusNotFound, status, "a deleted session: %s", body)

@@ -137,7 +137,11 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, msg.method+": durawait serves MCP tasks to clients of protocol 2025-11-25; "+
 				"with protocol "+mcp.ProtocolVersion20260728+" call the tool, and if the call is cut off call it again with the same arguments to re-attach"), true
 		}
-		result, err := f.taskMethod(ctx, msg)
+		var result any
+		err := f.drained(ctx, func(ctx context.Context) (err error) {
+			result, err = f.taskMethod(ctx, msg)
+			return err
+		})
 		if err != nil {
 			return rpcError(msg.ID, rpcCode(err), msg.method+": "+err.Error()), true
 		}
@@ -154,7 +158,11 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
 				"tools/call: tool %q does not run as a task (its execution.taskSupport is forbidden); call it without params.task", req.Params.Name)), true
 		}
-		task, err := f.createTask(ctx, req)
+		var task mcp.Task
+		err := f.drained(ctx, func(ctx context.Context) (err error) {
+			task, err = f.createTask(ctx, req)
+			return err
+		})
 		if err != nil {
 			return rpcError(msg.ID, rpcCode(err), "tools/call: "+err.Error()), true
 		}

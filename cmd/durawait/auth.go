@@ -66,7 +66,9 @@ func httpAuth(ctx context.Context, cfg config.Config, dataDir string, logger *sl
 		chain = append(chain, local)
 	}
 	logger.Info("HTTP callers must authenticate", "tokens_file", cfg.Auth.TokensFile, "jwks_url", cfg.Auth.JWKSURL)
-	return auth.NewGuard(chain, "durawait").Authenticate, nil
+	guard := auth.NewGuard(chain, "durawait")
+	guard.Logger = logger
+	return guard.Authenticate, nil
 }
 
 // localTokenTransport adds the data dir's local token, when there is one,

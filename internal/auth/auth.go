@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 )
@@ -78,6 +79,10 @@ func isUnknown(err error) bool {
 type Guard struct {
 	verifier Verifier
 	realm    string
+	// Logger gets why a token could not be checked (an unreachable
+	// identity provider); the caller is told no more than that it could
+	// not be. Nil discards it.
+	Logger *slog.Logger
 }
 
 // NewGuard returns a guard that names realm in its challenges.
@@ -108,7 +113,10 @@ func (g *Guard) Authenticate(w http.ResponseWriter, r *http.Request) (string, bo
 		// The check itself failed (the identity provider is unreachable):
 		// still a refusal, and the client may retry.
 		challenge += `, error="invalid_token", error_description="the token could not be checked"`
-		msg = "the bearer token could not be checked: " + err.Error()
+		msg = "the bearer token could not be checked now; try again"
+		if g.Logger != nil {
+			g.Logger.Warn("a bearer token could not be checked", "error", err)
+		}
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	http.Error(w, msg, http.StatusUnauthorized)
