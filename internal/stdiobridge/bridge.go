@@ -50,6 +50,8 @@ type Bridge struct {
 	// recovering makes recovery single-flight: one request restarts the
 	// server and initializes again, the others then retry on the result.
 	recovering sync.Mutex
+	// requests counts the requests in flight.
+	requests sync.WaitGroup
 	// inFlight holds the cancel function of each request in flight, by
 	// its raw id, so that the client's notifications/cancelled ends it.
 	inFlight sync.Map
@@ -108,7 +110,12 @@ loop:
 		case err := <-readDone:
 			if err != nil {
 				readErr = fmt.Errorf("read stdin: %w", err)
+				break loop
 			}
+			// The client sent all it will: answer what it asked, for a
+			// while (a script that pipes one call and closes stdin), then
+			// end the calls still waiting (their waits run on).
+			b.finish(ctx, eofGrace)
 			break loop
 		case <-ctx.Done():
 			break loop
@@ -118,6 +125,24 @@ loop:
 	b.wg.Wait()
 	b.endSession()
 	return readErr
+}
+
+// eofGrace is how long the requests in flight at stdin's end may still be
+// answered.
+const eofGrace = 10 * time.Second
+
+// finish waits until the requests in flight are answered, grace passes,
+// or ctx ends.
+func (b *Bridge) finish(ctx context.Context, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { b.requests.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // dispatch sends one message from the client.
@@ -139,7 +164,9 @@ func (b *Bridge) dispatch(ctx context.Context, line []byte) {
 		rctx, cancel := context.WithCancel(ctx)
 		key := string(bytes.TrimSpace(h.ID))
 		b.inFlight.Store(key, cancel)
+		b.requests.Add(1)
 		b.wg.Go(func() {
+			defer b.requests.Done()
 			defer cancel()
 			defer b.inFlight.Delete(key)
 			b.request(rctx, line, h)

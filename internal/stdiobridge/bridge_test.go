@@ -27,10 +27,11 @@ type endpoint struct {
 	blocking    chan string // ids of "block" calls that arrived
 	mu          sync.Mutex
 	lost        map[string]bool
+	gate        chan struct{} // "gated" calls answer once it is closed
 }
 
 func newEndpoint(t *testing.T) (*endpoint, string) {
-	e := &endpoint{aborted: make(chan string, 8), blocking: make(chan string, 8), lost: map[string]bool{}}
+	e := &endpoint{aborted: make(chan string, 8), blocking: make(chan string, 8), lost: map[string]bool{}, gate: make(chan struct{})}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return e, srv.URL + "/mcp"
@@ -64,6 +65,16 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.blocking <- string(msg.ID)
 		<-r.Context().Done()
 		e.aborted <- string(msg.ID)
+	case msg.Method == "gated":
+		e.blocking <- string(msg.ID)
+		select {
+		case <-e.gate:
+		case <-r.Context().Done():
+			e.aborted <- string(msg.ID)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"gated":true}}`)
 	case msg.Method == "refuse":
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
@@ -149,4 +160,20 @@ func TestLostSessionRecoversOnce(t *testing.T) {
 		assert.Contains(t, out.Text(), `"session":"s2"`)
 	}
 	assert.Equal(t, int64(2), e.initializes.Load(), "the first initialize and one recovery")
+}
+
+// A client that sends a call and closes stdin still gets its answer (a
+// script piping one call), within the grace.
+func TestCallsInFlightAtEOFAreAnswered(t *testing.T) {
+	e, url := newEndpoint(t)
+	in, out, done := runBridge(t, url)
+	send(t, in, initLine)
+	require.True(t, out.Scan())
+	send(t, in, `{"jsonrpc":"2.0","id":9,"method":"gated"}`)
+	assert.Equal(t, "9", <-e.blocking)
+	require.NoError(t, in.Close())
+	close(e.gate)
+	require.True(t, out.Scan(), "an answer after stdin's end")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":9,"result":{"gated":true}}`, out.Text())
+	require.NoError(t, <-done)
 }
