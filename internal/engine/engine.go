@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -53,6 +56,9 @@ type Options struct {
 	// Logger receives the engine's logs at LogLevel and above.
 	Logger   *slog.Logger
 	LogLevel slog.Level
+
+	// pickPort picks a free port; freePort when nil (a seam for tests).
+	pickPort func(ip string) (int, error)
 }
 
 // Engine is a running embedded Temporal server.
@@ -81,60 +87,36 @@ func Start(opts Options) (*Engine, error) {
 	if err := checkPorts(opts); err != nil {
 		return nil, err
 	}
-	var err error
-	if opts.Port == 0 {
-		if opts.Port, err = freePort(opts.IP); err != nil {
-			return nil, err
-		}
-	}
-	ports := make([]int, 4) // frontend HTTP, history, matching, worker
-	for i := range ports {
-		if ports[i], err = freePort(opts.IP); err != nil {
-			return nil, err
-		}
-	}
-
 	sqlConf, err := prepareDatabase(opts)
 	if err != nil {
 		return nil, err
 	}
-	conf := serverConfig(opts, sqlConf, ports)
-	level := &slog.LevelVar{}
-	level.Set(opts.LogLevel)
-	logger := newTemporalLogger(opts.Logger, level)
-	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
-	if err != nil {
-		return nil, fmt.Errorf("engine: authorizer: %w", err)
+	// The engine's internal ports (and the frontend's, with Port 0) are
+	// picked here and bound by the Temporal server later, which offers no
+	// listener hand-over: a port taken in between fails the build, and
+	// the engine starts again on others.
+	if opts.pickPort == nil {
+		opts.pickPort = freePort
 	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("engine: claim mapper: %w", err)
-	}
-	hostOf := func(svc primitives.ServiceName) static.Hosts {
-		return static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(conf.Services[string(svc)].RPC.GRPCPort)))
-	}
-	dyn := dynamicconfig.StaticClient{
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-	}
-	server, err := temporal.NewServer(
-		temporal.WithConfig(conf),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
-			primitives.FrontendService: hostOf(primitives.FrontendService),
-			primitives.HistoryService:  hostOf(primitives.HistoryService),
-			primitives.MatchingService: hostOf(primitives.MatchingService),
-			primitives.WorkerService:   hostOf(primitives.WorkerService),
-		}),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dyn),
+	pickFrontend := opts.Port == 0
+	var (
+		server temporal.Server
+		level  *slog.LevelVar
 	)
-	if err != nil {
-		return nil, fmt.Errorf("engine: build server: %w", err)
-	}
-	if err := server.Start(); err != nil {
-		return nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
+	for attempt := 1; ; attempt++ {
+		if pickFrontend {
+			if opts.Port, err = opts.pickPort(opts.IP); err != nil {
+				return nil, err
+			}
+		}
+		server, level, err = startServer(opts, sqlConf)
+		if err == nil {
+			break
+		}
+		if attempt == maxStartAttempts || !addressInUse(err) {
+			return nil, err
+		}
+		opts.Logger.Warn("an engine port was taken while the engine started; starting on other ports", "error", err)
 	}
 	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level}
 	if opts.UIPort > 0 {
@@ -274,7 +256,76 @@ func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config
 	return &conf
 }
 
+// addressInUse reports whether err is a port taken by someone else (the
+// Temporal server's dependency injection does not always keep the cause).
+func addressInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// maxStartAttempts bounds the engine's starts on freshly picked ports.
+const maxStartAttempts = 5
+
+// startServer builds and starts the Temporal server on freshly picked
+// internal ports.
+func startServer(opts Options, sqlConf *config.SQL) (temporal.Server, *slog.LevelVar, error) {
+	ports := make([]int, 4) // frontend HTTP, history, matching, worker
+	for i := range ports {
+		var err error
+		if ports[i], err = opts.pickPort(opts.IP); err != nil {
+			return nil, nil, err
+		}
+	}
+	conf := serverConfig(opts, sqlConf, ports)
+	level := &slog.LevelVar{}
+	level.Set(opts.LogLevel)
+	logger := newTemporalLogger(opts.Logger, level)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: claim mapper: %w", err)
+	}
+	hostOf := func(svc primitives.ServiceName) static.Hosts {
+		return static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(conf.Services[string(svc)].RPC.GRPCPort)))
+	}
+	dyn := dynamicconfig.StaticClient{
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	server, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: hostOf(primitives.FrontendService),
+			primitives.HistoryService:  hostOf(primitives.HistoryService),
+			primitives.MatchingService: hostOf(primitives.MatchingService),
+			primitives.WorkerService:   hostOf(primitives.WorkerService),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: build server: %w", err)
+	}
+	if err := server.Start(); err != nil {
+		return nil, nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
+	}
+	return server, level, nil
+}
+
+// freePort finds a port free on ip now, preferring one below the kernel's
+// ephemeral range (32768 and up), where outgoing connections never take it.
 func freePort(ip string) (int, error) {
+	for range 50 {
+		port := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("engine: find a free port: %w", err)
