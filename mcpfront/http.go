@@ -187,14 +187,9 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, resp)
 			return
 		}
-		if modern && msg.method == string(mcp.MethodToolsCall) {
-			// Protocol 2026-07-28 ignores the 2025-11-25 params.task (its
-			// tasks are an extension with another wire format): run the call
-			// as a plain one rather than let mcp-go keep a task in memory.
-			if stripped, ok := withoutTaskParam(body); ok {
-				r.Body = io.NopCloser(bytes.NewReader(stripped))
-				r.ContentLength = int64(len(stripped))
-			}
+		if plain, changed := forMCPGo(msg, body, modern); changed {
+			r.Body = io.NopCloser(bytes.NewReader(plain))
+			r.ContentLength = int64(len(plain))
 		}
 		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern && msg.method != string(mcp.MethodInitialize) {
 			perCall := fmt.Sprintf("%s%s%d", sid, perCallSuffix, h.calls.Add(1))
@@ -278,29 +273,6 @@ func callerFrom(ctx context.Context) caller {
 
 // principalFrom is the principal of the caller recorded in ctx.
 func principalFrom(ctx context.Context) string { return callerFrom(ctx).principal }
-
-// withoutTaskParam removes params.task from a tools/call request.
-func withoutTaskParam(body []byte) ([]byte, bool) {
-	var req map[string]json.RawMessage
-	if json.Unmarshal(body, &req) != nil {
-		return nil, false
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(req["params"], &params) != nil {
-		return nil, false
-	}
-	if _, has := params["task"]; !has {
-		return nil, false
-	}
-	delete(params, "task")
-	p, err := json.Marshal(params)
-	if err != nil {
-		return nil, false
-	}
-	req["params"] = p
-	out, err := json.Marshal(req)
-	return out, err == nil
-}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -125,3 +125,41 @@ func batchError() mcp.JSONRPCError {
 func badIDError(m rpcMessage) mcp.JSONRPCError {
 	return rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("id: must be a string or a number (got %s; a notification has no id member)", kindOf(m.ID)))
 }
+
+// forMCPGo returns the request raw as mcp-go should see it: protocol
+// 2026-07-28 ignores the 2025-11-25 params.task (its tasks are an extension
+// with another wire format), so a modern tools/call runs as a plain call
+// rather than as a task mcp-go would keep in memory. changed reports
+// whether raw was rewritten.
+func forMCPGo(msg rpcMessage, raw []byte, modern bool) (out []byte, changed bool) {
+	if !modern || msg.method != string(mcp.MethodToolsCall) {
+		return raw, false
+	}
+	if plain, ok := withoutTaskParam(raw); ok {
+		return plain, true
+	}
+	return raw, false
+}
+
+// withoutTaskParam removes params.task from a tools/call request.
+func withoutTaskParam(body []byte) ([]byte, bool) {
+	var req map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req["params"], &params) != nil {
+		return nil, false
+	}
+	if _, has := params["task"]; !has {
+		return nil, false
+	}
+	delete(params, "task")
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, false
+	}
+	req["params"] = p
+	out, err := json.Marshal(req)
+	return out, err == nil
+}

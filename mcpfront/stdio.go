@@ -92,12 +92,7 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		}
 		raw := append(json.RawMessage(nil), line...)
 		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
-		if modern && msg.method == string(mcp.MethodToolsCall) {
-			// See httpFront: protocol 2026-07-28 ignores params.task.
-			if stripped, ok := withoutTaskParam(raw); ok {
-				raw = stripped
-			}
-		}
+		raw, _ = forMCPGo(msg, raw, modern)
 		wg.Go(func() {
 			resp, handled := f.handleOwn(ctx, msg, modern)
 			if !handled {
