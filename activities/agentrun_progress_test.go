@@ -11,7 +11,7 @@ import (
 // progressLog keeps the agent progress it is told of.
 type progressLog struct{ messages []string }
 
-func (l *progressLog) Observe(_ string, event any) {
+func (l *progressLog) Observe(_ string, event workflows.WaitEvent) {
 	if p, ok := event.(workflows.AgentProgress); ok {
 		l.messages = append(l.messages, p.Message)
 	}

@@ -42,12 +42,11 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// Observer is told, in process, what a running wait observes: each
-// workflows.Sample of a wait_for, and the outcome (workflows.WaitForResult,
-// workflows.TextWaitOutcome) the moment the activity knows it. It must not
+// Observer is told, in process, what a running wait observes (see
+// workflows.WaitEvent for what each tool's activity sends). It must not
 // block.
 type Observer interface {
-	Observe(workflowID string, event any)
+	Observe(workflowID string, event workflows.WaitEvent)
 }
 
 // Poller runs wait_for probe loops.

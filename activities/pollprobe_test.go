@@ -70,7 +70,7 @@ type recordingObserver struct {
 	results []workflows.WaitForResult
 }
 
-func (o *recordingObserver) Observe(_ string, event any) {
+func (o *recordingObserver) Observe(_ string, event workflows.WaitEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch e := event.(type) {

@@ -140,7 +140,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		}
 	}()
 	token := progressToken(req)
-	report := func(ev any) {
+	report := func(ev workflows.WaitEvent) {
 		if p, ok := ev.(workflows.AgentProgress); ok && token != nil {
 			f.sendProgress(ctx, token, float64(p.Step), 0, p.Message)
 		}

@@ -7,6 +7,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // sharedWait is a wait that identical calls share: its workflow ID is
@@ -25,7 +27,7 @@ type sharedWait struct {
 // subscribes to the wait's in-process events (so none is missed) and lets a
 // run whose outcome was just returned close (so an identical call starts
 // anew). The returned function ends the subscription.
-func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan any, func(), error) {
+func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan workflows.WaitEvent, func(), error) {
 	events, unsubscribe := f.subscribe(w.id)
 	f.waitSettled(ctx, w.id)
 	run, err := f.start(ctx, w)
@@ -49,7 +51,7 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 }
 
 // subscribe follows a workflow's in-process events, when there is a feed.
-func (f *Front) subscribe(workflowID string) (<-chan any, func()) {
+func (f *Front) subscribe(workflowID string) (<-chan workflows.WaitEvent, func()) {
 	if f.opts.Events == nil {
 		return nil, func() {}
 	}
@@ -60,7 +62,7 @@ func (f *Front) subscribe(workflowID string) (<-chan any, func()) {
 // the in-process feed when handle says an event is the outcome (the
 // workflow records that same outcome durably). handle sees every event in
 // order; result receives Temporal's answer when that comes first.
-func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan any, result any, handle func(any) bool) error {
+func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan workflows.WaitEvent, result any, handle func(workflows.WaitEvent) bool) error {
 	getCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Temporal's answer is decoded here, not in the goroutine, which may

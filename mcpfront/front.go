@@ -19,14 +19,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
 )
 
-// EventFeed delivers, in process, what running waits observe: each
-// workflows.Sample and the outcome the moment an activity knows it.
-// Subscribe returns a channel of one workflow's events and a function that
-// ends the subscription.
+// EventFeed delivers, in process, what running waits observe (see
+// workflows.WaitEvent). Subscribe returns a channel of one workflow's events
+// and a function that ends the subscription and closes the channel.
 type EventFeed interface {
-	Subscribe(workflowID string) (<-chan any, func())
+	Subscribe(workflowID string) (<-chan workflows.WaitEvent, func())
 }
 
 // Options configure a Front.

@@ -97,7 +97,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	defer unsubscribe()
 	token := progressToken(req)
 	var out workflows.TextWaitOutcome
-	err = f.awaitOutcome(ctx, run, events, &out, func(ev any) bool {
+	err = f.awaitOutcome(ctx, run, events, &out, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.TextWaitOutcome:
 			out = e

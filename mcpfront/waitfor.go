@@ -47,7 +47,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 
 	token := progressToken(req)
 	var result workflows.WaitForResult
-	err = f.awaitOutcome(ctx, run, events, &result, func(ev any) bool {
+	err = f.awaitOutcome(ctx, run, events, &result, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.Sample:
 			if token != nil {

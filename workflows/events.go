@@ -1,0 +1,19 @@
+package workflows
+
+// WaitEvent is what a running wait's activity tells, in process, the calls
+// waiting on it: progress worth a notification, or the outcome the moment
+// the activity knows it (the workflow records that same outcome durably).
+// The set is closed; each tool's waits send their own events:
+//
+//   - wait_for: Sample, then WaitForResult.
+//   - wait_for_text: BaselineRead, then TextWaitOutcome.
+//   - wait_agent: AgentProgress.
+type WaitEvent interface {
+	waitEvent()
+}
+
+func (Sample) waitEvent()          {}
+func (WaitForResult) waitEvent()   {}
+func (BaselineRead) waitEvent()    {}
+func (TextWaitOutcome) waitEvent() {}
+func (AgentProgress) waitEvent()   {}
