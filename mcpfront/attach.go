@@ -11,8 +11,34 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// sharedWait is a wait that identical calls share: its workflow ID is
-// derived from what it waits for.
+// sharedWait is a wait that identical calls share: wait_for and
+// wait_for_text run one workflow per wait, whose ID is derived from what it
+// waits for. A call starts, attaches to and answers from it in five steps,
+// each closing a gap:
+//
+//  1. Subscribe before the start (subscribe). The call subscribes to the
+//     wait's in-process events (Options.Events) before it starts the
+//     workflow, so nothing the activity tells after the start is missed,
+//     not even an outcome known at once.
+//  2. Let a settling run close (waitSettled). A run whose outcome an
+//     earlier call already returned from the feed (step 4) may still be
+//     open for a moment; attaching to it would answer with that finished
+//     wait's outcome. So the call first waits, at most settleTimeout, for
+//     that run to close.
+//  3. Start, or attach while it runs (start): conflict policy USE_EXISTING
+//     attaches to the running wait, reuse policy ALLOW_DUPLICATE starts a
+//     new run after a closed one.
+//  4. Answer from whichever comes first (awaitOutcome): an outcome event
+//     from the feed, an early answer without Temporal's round trip (the
+//     workflow records that same outcome durably), or Temporal's result of
+//     the run. Other events become progress notifications meanwhile.
+//  5. Settle (settle). A call that answered from the feed records the run as
+//     settling until Temporal closes it: that record is what step 2 waits
+//     on.
+//
+// startOrAttach does steps 1 to 3, awaitOutcome steps 4 and 5. Without a
+// feed (a front with no worker in its process) steps 1, 4's early answer and
+// 5 do nothing; a task-augmented call (createTask) does steps 2 and 3 only.
 type sharedWait struct {
 	id       string
 	summary  string
@@ -23,10 +49,10 @@ type sharedWait struct {
 	pollMs int64
 }
 
-// startOrAttach starts the wait, or attaches to it while it runs. It first
-// subscribes to the wait's in-process events (so none is missed) and lets a
-// run whose outcome was just returned close (so an identical call starts
-// anew). The returned function ends the subscription.
+// startOrAttach subscribes to the wait's events, lets a settling run of it
+// close, and starts the wait or attaches to it while it runs: steps 1 to 3
+// of the dance described at sharedWait. The returned function ends the
+// subscription.
 func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan workflows.WaitEvent, func(), error) {
 	events, unsubscribe := f.subscribe(w.id)
 	f.waitSettled(ctx, w.id)
@@ -38,7 +64,8 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 	return run, events, unsubscribe, nil
 }
 
-// start starts the wait, or attaches to it while it runs.
+// start starts the wait, or attaches to it while it runs: step 3 of the
+// dance described at sharedWait.
 func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, error) {
 	return f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       w.id,
@@ -50,7 +77,8 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 	}, w.workflow, w.input)
 }
 
-// subscribe follows a workflow's in-process events, when there is a feed.
+// subscribe follows a workflow's in-process events, when there is a feed:
+// step 1 of the dance described at sharedWait.
 func (f *Front) subscribe(workflowID string) (<-chan workflows.WaitEvent, func()) {
 	if f.opts.Events == nil {
 		return nil, func() {}
@@ -58,10 +86,11 @@ func (f *Front) subscribe(workflowID string) (<-chan workflows.WaitEvent, func()
 	return f.opts.Events.Subscribe(workflowID)
 }
 
-// awaitOutcome waits for a workflow's result: from Temporal, or earlier from
-// the in-process feed when handle says an event is the outcome (the
-// workflow records that same outcome durably). handle sees every event in
-// order; result receives Temporal's answer when that comes first.
+// awaitOutcome waits for a workflow's result: from Temporal, or earlier
+// from the in-process feed when handle says an event is the outcome, and
+// then the run settles (steps 4 and 5 of the dance described at
+// sharedWait). handle sees every event in order; result receives
+// Temporal's answer when that comes first.
 func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan workflows.WaitEvent, result any, handle func(workflows.WaitEvent) bool) error {
 	getCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -94,7 +123,8 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 const settleTimeout = 10 * time.Second
 
 // settle remembers a run whose outcome was returned before Temporal closed
-// it, until it closes.
+// it, until it closes (at most settleTimeout): step 5 of the dance
+// described at sharedWait.
 func (f *Front) settle(run client.WorkflowRun) {
 	id, runID := run.GetID(), run.GetRunID()
 	f.settling.Store(id, runID)
@@ -108,7 +138,8 @@ func (f *Front) settle(run client.WorkflowRun) {
 
 // waitSettled lets a run whose outcome was already returned close first, so
 // that an identical call made right after it starts a new wait instead of
-// attaching to the finished one.
+// attaching to the finished one: step 2 of the dance described at
+// sharedWait.
 func (f *Front) waitSettled(ctx context.Context, id string) {
 	v, ok := f.settling.Load(id)
 	if !ok {

@@ -256,6 +256,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 			// run, which has its own bound.
 			release = f.attached.hold(w.id)
 		}
+		// Steps 2 and 3 of the dance described at sharedWait.
 		f.waitSettled(ctx, w.id)
 		run, err := f.start(ctx, w)
 		if err != nil {

@@ -89,6 +89,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	// hang-up meanwhile does not cancel the wait under this one.
 	release := f.attached.hold(w.id)
 	defer release()
+	// The start/attach/settle dance is described at sharedWait.
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,

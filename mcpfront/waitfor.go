@@ -36,6 +36,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if bad != nil {
 		return bad, nil
 	}
+	// The start/attach/settle dance is described at sharedWait.
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		if ctx.Err() != nil {
