@@ -258,8 +258,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 		pending = r.signal(ctx, id, pending, sent)
 		progress.report(st.Live.Activity, sent, code, exited)
 		if time.Since(lastBeat) >= time.Second || exited {
-			live := st.Live
-			live.Reply = workflows.Tail(live.Reply, workflows.OutputTailChars)
+			live := st.Live.Heartbeat()
 			for code := range sent {
 				live.Blockers = append(live.Blockers, code)
 			}

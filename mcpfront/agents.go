@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -193,7 +194,7 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 		return structuredResult(final)
 	}
 	if payload.Status == workflows.AgentRunning {
-		f.addLiveState(ctx, &payload)
+		payload = workflows.AssemblePayload(payload, f.pendingActivities(ctx, id), time.Now())
 	}
 	return structuredResult(payload)
 }
@@ -218,34 +219,14 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 	return payload, nil
 }
 
-// addLiveState fills a running payload with what the CLI is doing now, from
-// the runner's last heartbeat.
-func (f *Front) addLiveState(ctx context.Context, p *workflows.InvocationPayload) {
-	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, p.InvocationID, "")
+// pendingActivities are a running invocation's pending activities, whose
+// heartbeats say what its CLI is doing now; none when Temporal cannot say.
+func (f *Front) pendingActivities(ctx context.Context, id string) []*workflowpb.PendingActivityInfo {
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return
+		return nil
 	}
-	for _, pa := range desc.PendingActivities {
-		if pa.ActivityType.GetName() != workflows.RunAgentActivityName || pa.HeartbeatDetails == nil {
-			continue
-		}
-		var live workflows.AgentLive
-		if converter.GetDefaultDataConverter().FromPayloads(pa.HeartbeatDetails, &live) != nil {
-			return
-		}
-		now := time.Now()
-		p.SessionID = live.SessionID
-		if live.Reply != "" {
-			out := workflows.Tail(live.Reply, workflows.OutputTailChars)
-			age := now.Sub(live.ReplyAt).Milliseconds()
-			p.Output, p.OutputAgeMs = &out, &age
-		}
-		if live.Activity != nil {
-			a := *live.Activity
-			a.AgeMs = now.Sub(live.ActivityAt).Milliseconds()
-			p.Activity = &a
-		}
-	}
+	return desc.PendingActivities
 }
 
 func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

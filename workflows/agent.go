@@ -47,8 +47,9 @@ type AgentFinal struct {
 	Error     *AgentError `json:"error,omitempty"`
 }
 
-// AgentLive is the RunAgent activity's heartbeat: what the CLI is doing now.
-// The front end reads it to fill running payloads.
+// AgentLive is what the CLI is doing now; the RunAgent activity heartbeats
+// it (AgentLive.Heartbeat) and AssemblePayload fills running payloads from
+// it.
 type AgentLive struct {
 	SessionID  string         `json:"session_id,omitempty"`
 	Reply      string         `json:"reply,omitempty"`
