@@ -57,6 +57,16 @@ type Poller struct {
 	// Judge, when set, replaces (*workflows.Matcher).JudgeContext; tests use
 	// it to stand in for a slow match.
 	Judge JudgeFunc
+	// Clock is the time the loop runs on: its schedule, its deadlines and its
+	// heartbeats. SystemClock when nil.
+	Clock Clock
+}
+
+func (p *Poller) clock() Clock {
+	if p.Clock == nil {
+		return SystemClock{}
+	}
+	return p.Clock
 }
 
 // JudgeFunc decides whether a wait is over after the latest observation;
@@ -73,7 +83,7 @@ func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workf
 // PollProbe samples the probe until the condition holds or the deadline
 // passes. It resumes from its last heartbeat when Temporal retries it.
 func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
-	matcher, err := workflows.NewMatcher(in.Spec, in.QuietFor)
+	matcher, err := workflows.NewMatcher(in.Spec, in.Spec.QuietFor())
 	if err != nil {
 		return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidSpec, err)
 	}
@@ -84,16 +94,20 @@ func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflo
 		}
 	}
 	info := activity.GetInfo(ctx)
+	schedule := in.Schedule()
+	clock := p.clock()
 	loop := &probeLoop{
-		poller:   p,
-		in:       in,
-		matcher:  matcher,
-		progress: progress,
-		wfID:     info.WorkflowExecution.ID,
-		expected: workflows.ExpectedSamples(in.Poll, in.Deadline.Sub(in.StartedAt)),
-		beat:     time.NewTicker(heartbeatInterval(info.HeartbeatTimeout)),
+		poller:    p,
+		clock:     clock,
+		in:        in,
+		schedule:  schedule,
+		matcher:   matcher,
+		progress:  progress,
+		wfID:      info.WorkflowExecution.ID,
+		expected:  schedule.ExpectedSamples(),
+		beatEvery: heartbeatInterval(info.HeartbeatTimeout),
 	}
-	defer loop.beat.Stop()
+	loop.nextBeat = clock.Now().Add(loop.beatEvery)
 	return loop.run(ctx)
 }
 
@@ -108,20 +122,32 @@ func heartbeatInterval(timeout time.Duration) time.Duration {
 
 type probeLoop struct {
 	poller   *Poller
+	clock    Clock
 	in       workflows.PollInput
+	schedule workflows.PollSchedule
 	matcher  *workflows.Matcher
 	progress workflows.PollProgress
 	wfID     string
 	expected int
-	beat     *time.Ticker
+	// beatEvery paces the heartbeats; nextBeat is when the next one is due.
+	beatEvery time.Duration
+	nextBeat  time.Time
 }
 
+// heartbeat records the progress and puts the next heartbeat a beatEvery
+// from now.
 func (l *probeLoop) heartbeat(ctx context.Context) {
 	activity.RecordHeartbeat(ctx, l.progress)
+	l.nextBeat = l.clock.Now().Add(l.beatEvery)
+}
+
+// beatDue returns a copy of ctx that ends when the next heartbeat is due.
+func (l *probeLoop) beatDue(ctx context.Context) (context.Context, context.CancelFunc) {
+	return l.clock.WithDeadline(ctx, l.nextBeat)
 }
 
 func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind) workflows.WaitForResult {
-	res := l.progress.Result(l.in.Spec, reason, cond, time.Since(l.in.StartedAt))
+	res := l.progress.Result(l.in.Spec, reason, cond, l.clock.Now().Sub(l.schedule.Start))
 	if obs := l.poller.Observer; obs != nil {
 		obs.Observe(l.wfID, res)
 	}
@@ -131,13 +157,10 @@ func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind
 func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 	tool := l.in.Spec.Probe.Tool
 	for {
-		at, ok := l.progress.NextAttemptAt(l.in.Poll, l.in.Deadline)
+		at, ok := l.schedule.NextAttemptAt(l.progress, l.clock.Now())
 		if !ok {
 			l.heartbeat(ctx)
 			return l.result(workflows.ReasonTimeout, ""), nil
-		}
-		if at.IsZero() {
-			at = time.Now()
 		}
 		if err := l.sleepUntil(ctx, at); err != nil {
 			return workflows.WaitForResult{}, err
@@ -145,7 +168,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 
 		// The schedule is fixed-rate: an attempt is recorded at its planned
 		// time, so a late wake-up does not shift every later sample.
-		start := time.Now()
+		start := l.clock.Now()
 		l.progress.RecordAttempt(at)
 		out, err := l.call(ctx, start)
 		switch {
@@ -202,7 +225,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 // sample's deadline (see sampleDeadline) is stopped and reported as
 // errDeadline, so no pattern can stretch the wait past its bound.
 func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
-	matchCtx, cancel := context.WithDeadline(ctx, sampleDeadline(l.in.Deadline, start))
+	matchCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
 	type verdict struct {
 		reason workflows.Reason
@@ -218,8 +241,10 @@ func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reaso
 		answer <- v
 	}()
 	for {
+		beat, stopBeat := l.beatDue(ctx)
 		select {
 		case v := <-answer:
+			stopBeat()
 			if v.err != nil {
 				if ctx.Err() != nil {
 					return "", "", false, ctx.Err()
@@ -227,9 +252,14 @@ func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reaso
 				return "", "", false, errDeadline
 			}
 			return v.reason, v.cond, v.done, nil
-		case <-l.beat.C:
+		case <-beat.Done():
+			stopBeat()
+			if ctx.Err() != nil {
+				return "", "", false, ctx.Err()
+			}
 			l.heartbeat(ctx)
 		case <-matchCtx.Done():
+			stopBeat()
 			if ctx.Err() != nil {
 				return "", "", false, ctx.Err()
 			}
@@ -248,24 +278,22 @@ func sampleDeadline(deadline, start time.Time) time.Time {
 	return deadline
 }
 
-// sleepUntil waits for at, heartbeating, or returns when ctx ends.
+// sleepUntil waits for at, heartbeating when beats are due, or returns when
+// ctx ends.
 func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case <-timer.C:
-			return nil
-		case <-l.beat.C:
+	for l.clock.Now().Before(at) {
+		wake := at
+		if l.nextBeat.Before(wake) {
+			wake = l.nextBeat
+		}
+		if err := l.clock.SleepUntil(ctx, wake); err != nil {
+			return err
+		}
+		if !l.clock.Now().Before(l.nextBeat) {
 			l.heartbeat(ctx)
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
+	return nil
 }
 
 var errDeadline = errors.New("probe call outlived the wait's bound")
@@ -277,7 +305,7 @@ const FinalSampleAllowance = time.Second
 // call runs one probe call, raced against the deadline, heartbeating while
 // it is in flight. A call that outlives the deadline is abandoned.
 func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
-	callCtx, cancel := context.WithDeadline(ctx, sampleDeadline(l.in.Deadline, start))
+	callCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
 	type answer struct {
 		out ProbeOutput
@@ -289,15 +317,22 @@ func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, err
 		done <- answer{out, err}
 	}()
 	for {
+		beat, stopBeat := l.beatDue(ctx)
 		select {
 		case a := <-done:
+			stopBeat()
 			if a.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
 				return ProbeOutput{}, errDeadline
 			}
 			return a.out, a.err
-		case <-l.beat.C:
+		case <-beat.Done():
+			stopBeat()
+			if ctx.Err() != nil {
+				return ProbeOutput{}, ctx.Err()
+			}
 			l.heartbeat(ctx)
 		case <-callCtx.Done():
+			stopBeat()
 			if ctx.Err() != nil {
 				return ProbeOutput{}, ctx.Err()
 			}

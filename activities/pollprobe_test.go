@@ -21,38 +21,43 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
+// The probe loop runs on a fake clock that starts at t0, when the wait began.
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
 // scriptedProber answers each call with the next step of its script; the
-// last step repeats. A step may hang until the call is cancelled.
+// last step repeats. A hung step moves the clock to the call's deadline and
+// waits for the call to be cancelled.
 type scriptedProber struct {
+	clock *fakeClock
+
 	mu    sync.Mutex
 	steps []step
-	calls int
+	calls []time.Duration // when each call started, since t0
 }
 
 type step struct {
-	out   ProbeOutput
-	err   error
-	hang  bool
-	delay time.Duration
+	out  ProbeOutput
+	err  error
+	hang bool
 }
 
 func text(s string) step { return step{out: ProbeOutput{Text: s}} }
 
+func newProber(clock *fakeClock, steps ...step) *scriptedProber {
+	return &scriptedProber{clock: clock, steps: steps}
+}
+
 func (p *scriptedProber) CallProbe(ctx context.Context, tool string, args json.RawMessage) (ProbeOutput, error) {
 	p.mu.Lock()
-	s := p.steps[min(p.calls, len(p.steps)-1)]
-	p.calls++
+	s := p.steps[min(len(p.calls), len(p.steps)-1)]
+	p.calls = append(p.calls, p.clock.Now().Sub(t0))
 	p.mu.Unlock()
 	if s.hang {
+		if deadline, ok := ctx.Deadline(); ok {
+			p.clock.AdvanceTo(deadline)
+		}
 		<-ctx.Done()
 		return ProbeOutput{}, ctx.Err()
-	}
-	if s.delay > 0 {
-		select {
-		case <-time.After(s.delay):
-		case <-ctx.Done():
-			return ProbeOutput{}, ctx.Err()
-		}
 	}
 	return s.out, s.err
 }
@@ -60,7 +65,21 @@ func (p *scriptedProber) CallProbe(ctx context.Context, tool string, args json.R
 func (p *scriptedProber) callCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.calls
+	return len(p.calls)
+}
+
+func (p *scriptedProber) callTimes() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Duration(nil), p.calls...)
+}
+
+func seconds(s ...float64) []time.Duration {
+	var ds []time.Duration
+	for _, x := range s {
+		ds = append(ds, time.Duration(x*float64(time.Second)))
+	}
+	return ds
 }
 
 // recordingObserver keeps every sample it is told of.
@@ -81,32 +100,40 @@ func (o *recordingObserver) Observe(_ string, event workflows.WaitEvent) {
 	}
 }
 
-// The activity works in real time; these inputs use milliseconds where the
-// tool's contract uses seconds, so each test takes a fraction of a second.
-func input(until workflows.Until, poll, maxWait, quiet time.Duration) workflows.PollInput {
-	now := time.Now()
+// input is the activity's input for a wait that began at t0.
+func input(until workflows.Until, pollSec, maxWaitSec int) workflows.PollInput {
 	return workflows.PollInput{
 		Spec: workflows.WaitForSpec{
 			Probe:      workflows.Probe{Tool: "demo.read_file", Args: json.RawMessage(`{}`)},
 			Until:      until,
-			PollSec:    1,
-			MaxWaitSec: 7,
+			PollSec:    pollSec,
+			MaxWaitSec: maxWaitSec,
 		},
-		StartedAt: now,
-		Deadline:  now.Add(maxWait),
-		Poll:      poll,
-		QuietFor:  quiet,
+		StartedAt: t0,
 	}
 }
 
-func runPoll(t *testing.T, prober Prober, in workflows.PollInput, observer Observer, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
+// pollRun is one run of the activity in Temporal's test environment.
+type pollRun struct {
+	clock    *fakeClock
+	prober   Prober
+	observer Observer
+	judge    JudgeFunc
+	resume   *workflows.PollProgress
+	beats    *beatCounter
+}
+
+func (r pollRun) run(t *testing.T, in any) (workflows.WaitForResult, error) {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	poller := &Poller{Prober: prober, Observer: observer}
+	if r.beats != nil {
+		env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{r.beats}})
+	}
+	poller := &Poller{Prober: r.prober, Observer: r.observer, Judge: r.judge, Clock: r.clock}
 	env.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
-	if resume != nil {
-		env.SetHeartbeatDetails(*resume)
+	if r.resume != nil {
+		env.SetHeartbeatDetails(*r.resume)
 	}
 	val, err := env.ExecuteActivity(workflows.PollProbeActivityName, in)
 	if err != nil {
@@ -117,39 +144,65 @@ func runPoll(t *testing.T, prober Prober, in workflows.PollInput, observer Obser
 	return res, nil
 }
 
+func runPoll(t *testing.T, clock *fakeClock, prober Prober, in workflows.PollInput, observer Observer, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
+	t.Helper()
+	return pollRun{clock: clock, prober: prober, observer: observer, resume: resume}.run(t, in)
+}
+
 var matchesReady = workflows.Until{Kind: workflows.ConditionMatches, Pattern: "READY"}
 
 func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("starting"), text("starting"), text("READY now")}}
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("starting"), text("starting"), text("READY now"))
 	obs := &recordingObserver{}
-	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), obs, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
-	assert.Equal(t, workflows.ConditionMatches, res.Condition)
-	assert.Equal(t, 3, res.Samples)
-	assert.Equal(t, "READY now", res.LastObservation)
-	assert.Equal(t, 7, res.EffectiveMaxWaitSec)
-	assert.Equal(t, 3, prober.callCount())
-	require.Len(t, obs.samples, 3, "one progress sample per probe call")
-	assert.Equal(t, 1, obs.samples[0].Number)
-	assert.Equal(t, "READY now", obs.samples[2].Observation)
+	assert.Equal(t, workflows.WaitForResult{
+		Reason: workflows.ReasonMatched, Condition: workflows.ConditionMatches, LastObservation: "READY now",
+		ElapsedSec: 4, Samples: 3, EffectiveMaxWaitSec: 10,
+	}, res)
+	assert.Equal(t, seconds(0, 2, 4), prober.callTimes())
+	assert.Equal(t, []workflows.Sample{
+		{Number: 1, Expected: 6, Observation: "starting"},
+		{Number: 2, Expected: 6, Observation: "starting"},
+		{Number: 3, Expected: 6, Observation: "READY now"},
+	}, obs.samples, "one progress sample per probe call")
 	assert.Equal(t, []workflows.WaitForResult{res}, obs.results, "the result is published the moment it is known")
 }
 
+func TestPollProbeEndsOnTheSampleThatFlips(t *testing.T) {
+	for k := 1; k <= 6; k++ {
+		t.Run(fmt.Sprintf("sample %d", k), func(t *testing.T) {
+			clock := newFakeClock(t0)
+			steps := make([]step, 0, k)
+			for range k - 1 {
+				steps = append(steps, text("Pending"))
+			}
+			prober := newProber(clock, append(steps, text("READY"))...)
+			res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+			require.NoError(t, err)
+			assert.Equal(t, workflows.ReasonMatched, res.Reason)
+			assert.Equal(t, k, res.Samples)
+			assert.Equal(t, k, prober.callCount())
+			assert.Equal(t, float64(2*(k-1)), res.ElapsedSec)
+		})
+	}
+}
+
 func TestPollProbeTakesTheFirstSampleAtOnce(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("READY")}}
-	// A poll interval far beyond the test's patience: only an immediate
-	// first sample lets this return.
-	res, err := runPoll(t, prober, input(matchesReady, time.Hour, 2*time.Hour, 0), nil, nil)
+	clock := newFakeClock(t0.Add(1500 * time.Millisecond)) // the activity starts a little after the wait
+	prober := newProber(clock, text("READY"))
+	res, err := runPoll(t, clock, prober, input(matchesReady, 60, 3600), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Samples)
-	assert.Less(t, res.ElapsedSec, 60.0)
+	assert.Equal(t, seconds(1.5), prober.callTimes())
+	assert.Equal(t, 1.5, res.ElapsedSec)
 }
 
 func TestPollProbeNotMatches(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("pod-a Terminating"), text("")}}
-	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"},
-		10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("pod-a Terminating"), text(""))
+	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"}, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonMatched, res.Reason)
 	assert.Equal(t, workflows.ConditionNotMatches, res.Condition)
@@ -157,20 +210,23 @@ func TestPollProbeNotMatches(t *testing.T) {
 }
 
 func TestPollProbeSettlesWhenQuiet(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("1"), text("2"), text("3"), text("3")}}
-	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 1},
-		20*time.Millisecond, 5*time.Second, 100*time.Millisecond), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("1"), text("2"), text("3"))
+	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 3}, 1, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, workflows.ConditionQuietForSec, res.Condition)
 	assert.Equal(t, "3", res.LastObservation)
-	assert.GreaterOrEqual(t, res.Samples, 4, "three changes, then at least 100ms of \"3\"")
+	assert.Equal(t, 6, res.Samples, `"3" first at 2 s, then quiet until 5 s`)
+	assert.Equal(t, 5.0, res.ElapsedSec)
 }
 
 func TestPollProbeFailMatches(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("Pending"), text("CrashLoopBackOff")}}
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"), text("CrashLoopBackOff"))
 	until := matchesReady
 	until.FailPattern = "CrashLoop"
-	res, err := runPoll(t, prober, input(until, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	res, err := runPoll(t, clock, prober, input(until, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonFailed, res.Reason)
 	assert.Equal(t, workflows.ConditionFailMatches, res.Condition)
@@ -178,33 +234,57 @@ func TestPollProbeFailMatches(t *testing.T) {
 }
 
 func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("Pending")}}
-	in := input(matchesReady, 40*time.Millisecond, 300*time.Millisecond, 0)
-	res, err := runPoll(t, prober, in, nil, nil)
-	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
-	assert.Empty(t, res.Condition)
-	assert.Equal(t, "Pending", res.LastObservation)
-	// 0, 40, ..., 280 and one on the bound at 300: a sample lands on the bound.
-	assert.Equal(t, 9, res.Samples)
-	assert.GreaterOrEqual(t, res.ElapsedSec, 0.3)
+	for _, tc := range []struct {
+		pollSec, maxWaitSec int
+		calls               []time.Duration
+	}{
+		{2, 10, seconds(0, 2, 4, 6, 8, 10)},
+		{3, 10, seconds(0, 3, 6, 9, 10)}, // the last interval is trimmed onto the bound
+	} {
+		t.Run(fmt.Sprintf("poll %d max %d", tc.pollSec, tc.maxWaitSec), func(t *testing.T) {
+			clock := newFakeClock(t0)
+			prober := newProber(clock, text("Pending"))
+			obs := &recordingObserver{}
+			res, err := runPoll(t, clock, prober, input(matchesReady, tc.pollSec, tc.maxWaitSec), obs, nil)
+			require.NoError(t, err)
+			assert.Equal(t, workflows.WaitForResult{
+				Reason: workflows.ReasonTimeout, LastObservation: "Pending",
+				ElapsedSec: float64(tc.maxWaitSec), Samples: len(tc.calls), EffectiveMaxWaitSec: tc.maxWaitSec,
+			}, res)
+			assert.Equal(t, tc.calls, prober.callTimes())
+			require.Len(t, obs.samples, len(tc.calls))
+			assert.Equal(t, len(tc.calls), obs.samples[len(tc.calls)-1].Expected, "a wait run to its bound takes the expected samples")
+		})
+	}
 }
 
 func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("Pending"), {hang: true}}}
-	in := input(matchesReady, 20*time.Millisecond, 300*time.Millisecond, 0)
-	start := time.Now()
-	res, err := runPoll(t, prober, in, nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"), step{hang: true})
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
 	assert.Equal(t, "Pending", res.LastObservation, "the previous observation")
 	assert.Equal(t, 1, res.Samples)
-	assert.Less(t, time.Since(start), 300*time.Millisecond+FinalSampleAllowance+2*time.Second)
+	assert.Equal(t, 10.0, res.ElapsedSec, "the hung call is abandoned on the bound")
+	assert.Equal(t, seconds(0, 2), prober.callTimes())
+}
+
+func TestPollProbeHungSampleOnTheBoundGetsItsAllowance(t *testing.T) {
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"), text("Pending"), text("Pending"), text("Pending"), step{hang: true})
+	res, err := runPoll(t, clock, prober, input(matchesReady, 3, 10), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, 4, res.Samples)
+	assert.Equal(t, seconds(0, 3, 6, 9, 10), prober.callTimes())
+	assert.Equal(t, (10*time.Second).Seconds()+FinalSampleAllowance.Seconds(), res.ElapsedSec)
 }
 
 func TestPollProbeHungFirstCallIsAnError(t *testing.T) {
-	prober := &scriptedProber{steps: []step{{hang: true}}}
-	_, err := runPoll(t, prober, input(matchesReady, 20*time.Millisecond, 200*time.Millisecond, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, step{hang: true})
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 7), nil, nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeHung, appErr.Type())
@@ -214,8 +294,9 @@ func TestPollProbeHungFirstCallIsAnError(t *testing.T) {
 
 func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
 	big := strings.Repeat("x", 300*1024)
-	prober := &scriptedProber{steps: []step{text("small"), text(big)}}
-	_, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("small"), text(big))
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeOutputTooLarge, appErr.Type())
@@ -224,15 +305,16 @@ func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
 
 func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
 	exact := strings.Repeat("x", workflows.MaxObservationBytes-5) + "READY"
-	prober := &scriptedProber{steps: []step{text(exact)}}
-	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	clock := newFakeClock(t0)
+	res, err := runPoll(t, clock, newProber(clock, text(exact)), input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonMatched, res.Reason)
 }
 
 func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
-	prober := &scriptedProber{steps: []step{{out: ProbeOutput{Text: "pods \"web\" not found", IsError: true}}}}
-	_, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, step{out: ProbeOutput{Text: "pods \"web\" not found", IsError: true}})
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeReturnedError, appErr.Type())
@@ -241,126 +323,109 @@ func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
 
 func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
 	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
-	prober := &scriptedProber{steps: []step{text("starting"), {err: down}, {err: down}, text("READY")}}
-	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("starting"), step{err: down}, step{err: down}, text("READY"))
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonMatched, res.Reason)
 	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
-	assert.Equal(t, 4, prober.callCount())
+	assert.Equal(t, seconds(0, 2, 4, 6), prober.callTimes(), "failed attempts keep the schedule")
 	assert.Empty(t, res.ProbeError)
 }
 
 func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
 	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
-	prober := &scriptedProber{steps: []step{text("starting"), {err: down}}}
-	res, err := runPoll(t, prober, input(matchesReady, 20*time.Millisecond, 200*time.Millisecond, 0), nil, nil)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("starting"), step{err: down})
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
 	assert.Equal(t, "starting", res.LastObservation)
+	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, `downstream MCP server "demo" is unavailable: connection refused`, res.ProbeError)
 }
 
-func TestPollProbeResumesFromItsLastHeartbeat(t *testing.T) {
-	in := input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 1}, 10*time.Millisecond, 5*time.Second, 150*time.Millisecond)
-	// Before the crash: 5 samples, "same" unchanged since 100ms ago.
+func TestPollProbeResumesTheCountFromItsLastHeartbeat(t *testing.T) {
+	// Before the crash: samples at 0, 2 and 4 s; the retry starts at 5 s.
+	clock := newFakeClock(t0.Add(5 * time.Second))
 	resume := workflows.PollProgress{
-		Samples: 5, HasObservation: true, LastObservation: "same",
-		QuietSince: time.Now().Add(-100 * time.Millisecond), Attempts: 5, LastAttemptAt: time.Now().Add(-20 * time.Millisecond),
+		Samples: 3, HasObservation: true, LastObservation: "Pending",
+		QuietSince: t0, Attempts: 3, LastAttemptAt: t0.Add(4 * time.Second),
 	}
-	prober := &scriptedProber{steps: []step{text("same")}}
-	res, err := runPoll(t, prober, in, nil, &resume)
+	prober := newProber(clock, text("Pending"))
+	obs := &recordingObserver{}
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, &resume)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, 6, res.Samples, "samples before and after the restart both count")
+	assert.Equal(t, seconds(6, 8, 10), prober.callTimes(), "the schedule carries on where it was")
+	assert.Equal(t, 10.0, res.ElapsedSec)
+	require.Len(t, obs.samples, 3)
+	assert.Equal(t, workflows.Sample{Number: 4, Expected: 6, Observation: "Pending"}, obs.samples[0])
+	assert.Equal(t, workflows.Sample{Number: 6, Expected: 6, Observation: "Pending"}, obs.samples[2])
+}
+
+func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
+	// Before the crash: "same" since 2 s, last sampled at 4 s.
+	clock := newFakeClock(t0.Add(5 * time.Second))
+	resume := workflows.PollProgress{
+		Samples: 3, HasObservation: true, LastObservation: "same",
+		QuietSince: t0.Add(2 * time.Second), Attempts: 3, LastAttemptAt: t0.Add(4 * time.Second),
+	}
+	prober := newProber(clock, text("same"))
+	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 6}, 2, 20), nil, &resume)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonSettled, res.Reason)
-	assert.Equal(t, 5+prober.callCount(), res.Samples, "samples before and after the restart both count")
-	assert.Less(t, prober.callCount(), 15, "the quiet window carried over: 150ms minus the 100ms already quiet")
+	assert.Equal(t, seconds(6, 8), prober.callTimes(), "quiet from 2 s, settled at 8 s")
+	assert.Equal(t, 5, res.Samples)
 }
 
 func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
-	in := input(matchesReady, 10*time.Millisecond, 50*time.Millisecond, 0)
-	in.StartedAt = in.StartedAt.Add(-time.Second)
-	in.Deadline = in.Deadline.Add(-time.Second)
+	clock := newFakeClock(t0.Add(12 * time.Second))
 	resume := workflows.PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending", Attempts: 3,
-		LastAttemptAt: in.Deadline}
-	prober := &scriptedProber{steps: []step{text("READY")}}
-	res, err := runPoll(t, prober, in, nil, &resume)
+		LastAttemptAt: t0.Add(10 * time.Second)}
+	prober := newProber(clock, text("READY"))
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, &resume)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
 	assert.Equal(t, 3, res.Samples)
 	assert.Equal(t, 0, prober.callCount())
 }
 
-// slowJudge stands in for a match that runs until it is stopped.
-type slowJudge struct {
-	mu      sync.Mutex
-	started time.Time
-}
-
-func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
-	j.mu.Lock()
-	j.started = time.Now()
-	j.mu.Unlock()
-	<-ctx.Done()
-	return "", "", false, ctx.Err()
-}
-
-func (j *slowJudge) startedAt() time.Time {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.started
-}
-
-func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
-	prober := &scriptedProber{steps: []step{text("Pending")}}
-	judge := &slowJudge{}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	beats := &beatCounter{}
-	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{beats}})
-	poller := &Poller{Prober: prober, Judge: judge.judge}
-	env.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
-	// The test environment has no heartbeat timeout: the loop beats every
-	// second, so a 2.5 s bound sees at least two beats during the match.
-	in := input(matchesReady, 10*time.Millisecond, 2500*time.Millisecond, 0)
-	val, err := env.ExecuteActivity(workflows.PollProbeActivityName, in)
-	elapsed := time.Since(in.StartedAt)
+// An input recorded by an earlier version carries the schedule as well; the
+// activity ignores it and derives the same schedule from spec and start.
+func TestPollProbeRunsAnInputOfAnEarlierVersion(t *testing.T) {
+	type earlierPollInput struct {
+		Spec      workflows.WaitForSpec `json:"spec"`
+		StartedAt time.Time             `json:"started_at"`
+		Deadline  time.Time             `json:"deadline"`
+		Poll      time.Duration         `json:"poll"`
+		QuietFor  time.Duration         `json:"quiet_for"`
+	}
+	in := input(matchesReady, 2, 10)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"))
+	res, err := pollRun{clock: clock, prober: prober}.run(t, earlierPollInput{
+		Spec: in.Spec, StartedAt: in.StartedAt, Deadline: t0.Add(10 * time.Second), Poll: 2 * time.Second,
+	})
 	require.NoError(t, err)
-	var res workflows.WaitForResult
-	require.NoError(t, val.Get(&res))
-
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
-	assert.Equal(t, "Pending", res.LastObservation)
-	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
-	assert.Less(t, elapsed, 2500*time.Millisecond+FinalSampleAllowance, "the bound holds: max_wait + 1 s")
-
-	during := beats.since(judge.startedAt())
-	assert.GreaterOrEqual(t, during, 2, "heartbeats keep flowing while the match runs")
+	assert.Equal(t, 6, res.Samples)
+	assert.Equal(t, seconds(0, 2, 4, 6, 8, 10), prober.callTimes())
 }
 
-// beatCounter notes when the activity records each heartbeat (before the
-// SDK throttles them).
+// beatCounter counts the heartbeats the activity records (before the SDK
+// throttles them) and tells of each on recorded.
 type beatCounter struct {
 	interceptor.WorkerInterceptorBase
-	mu    sync.Mutex
-	beats []time.Time
+	recorded chan struct{}
 }
+
+func newBeatCounter() *beatCounter { return &beatCounter{recorded: make(chan struct{}, 1000)} }
 
 func (b *beatCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
 	in := &beatInbound{counter: b}
 	in.Next = next
 	return in
-}
-
-// since counts the heartbeats recorded after t.
-func (b *beatCounter) since(t time.Time) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, at := range b.beats {
-		if at.After(t) {
-			n++
-		}
-	}
-	return n
 }
 
 type beatInbound struct {
@@ -380,10 +445,64 @@ type beatOutbound struct {
 }
 
 func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
-	o.counter.mu.Lock()
-	o.counter.beats = append(o.counter.beats, time.Now())
-	o.counter.mu.Unlock()
+	o.counter.recorded <- struct{}{}
 	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// slowJudge stands in for a match that runs until it is stopped: it lets
+// the clock run a second at a time, noting each heartbeat the loop records
+// meanwhile, then runs it to the match's deadline.
+type slowJudge struct {
+	clock *fakeClock
+	beats *beatCounter
+	ticks int
+
+	mu        sync.Mutex
+	beatsSeen int
+}
+
+func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+	for len(j.beats.recorded) > 0 {
+		<-j.beats.recorded // recorded before the match began
+	}
+	for range j.ticks {
+		j.clock.Advance(time.Second)
+		select {
+		case <-j.beats.recorded:
+			j.mu.Lock()
+			j.beatsSeen++
+			j.mu.Unlock()
+		case <-time.After(time.Minute): // no heartbeat: fail rather than hang
+		}
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		j.clock.AdvanceTo(deadline)
+	}
+	<-ctx.Done()
+	return "", "", false, ctx.Err()
+}
+
+func (j *slowJudge) seen() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.beatsSeen
+}
+
+func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"))
+	beats := newBeatCounter()
+	// The test environment has no heartbeat timeout: the loop beats every
+	// second, so a match that runs two seconds sees two beats.
+	judge := &slowJudge{clock: clock, beats: beats, ticks: 2}
+	res, err := pollRun{clock: clock, prober: prober, judge: judge.judge, beats: beats}.run(t, input(matchesReady, 1, 3))
+	require.NoError(t, err)
+
+	assert.Equal(t, workflows.ReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
+	assert.Equal(t, "Pending", res.LastObservation)
+	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
+	assert.Equal(t, 3.0, res.ElapsedSec, "the bound holds")
+	assert.Equal(t, 2, judge.seen(), "heartbeats keep flowing while the match runs")
 }
 
 // pathologicalPattern is [xy]x{n} six times then z, with n as large as
@@ -410,14 +529,38 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 	require.NoError(t, err, "the pattern is within the limits")
 
 	big := strings.Repeat("x", workflows.MaxObservationBytes)
-	prober := &scriptedProber{steps: []step{text(big)}}
-	in := input(workflows.Until{Kind: workflows.ConditionMatches, Pattern: pattern}, 10*time.Millisecond, 300*time.Millisecond, 0)
-	res, err := runPoll(t, prober, in, nil, nil)
-	elapsed := time.Since(in.StartedAt)
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text(big))
+	// The real match, with the clock run to the match's deadline the moment
+	// it begins.
+	stopped := make(chan error, 1)
+	judge := func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+		type verdict struct {
+			reason workflows.Reason
+			cond   workflows.ConditionKind
+			done   bool
+			err    error
+		}
+		answer := make(chan verdict, 1)
+		go func() {
+			var v verdict
+			v.reason, v.cond, v.done, v.err = m.JudgeContext(ctx, p, now)
+			answer <- v
+		}()
+		if deadline, ok := ctx.Deadline(); ok {
+			clock.AdvanceTo(deadline)
+		}
+		v := <-answer
+		stopped <- v.err
+		return v.reason, v.cond, v.done, v.err
+	}
+	in := input(workflows.Until{Kind: workflows.ConditionMatches, Pattern: pattern}, 1, 3)
+	res, err := pollRun{clock: clock, prober: prober, judge: judge}.run(t, in)
 	require.NoError(t, err)
+	assert.ErrorIs(t, <-stopped, context.DeadlineExceeded, "the match was stopped, not finished")
 	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
 	assert.Equal(t, 1, res.Samples)
-	assert.Less(t, elapsed, 300*time.Millisecond+FinalSampleAllowance, "the match is stopped at the bound")
+	assert.Equal(t, 3.0, res.ElapsedSec, "the match is stopped at the bound")
 }
 
 type anyTool struct{}

@@ -37,19 +37,21 @@ type WaitForInput struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 }
 
-// PollInput is the input of the PollProbe activity.
+// PollInput is the input of the PollProbe activity: the spec and when the
+// wait began, from which Schedule derives everything else.
+//
+// It is recorded in the workflow's history. Inputs recorded by earlier
+// versions also carry deadline, poll and quiet_for; those were always derived
+// from spec and started_at exactly as Schedule and WaitForSpec.QuietFor do,
+// and decoding ignores them.
 type PollInput struct {
 	Spec WaitForSpec `json:"spec"`
-	// StartedAt is when the wait began (the first call); elapsed time counts
-	// from here, across retries and restarts.
+	// StartedAt is when the wait began (the first call).
 	StartedAt time.Time `json:"started_at"`
-	// Deadline is StartedAt plus the effective bound.
-	Deadline time.Time `json:"deadline"`
-	// Poll is the interval between probe calls.
-	Poll time.Duration `json:"poll"`
-	// QuietFor is the quiet window of a quiet_for_sec condition.
-	QuietFor time.Duration `json:"quiet_for"`
 }
+
+// Schedule is the wait's sampling schedule.
+func (in PollInput) Schedule() PollSchedule { return NewPollSchedule(in.Spec, in.StartedAt) }
 
 // WaitFor is the workflow behind one wait_for call. It runs the whole probe
 // loop in one heartbeating activity (the frequent-polling pattern), so its
@@ -86,13 +88,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 		},
 	})
 
-	input := PollInput{
-		Spec:      in.Spec,
-		StartedAt: started,
-		Deadline:  started.Add(maxWait),
-		Poll:      in.Spec.Poll(),
-		QuietFor:  in.Spec.QuietFor(),
-	}
+	input := PollInput{Spec: in.Spec, StartedAt: started}
 	var result WaitForResult
 	err := workflow.ExecuteActivity(ctx, PollProbeActivityName, input).Get(ctx, &result)
 	if err == nil {

@@ -57,24 +57,6 @@ type PollProgress struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// NextAttemptAt returns when the next probe call is due: at once for the
-// first, then every poll, with the last interval trimmed so that one call
-// lands exactly on the deadline. ok is false once a call has been made at
-// (or after) the deadline: the wait is over.
-func (p PollProgress) NextAttemptAt(poll time.Duration, deadline time.Time) (at time.Time, ok bool) {
-	if p.Attempts == 0 {
-		return time.Time{}, true
-	}
-	if !p.LastAttemptAt.Before(deadline) {
-		return time.Time{}, false
-	}
-	next := p.LastAttemptAt.Add(poll)
-	if next.After(deadline) {
-		next = deadline
-	}
-	return next, true
-}
-
 // RecordAttempt notes that a probe call started at at.
 func (p *PollProgress) RecordAttempt(at time.Time) {
 	p.Attempts++
@@ -239,17 +221,4 @@ type Sample struct {
 	// Expected is how many samples the wait takes if it runs to its bound.
 	Expected    int
 	Observation string
-}
-
-// ExpectedSamples is how many samples a wait with this poll interval takes
-// when it runs to its bound: one at once, one per interval, one on the bound.
-func ExpectedSamples(poll, maxWait time.Duration) int {
-	if poll <= 0 {
-		return 1
-	}
-	n := int(maxWait / poll)
-	if maxWait%poll != 0 {
-		n++
-	}
-	return n + 1
 }

@@ -10,45 +10,6 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func TestNextAttemptAtTrimsTheLastIntervalOntoTheBound(t *testing.T) {
-	deadline := t0.Add(10 * time.Second)
-	poll := 3 * time.Second
-	var p PollProgress
-
-	var got []time.Duration
-	for {
-		at, ok := p.NextAttemptAt(poll, deadline)
-		if !ok {
-			break
-		}
-		if at.IsZero() {
-			at = t0 // the first sample is taken at once
-		}
-		got = append(got, at.Sub(t0))
-		p.RecordAttempt(at)
-		require.Less(t, len(got), 10, "the schedule must end")
-	}
-	assert.Equal(t, []time.Duration{0, 3 * time.Second, 6 * time.Second, 9 * time.Second, 10 * time.Second}, got)
-}
-
-func TestNextAttemptAtAfterALateAttempt(t *testing.T) {
-	deadline := t0.Add(10 * time.Second)
-	p := PollProgress{Attempts: 1, LastAttemptAt: t0.Add(9500 * time.Millisecond)}
-	at, ok := p.NextAttemptAt(2*time.Second, deadline)
-	require.True(t, ok)
-	assert.Equal(t, deadline, at)
-
-	p.RecordAttempt(deadline)
-	_, ok = p.NextAttemptAt(2*time.Second, deadline)
-	assert.False(t, ok, "a sample on the bound is the last")
-}
-
-func TestExpectedSamples(t *testing.T) {
-	assert.Equal(t, 5, ExpectedSamples(3*time.Second, 10*time.Second))
-	assert.Equal(t, 61, ExpectedSamples(2*time.Second, 120*time.Second))
-	assert.Equal(t, 301, ExpectedSamples(time.Second, 300*time.Second))
-}
-
 func matcher(t *testing.T, u Until, quiet time.Duration) *Matcher {
 	t.Helper()
 	m, err := NewMatcher(WaitForSpec{Until: u}, quiet)

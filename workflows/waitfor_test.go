@@ -57,10 +57,12 @@ func TestWaitForPassesTheScheduleAndReturnsTheLoopsResult(t *testing.T) {
 	var res WaitForResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, want, res)
-	assert.Equal(t, 300*time.Second, got.Deadline.Sub(got.StartedAt))
-	assert.Equal(t, 2*time.Second, got.Poll)
-	assert.Equal(t, 30*time.Second, got.QuietFor)
 	assert.Equal(t, spec, got.Spec)
+	schedule := got.Schedule()
+	assert.Equal(t, got.StartedAt, schedule.Start)
+	assert.Equal(t, 300*time.Second, schedule.Deadline.Sub(schedule.Start))
+	assert.Equal(t, 2*time.Second, schedule.Poll)
+	assert.Equal(t, 151, schedule.ExpectedSamples())
 }
 
 func TestWaitForEndsFromTheLastHeartbeatWhenTheLoopIsLost(t *testing.T) {

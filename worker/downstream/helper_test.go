@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -109,4 +111,60 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// TestMain lets the test binary stand in for a stdio MCP server: started
+// with stdioServerEnv set, it serves stdioMain instead of running tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) != "" {
+		stdioMain()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// Environment of the stdio test server.
+const (
+	// stdioServerEnv makes the test binary a stdio MCP server.
+	stdioServerEnv = "DOWNSTREAM_TEST_STDIO_SERVER"
+	// stdioDirEnv is a directory where the server counts its incarnations:
+	// the n-th process started lists a tool "gen<n>" besides testMCPServer's,
+	// so each reconnection changes the tool list.
+	stdioDirEnv = "DOWNSTREAM_TEST_STDIO_DIR"
+)
+
+// stdioServer configures a server run by the test binary over stdio; its
+// tool "die" makes the process exit without answering.
+func stdioServer(t *testing.T, name string) ServerConfig {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{stdioServerEnv: "1", stdioDirEnv: t.TempDir()}
+	return ServerConfig{Name: name, Command: []string{exe}, Env: env}
+}
+
+func stdioMain() {
+	s := testMCPServer()
+	s.AddTool(mcp.NewTool("die", mcp.WithDescription("Exits the server without answering.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			os.Exit(0)
+			return nil, nil
+		})
+	counter := filepath.Join(os.Getenv(stdioDirEnv), "incarnations")
+	prev, _ := os.ReadFile(counter)
+	n, _ := strconv.Atoi(string(prev))
+	n++
+	if err := os.WriteFile(counter, []byte(strconv.Itoa(n)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	s.AddTool(mcp.NewTool(fmt.Sprintf("gen%d", n), mcp.WithDescription("Names the server process's incarnation.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+	if err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }

@@ -96,13 +96,15 @@ type Manager struct {
 
 	progress progressRoutes
 
-	// sleep waits between connection attempts; tests replace it.
+	// sleep waits between connection attempts, and now tells how long a
+	// connection lived; tests replace them.
 	sleep func(ctx context.Context, d time.Duration) bool
+	now   func() time.Time
 }
 
 // NewManager prepares connections to servers; Run starts them.
 func NewManager(servers []ServerConfig, opts Options, logger *slog.Logger) *Manager {
-	m := &Manager{opts: opts.withDefaults(), logger: logger, byName: map[string]*conn{}, sleep: sleep}
+	m := &Manager{opts: opts.withDefaults(), logger: logger, byName: map[string]*conn{}, sleep: sleep, now: time.Now}
 	for _, cfg := range servers {
 		c := &conn{cfg: cfg, m: m, changed: make(chan struct{}, 1)}
 		m.conns = append(m.conns, c)

@@ -45,13 +45,13 @@ func (c *conn) supervise(ctx context.Context) {
 			}
 			continue
 		}
-		began := time.Now()
+		began := c.m.now()
 		c.watch(ctx, cl)
 		end()
 		if ctx.Err() != nil {
 			return
 		}
-		delay := policy.ended(time.Since(began))
+		delay := policy.ended(c.m.now().Sub(began))
 		c.logger().Info("reconnecting to downstream MCP server", "retry_in", delay)
 		if !c.m.sleep(ctx, delay) {
 			return
