@@ -67,7 +67,7 @@ func (f *Front) handleListPanes(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	panes, err := tmuxwatch.Server{Socket: f.opts.Tmux.Socket}.ListPanes(ctx)
 	if err != nil {
-		e := workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
+		e := workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
 		var te *tmuxwatch.Error
 		if errors.As(err, &te) {
 			e.Code, e.Message, e.Retryable = te.Code, te.Message, te.Retryable
@@ -91,7 +91,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	defer release()
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
-		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
 	defer unsubscribe()
@@ -133,7 +133,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
 	spec, err := workflows.ParseWaitForText(rawArgs(req))
 	if err != nil {
-		return sharedWait{}, textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"})
+		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
 	principal := principalFrom(ctx)
 	parts := []any{f.opts.Tmux.Socket, spec}
@@ -157,7 +157,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 // textAnswer is wait_for_text's answer for a closed wait.
 func textAnswer(out workflows.TextWaitOutcome, err error) *mcp.CallToolResult {
 	if err != nil {
-		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "the wait ended without a result: " + workflowErrorMessage(err)})
 	}
 	if out.Error != nil {
