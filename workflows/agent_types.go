@@ -50,6 +50,21 @@ const (
 	ErrCodeAgentError = "agent_error"
 )
 
+// Output formats an agent CLI's output may be read as: the names a
+// provider's format takes in the configuration, each read by its parser in
+// activities/agentstream.
+const (
+	AgentFormatClaude = "claude-stream-json"
+	AgentFormatCodex  = "codex-json"
+	AgentFormatGemini = "gemini-stream-json"
+	AgentFormatText   = "text"
+)
+
+// AgentFormats lists every output format, in a new slice.
+func AgentFormats() []string {
+	return []string{AgentFormatClaude, AgentFormatCodex, AgentFormatGemini, AgentFormatText}
+}
+
 // OutputTailChars is how much of the latest reply a running payload carries.
 const OutputTailChars = 1000
 
