@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -71,9 +69,9 @@ func (f *Front) agentTools() []server.ServerTool {
 
 // newInvocationID is a new invocation ID (its workflow ID) of principal.
 func newInvocationID(principal string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return scopedID(strings.TrimSuffix(workflows.AgentIDPrefix, "/"), principal, hex.EncodeToString(b))
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	return workflows.InvocationID(principal, nonce)
 }
 
 // unknownInvocation is the answer about an invocation ID that start_agent
@@ -121,7 +119,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if err != nil {
 		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
 	}
-	if !owns(principalFrom(ctx), id) {
+	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
 	}
 	events, unsubscribe := f.subscribe(id)
@@ -253,7 +251,7 @@ func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil {
 		return mcp.NewToolResultError("cancel_agent: " + err.Error()), nil
 	}
-	if !owns(principalFrom(ctx), id) {
+	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("cancel_agent: " + unknownInvocation(id).Error()), nil
 	}
 	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, nil)
@@ -309,7 +307,7 @@ func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (
 			return mcp.NewToolResultError(fmt.Sprintf("list_agents: could not list invocations: %v", err)), nil
 		}
 		for _, e := range resp.Executions {
-			if !owns(principal, e.Execution.WorkflowId) {
+			if !workflows.Owns(principal, e.Execution.WorkflowId) {
 				continue
 			}
 			item := agentListItem{

@@ -2,10 +2,7 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -136,14 +133,8 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
 	principal := principalFrom(ctx)
-	parts := []any{f.opts.Tmux.Socket, spec}
-	if principal != "" {
-		parts = append(parts, principal)
-	}
-	key, _ := json.Marshal(parts)
-	sum := sha256.Sum256(key)
 	return sharedWait{
-		id:       scopedID("wait_for_text", principal, hex.EncodeToString(sum[:12])),
+		id:       spec.WorkflowID(f.opts.Tmux.Socket, principal),
 		memo:     principalMemo(nil, principal),
 		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
 		workflow: workflows.WaitForTextWorkflowName,

@@ -77,7 +77,7 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 	}
 	principal := principalFrom(ctx)
 	return sharedWait{
-		id:       scopedID("wait_for", principal, strings.TrimPrefix(spec.WorkflowID(principal), "wait_for/")),
+		id:       spec.WorkflowID(principal),
 		summary:  waitSummary(spec),
 		memo:     principalMemo(map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until}, principal),
 		workflow: workflows.WaitForWorkflowName,

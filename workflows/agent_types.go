@@ -240,9 +240,6 @@ func ParseInvocationID(raw json.RawMessage) (string, error) {
 	return id, nil
 }
 
-// AgentIDPrefix starts every invocation ID (which is also its workflow ID).
-const AgentIDPrefix = "agent/"
-
 // InsideRoot reports whether the clean absolute path lies in root.
 func InsideRoot(path, root string) bool {
 	rel, err := filepath.Rel(filepath.Clean(root), path)

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -81,22 +79,6 @@ func (s WaitForSpec) MaxWait() time.Duration { return time.Duration(s.MaxWaitSec
 // QuietFor is the quiet window of a quiet_for_sec condition (zero otherwise).
 func (s WaitForSpec) QuietFor() time.Duration {
 	return time.Duration(s.Until.QuietForSec) * time.Second
-}
-
-// WorkflowID is the ID of the workflow that runs this wait. Identical calls
-// (same canonical probe, condition and bounds, same principal) share an ID, so
-// a repeated call attaches to the running wait instead of starting another.
-func (s WaitForSpec) WorkflowID(principal string) string {
-	canonical, err := json.Marshal(struct {
-		Spec      WaitForSpec `json:"spec"`
-		Principal string      `json:"principal,omitempty"`
-	}{s, principal})
-	if err != nil {
-		// WaitForSpec holds only strings, ints and a valid JSON object.
-		panic(fmt.Sprintf("workflows: marshal wait_for spec: %v", err))
-	}
-	sum := sha256.Sum256(canonical)
-	return "wait_for/" + hex.EncodeToString(sum[:12])
 }
 
 // ToolResolver maps the probe.tool a caller wrote to a canonical downstream
