@@ -51,6 +51,15 @@ type PollInput struct {
 	QuietFor time.Duration `json:"quiet_for"`
 }
 
+// deadlineGrace is how long past its deadline a heartbeating watch
+// activity (the probe loop, a pane watch) may still report: long enough
+// for a lost attempt to be noticed (one heartbeat timeout) and retried to
+// report its last state. The activity's schedule-to-close timeout is its
+// deadline plus this grace.
+func deadlineGrace(heartbeat time.Duration) time.Duration {
+	return 2*heartbeat + 5*time.Second
+}
+
 // WaitFor is the workflow behind one wait_for call. It runs the whole probe
 // loop in one heartbeating activity (the frequent-polling pattern), so its
 // history has the same few events whether the wait takes 3 samples or 300.
@@ -68,12 +77,8 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 	if heartbeat <= 0 {
 		heartbeat = DefaultHeartbeatTimeout
 	}
-	// Grace past the deadline: long enough for a lost attempt to be noticed
-	// (one heartbeat timeout) and retried to report its last sample.
-	grace := 2*heartbeat + 5*time.Second
-
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ScheduleToCloseTimeout: maxWait + grace,
+		ScheduleToCloseTimeout: maxWait + deadlineGrace(heartbeat),
 		HeartbeatTimeout:       heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,

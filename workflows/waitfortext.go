@@ -194,10 +194,9 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 // baseline (continuity "reset"), so text printed meanwhile is still found.
 func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
 	started := workflow.Now(ctx)
-	grace := 2*TmuxHeartbeatTimeout + 5*time.Second
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              in.HostQueue,
-		ScheduleToCloseTimeout: in.MaxWait + grace,
+		ScheduleToCloseTimeout: in.MaxWait + deadlineGrace(TmuxHeartbeatTimeout),
 		HeartbeatTimeout:       TmuxHeartbeatTimeout,
 		WaitForCancellation:    true,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
