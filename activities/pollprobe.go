@@ -62,9 +62,9 @@ type Poller struct {
 
 // JudgeFunc decides whether a wait is over after the latest observation;
 // it must return ctx's error soon after ctx ends.
-type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error)
+type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error)
 
-func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	if p.Judge != nil {
 		return p.Judge(ctx, m, progress, now)
 	}
@@ -121,7 +121,7 @@ func (l *probeLoop) heartbeat(ctx context.Context) {
 	activity.RecordHeartbeat(ctx, l.progress)
 }
 
-func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind) workflows.WaitForResult {
+func (l *probeLoop) result(reason workflows.WaitReason, cond workflows.ConditionKind) workflows.WaitForResult {
 	res := l.progress.Result(l.in.Spec, reason, cond, time.Since(l.in.StartedAt))
 	if obs := l.poller.Observer; obs != nil {
 		obs.Observe(l.wfID, res)
@@ -135,7 +135,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		at, ok := l.progress.NextAttemptAt(l.in.Poll, l.in.Deadline)
 		if !ok {
 			l.heartbeat(ctx)
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		}
 		if at.IsZero() {
 			at = time.Now()
@@ -157,7 +157,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 					tool, l.progress.Samples+1, l.in.Spec.MaxWaitSec)
 				return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeHung, nil)
 			}
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		case err != nil && ctx.Err() != nil:
 			return workflows.WaitForResult{}, ctx.Err()
 		case err != nil:
@@ -189,7 +189,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		switch {
 		case errors.Is(err, errDeadline):
 			// The match outlived the bound: the answer is a timeout, on time.
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		case err != nil:
 			return workflows.WaitForResult{}, err
 		case done:
@@ -202,11 +202,11 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 // heartbeats keep flowing while it runs, and a match still running at the
 // sample's deadline (see sampleDeadline) is stopped and reported as
 // errDeadline, so no pattern can stretch the wait past its bound.
-func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	matchCtx, cancel := context.WithDeadline(ctx, sampleDeadline(l.in.Deadline, start))
 	defer cancel()
 	type verdict struct {
-		reason workflows.Reason
+		reason workflows.WaitReason
 		cond   workflows.ConditionKind
 		done   bool
 		err    error

@@ -124,7 +124,7 @@ func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
 	obs := &recordingObserver{}
 	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), obs, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, workflows.ConditionMatches, res.Condition)
 	assert.Equal(t, 3, res.Samples)
 	assert.Equal(t, "READY now", res.LastObservation)
@@ -151,7 +151,7 @@ func TestPollProbeNotMatches(t *testing.T) {
 	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"},
 		10*time.Millisecond, 5*time.Second, 0), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, workflows.ConditionNotMatches, res.Condition)
 	assert.Equal(t, 2, res.Samples)
 }
@@ -161,7 +161,7 @@ func TestPollProbeSettlesWhenQuiet(t *testing.T) {
 	res, err := runPoll(t, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 1},
 		20*time.Millisecond, 5*time.Second, 100*time.Millisecond), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, "3", res.LastObservation)
 	assert.GreaterOrEqual(t, res.Samples, 4, "three changes, then at least 100ms of \"3\"")
 }
@@ -172,7 +172,7 @@ func TestPollProbeFailMatches(t *testing.T) {
 	until.FailPattern = "CrashLoop"
 	res, err := runPoll(t, prober, input(until, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonFailed, res.Reason)
+	assert.Equal(t, workflows.WaitReasonFailed, res.Reason)
 	assert.Equal(t, workflows.ConditionFailMatches, res.Condition)
 	assert.Equal(t, 2, res.Samples)
 }
@@ -182,7 +182,7 @@ func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
 	in := input(matchesReady, 40*time.Millisecond, 300*time.Millisecond, 0)
 	res, err := runPoll(t, prober, in, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Empty(t, res.Condition)
 	assert.Equal(t, "Pending", res.LastObservation)
 	// 0, 40, ..., 280 and one on the bound at 300: a sample lands on the bound.
@@ -196,7 +196,7 @@ func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
 	start := time.Now()
 	res, err := runPoll(t, prober, in, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "Pending", res.LastObservation, "the previous observation")
 	assert.Equal(t, 1, res.Samples)
 	assert.Less(t, time.Since(start), 300*time.Millisecond+FinalSampleAllowance+2*time.Second)
@@ -227,7 +227,7 @@ func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
 	prober := &scriptedProber{steps: []step{text(exact)}}
 	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 }
 
 func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
@@ -244,7 +244,7 @@ func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
 	prober := &scriptedProber{steps: []step{text("starting"), {err: down}, {err: down}, text("READY")}}
 	res, err := runPoll(t, prober, input(matchesReady, 10*time.Millisecond, 5*time.Second, 0), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
 	assert.Equal(t, 4, prober.callCount())
 	assert.Empty(t, res.ProbeError)
@@ -255,7 +255,7 @@ func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
 	prober := &scriptedProber{steps: []step{text("starting"), {err: down}}}
 	res, err := runPoll(t, prober, input(matchesReady, 20*time.Millisecond, 200*time.Millisecond, 0), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "starting", res.LastObservation)
 	assert.Equal(t, `downstream MCP server "demo" is unavailable: connection refused`, res.ProbeError)
 }
@@ -270,7 +270,7 @@ func TestPollProbeResumesFromItsLastHeartbeat(t *testing.T) {
 	prober := &scriptedProber{steps: []step{text("same")}}
 	res, err := runPoll(t, prober, in, nil, &resume)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, 5+prober.callCount(), res.Samples, "samples before and after the restart both count")
 	assert.Less(t, prober.callCount(), 15, "the quiet window carried over: 150ms minus the 100ms already quiet")
 }
@@ -284,7 +284,7 @@ func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
 	prober := &scriptedProber{steps: []step{text("READY")}}
 	res, err := runPoll(t, prober, in, nil, &resume)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 3, res.Samples)
 	assert.Equal(t, 0, prober.callCount())
 }
@@ -295,7 +295,7 @@ type slowJudge struct {
 	started time.Time
 }
 
-func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	j.mu.Lock()
 	j.started = time.Now()
 	j.mu.Unlock()
@@ -327,7 +327,7 @@ func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
 	var res workflows.WaitForResult
 	require.NoError(t, val.Get(&res))
 
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
 	assert.Equal(t, "Pending", res.LastObservation)
 	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
 	assert.Less(t, elapsed, 2500*time.Millisecond+FinalSampleAllowance, "the bound holds: max_wait + 1 s")
@@ -415,7 +415,7 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 	res, err := runPoll(t, prober, in, nil, nil)
 	elapsed := time.Since(in.StartedAt)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 1, res.Samples)
 	assert.Less(t, elapsed, 300*time.Millisecond+FinalSampleAllowance, "the match is stopped at the bound")
 }

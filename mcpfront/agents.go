@@ -110,7 +110,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
 	}
 	return structuredResult(workflows.InvocationPayload{
-		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.ReasonStarted,
+		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted,
 	}), nil
 }
 

@@ -116,16 +116,16 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
 	answer := func(ctx workflow.Context) InvocationPayload {
 		if st.final != nil {
-			return st.payload(ctx, id, ReasonFinished)
+			return st.payload(ctx, id, AgentReasonFinished)
 		}
 		if st.delivered < len(st.blockers) {
 			b := st.blockers[st.delivered]
 			st.delivered++
-			p := st.payload(ctx, id, ReasonExecutionBlocked)
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
 			p.Error = &b
 			return p
 		}
-		return st.payload(ctx, id, ReasonWaitElapsed)
+		return st.payload(ctx, id, AgentReasonWaitElapsed)
 	}
 	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
@@ -136,7 +136,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		return InvocationPayload{}, err
 	}
 	if err := workflow.SetQueryHandler(ctx, AgentStateQuery, func() (InvocationPayload, error) {
-		return st.payload(ctx, id, ReasonWaitElapsed), nil
+		return st.payload(ctx, id, AgentReasonWaitElapsed), nil
 	}); err != nil {
 		return InvocationPayload{}, err
 	}
@@ -189,7 +189,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return InvocationPayload{}, err
 	}
-	return st.payload(ctx, id, ReasonFinished), nil
+	return st.payload(ctx, id, AgentReasonFinished), nil
 }
 
 // finalFrom maps the run's outcome to how the invocation ended.

@@ -21,15 +21,16 @@ const (
 	AgentCancelled AgentStatus = "cancelled"
 )
 
-// AgentReason says why a start_agent / wait_agent / cancel_agent call returned.
+// AgentReason says why a start_agent / wait_agent / cancel_agent call
+// returned. The reasons of wait_for are another type, WaitReason.
 type AgentReason string
 
-// The reasons of the seed's output schema.
+// The reasons of the agent tools' output schema.
 const (
-	ReasonStarted          AgentReason = "started"
-	ReasonWaitElapsed      AgentReason = "wait_elapsed"
-	ReasonExecutionBlocked AgentReason = "execution_blocked"
-	ReasonFinished         AgentReason = "finished"
+	AgentReasonStarted          AgentReason = "started"
+	AgentReasonWaitElapsed      AgentReason = "wait_elapsed"
+	AgentReasonExecutionBlocked AgentReason = "execution_blocked"
+	AgentReasonFinished         AgentReason = "finished"
 )
 
 // Blocker categories: states a headless CLI cannot get past on its own. Each

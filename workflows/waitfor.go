@@ -123,5 +123,5 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 				in.Spec.Probe.Tool, in.Spec.MaxWaitSec),
 			ErrTypeNoSample, err)
 	}
-	return progress.Result(in.Spec, ReasonTimeout, "", elapsed), nil
+	return progress.Result(in.Spec, WaitReasonTimeout, "", elapsed), nil
 }
