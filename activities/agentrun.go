@@ -147,7 +147,7 @@ func (r *AgentRunner) launch(dir string, prov AgentProvider, spec workflows.Agen
 			fmt.Sprintf("cwd %q resolves to %q, outside the allowed roots", spec.Cwd, cwd), workflows.ErrTypeAgentInvalidCwd, nil)
 	}
 	if err := CheckPromptPlacement(spec.Provider, prov, spec.Prompt); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrCodeStart, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, nil)
 	}
 	argv, stdin := BuildArgv(prov, spec)
 	env := make([]string, 0, len(prov.Env))
@@ -157,7 +157,7 @@ func (r *AgentRunner) launch(dir string, prov AgentProvider, spec workflows.Agen
 	if err := agentproc.Start(agentproc.Launch{
 		Dir: dir, Argv: argv, Cwd: cwd, Env: env, Stdin: stdin, Supervisor: r.Supervisor,
 	}); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrCodeStart, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, err)
 	}
 	return nil
 }

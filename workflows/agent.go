@@ -12,15 +12,27 @@ import (
 // Names of the agent invocation workflow, its activities, signals, update and
 // query; part of the durable contract with running histories.
 const (
-	AgentWorkflowName         = "AgentInvocation"
-	ClaimAgentHostActivity    = "ClaimAgentHost"
-	RunAgentActivityName      = "RunAgent"
-	AgentBlockerSignal        = "blocker"
-	AgentCancelSignal         = "cancel"
-	AgentWaitUpdate           = "wait"
-	AgentStateQuery           = "state"
-	ErrTypeAgentInvalidCwd    = "InvalidCwd"
+	AgentWorkflowName      = "AgentInvocation"
+	ClaimAgentHostActivity = "ClaimAgentHost"
+	RunAgentActivityName   = "RunAgent"
+	AgentBlockerSignal     = "blocker"
+	AgentCancelSignal      = "cancel"
+	AgentWaitUpdate        = "wait"
+	AgentStateQuery        = "state"
+)
+
+// Temporal error types (the Type of a temporal.ApplicationError) of the
+// RunAgent activity's non-retryable failures. They are not error codes: the
+// workflow reports each as the invocation error code ErrCodeStart.
+const (
+	// ErrTypeAgentInvalidCwd: the cwd does not resolve inside the allowed roots.
+	ErrTypeAgentInvalidCwd = "InvalidCwd"
+	// ErrTypeAgentUnknownConfig: the provider or its output format is not
+	// configured on the worker.
 	ErrTypeAgentUnknownConfig = "UnknownProvider"
+	// ErrTypeAgentStartFailed: the CLI could not be started (the prompt
+	// would be read as an option, or the process did not start).
+	ErrTypeAgentStartFailed = "AgentStartFailed"
 )
 
 // AgentHeartbeatTimeout bounds how long a lost agent runner goes unnoticed.
@@ -212,6 +224,8 @@ func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
 	var timeoutErr *temporal.TimeoutError
 	switch {
 	case errors.As(err, &appErr):
+		// The run's non-retryable failures (ErrTypeAgent*) all mean the
+		// CLI did not start.
 		code, msg = ErrCodeStart, appErr.Message()
 	case errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
 		code, msg = ErrCodeAgentError, "the run exceeded agents.max_run_sec"

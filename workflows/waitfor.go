@@ -16,8 +16,9 @@ const (
 	PollProbeActivityName = "PollProbe"
 )
 
-// Error types of a wait_for that ended without a result. The activity raises
-// them as non-retryable application errors.
+// Temporal error types (the Type of a temporal.ApplicationError) of a
+// wait_for that ended without a result. The activity raises them as
+// non-retryable application errors; the caller reads the error's message.
 const (
 	ErrTypeProbeOutputTooLarge = "ProbeOutputTooLarge"
 	ErrTypeProbeReturnedError  = "ProbeReturnedError"
