@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -78,17 +77,6 @@ func newInvocationID(principal string) string {
 // did not return to this principal: never started, or another principal's.
 func unknownInvocation(id string) error {
 	return fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
-}
-
-func rawArgs(req mcp.CallToolRequest) json.RawMessage {
-	if req.Params.Arguments == nil {
-		return json.RawMessage(`{}`)
-	}
-	b, err := json.Marshal(req.Params.Arguments)
-	if err != nil {
-		return json.RawMessage(`null`)
-	}
-	return b
 }
 
 func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
