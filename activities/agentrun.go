@@ -20,7 +20,6 @@ import (
 
 	"github.com/durawait/durawait/activities/agentstream"
 	"github.com/durawait/durawait/internal/agentproc"
-	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -31,8 +30,8 @@ type Signaler interface {
 
 // AgentRunner runs agent CLIs for AgentInvocation workflows on this host.
 type AgentRunner struct {
-	// Providers are the configured CLIs, presets applied.
-	Providers map[string]config.AgentProvider
+	// Providers are the CLIs that may run, by provider name.
+	Providers map[string]AgentProvider
 	// AllowedRoots bound every cwd, checked again here after resolving links.
 	AllowedRoots []string
 	// SpoolDir holds one folder per invocation.
@@ -51,6 +50,24 @@ type AgentRunner struct {
 	// PollInterval is how often the spooled output is read.
 	PollInterval time.Duration
 	Logger       *slog.Logger
+}
+
+// AgentProvider says how to run one agent CLI. Every argument is an element
+// of an argument vector (no shell); "{prompt}", "{model}" and "{session_id}"
+// in an element are replaced by the call's values.
+type AgentProvider struct {
+	// Format names the parser of the CLI's output: one of
+	// workflows.AgentFormats.
+	Format string
+	// Command is the CLI and its arguments. Without "{prompt}" in it, the
+	// prompt is written to the CLI's stdin.
+	Command []string
+	// Resume is inserted before the prompt when the call has a session ID.
+	Resume []string
+	// Model is inserted before the prompt when the call has a model.
+	Model []string
+	// Env is added to the CLI's environment.
+	Env map[string]string
 }
 
 // ResumePrompt is sent when a lost run is resumed in its provider session.
@@ -114,7 +131,7 @@ func (r *AgentRunner) logger() *slog.Logger {
 }
 
 // launch checks the cwd where it will be used and starts the CLI.
-func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflows.AgentSpec) error {
+func (r *AgentRunner) launch(dir string, prov AgentProvider, spec workflows.AgentSpec) error {
 	cwd, err := filepath.EvalSymlinks(spec.Cwd)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("cwd %q: %v", spec.Cwd, err), workflows.ErrTypeAgentInvalidCwd, nil)
@@ -130,7 +147,7 @@ func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflo
 			fmt.Sprintf("cwd %q resolves to %q, outside the allowed roots", spec.Cwd, cwd), workflows.ErrTypeAgentInvalidCwd, nil)
 	}
 	if err := CheckPromptPlacement(spec.Provider, prov, spec.Prompt); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrCodeStart, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, nil)
 	}
 	argv, stdin := BuildArgv(prov, spec)
 	env := make([]string, 0, len(prov.Env))
@@ -140,7 +157,7 @@ func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflo
 	if err := agentproc.Start(agentproc.Launch{
 		Dir: dir, Argv: argv, Cwd: cwd, Env: env, Stdin: stdin, Supervisor: r.Supervisor,
 	}); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrCodeStart, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, err)
 	}
 	return nil
 }
@@ -149,7 +166,7 @@ func (r *AgentRunner) launch(dir string, prov config.AgentProvider, spec workflo
 // resume arguments go just before the prompt's element (before the "--" that
 // ends the options ahead of it, when there is one), or at the end; the prompt
 // is returned as stdin when the command has no "{prompt}".
-func BuildArgv(p config.AgentProvider, spec workflows.AgentSpec) (argv []string, stdin []byte) {
+func BuildArgv(p AgentProvider, spec workflows.AgentSpec) (argv []string, stdin []byte) {
 	var extra []string
 	if spec.Model != "" {
 		extra = append(extra, p.Model...)
@@ -186,7 +203,7 @@ func promptIndex(command []string) int {
 // one starting with '-' that becomes an argument of its own, with no "--"
 // ending the options before it. The presets all put a "--" there or attach
 // the prompt to its option ("--prompt={prompt}"); a custom command may not.
-func CheckPromptPlacement(provider string, p config.AgentProvider, prompt string) error {
+func CheckPromptPlacement(provider string, p AgentProvider, prompt string) error {
 	at := promptIndex(p.Command)
 	if at == len(p.Command) || p.Command[at] != "{prompt}" || !strings.HasPrefix(prompt, "-") {
 		return nil

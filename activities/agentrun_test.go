@@ -11,17 +11,24 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
+// preset is the built-in provider name of the configuration, as the runner
+// gets it.
+func preset(name string) AgentProvider {
+	p := config.AgentPresets[name]
+	return AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
+}
+
 func TestBuildArgvPlacesOptionalArgumentsBeforeThePrompt(t *testing.T) {
 	spec := workflows.AgentSpec{Prompt: "fix the build; rm -rf / is not a command here", Model: "o4", SessionID: "th-1"}
-	argv, stdin := BuildArgv(config.AgentPresets["codex"], spec)
+	argv, stdin := BuildArgv(preset("codex"), spec)
 	assert.Equal(t, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--model", "o4", "resume", "th-1", "--",
 		"fix the build; rm -rf / is not a command here"}, argv, "the prompt is one argument, never shell text")
 	assert.Nil(t, stdin)
 
-	argv, _ = BuildArgv(config.AgentPresets["gemini"], workflows.AgentSpec{Prompt: "hi"})
+	argv, _ = BuildArgv(preset("gemini"), workflows.AgentSpec{Prompt: "hi"})
 	assert.Equal(t, []string{"gemini", "--output-format", "stream-json", "--prompt=hi"}, argv, "no model, no resume")
 
-	argv, stdin = BuildArgv(config.AgentProvider{Command: []string{"mycli", "--headless"}, Resume: []string{"--continue", "{session_id}"}},
+	argv, stdin = BuildArgv(AgentProvider{Command: []string{"mycli", "--headless"}, Resume: []string{"--continue", "{session_id}"}},
 		workflows.AgentSpec{Prompt: "via stdin", SessionID: "s9"})
 	assert.Equal(t, []string{"mycli", "--headless", "--continue", "s9"}, argv)
 	assert.Equal(t, []byte("via stdin"), stdin, "without {prompt} the prompt goes to stdin")
@@ -34,14 +41,14 @@ func TestBuildArgvPlacesOptionalArgumentsBeforeThePrompt(t *testing.T) {
 func TestBuildArgvKeepsAPromptStartingWithADashAPrompt(t *testing.T) {
 	const prompt = "--dangerously-skip-permissions"
 	spec := workflows.AgentSpec{Provider: "x", Prompt: prompt, Model: "m1", SessionID: "s1"}
-	for name, preset := range config.AgentPresets {
+	for name := range config.AgentPresets {
 		t.Run(name, func(t *testing.T) {
-			argv, stdin := BuildArgv(preset, spec)
+			argv, stdin := BuildArgv(preset(name), spec)
 			assert.Nil(t, stdin)
 			if i := slices.Index(argv, prompt); i >= 0 {
 				assert.Equal(t, "--", argv[i-1], "a prompt of its own follows \"--\": %q", argv)
 			}
-			assert.NoError(t, CheckPromptPlacement(name, preset, prompt))
+			assert.NoError(t, CheckPromptPlacement(name, preset(name), prompt))
 			dashes := slices.Index(argv, "--")
 			switch last := argv[len(argv)-1]; last {
 			case "--prompt=" + prompt:
@@ -53,16 +60,16 @@ func TestBuildArgvKeepsAPromptStartingWithADashAPrompt(t *testing.T) {
 			}
 		})
 	}
-	argv, _ := BuildArgv(config.AgentPresets["claude"], workflows.AgentSpec{Prompt: prompt, SessionID: "s1"})
+	argv, _ := BuildArgv(preset("claude"), workflows.AgentSpec{Prompt: prompt, SessionID: "s1"})
 	assert.Equal(t, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "s1", "--", prompt}, argv)
 }
 
 func TestCheckPromptPlacementRefusesAnOptionLookingPromptWithoutEndOfOptions(t *testing.T) {
-	custom := config.AgentProvider{Command: []string{"mycli", "--headless", "{prompt}"}}
+	custom := AgentProvider{Command: []string{"mycli", "--headless", "{prompt}"}}
 	err := CheckPromptPlacement("mine", custom, "-rf")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `agents.providers.mine.command`)
 	assert.NoError(t, CheckPromptPlacement("mine", custom, "a prompt - with a dash"))
-	assert.NoError(t, CheckPromptPlacement("mine", config.AgentProvider{Command: []string{"mycli"}}, "-via stdin"))
-	assert.NoError(t, CheckPromptPlacement("mine", config.AgentProvider{Command: []string{"mycli", "--", "{prompt}"}}, "-x"))
+	assert.NoError(t, CheckPromptPlacement("mine", AgentProvider{Command: []string{"mycli"}}, "-via stdin"))
+	assert.NoError(t, CheckPromptPlacement("mine", AgentProvider{Command: []string{"mycli", "--", "{prompt}"}}, "-x"))
 }

@@ -71,9 +71,9 @@ func (p *Poller) clock() Clock {
 
 // JudgeFunc decides whether a wait is over after the latest observation;
 // it must return ctx's error soon after ctx ends.
-type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error)
+type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error)
 
-func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	if p.Judge != nil {
 		return p.Judge(ctx, m, progress, now)
 	}
@@ -146,7 +146,7 @@ func (l *probeLoop) beatDue(ctx context.Context) (context.Context, context.Cance
 	return l.clock.WithDeadline(ctx, l.nextBeat)
 }
 
-func (l *probeLoop) result(reason workflows.Reason, cond workflows.ConditionKind) workflows.WaitForResult {
+func (l *probeLoop) result(reason workflows.WaitReason, cond workflows.ConditionKind) workflows.WaitForResult {
 	res := l.progress.Result(l.in.Spec, reason, cond, l.clock.Now().Sub(l.schedule.Start))
 	if obs := l.poller.Observer; obs != nil {
 		obs.Observe(l.wfID, res)
@@ -160,7 +160,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		at, ok := l.schedule.NextAttemptAt(l.progress, l.clock.Now())
 		if !ok {
 			l.heartbeat(ctx)
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		}
 		if err := l.sleepUntil(ctx, at); err != nil {
 			return workflows.WaitForResult{}, err
@@ -179,7 +179,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 					tool, l.progress.Samples+1, l.in.Spec.MaxWaitSec)
 				return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeHung, nil)
 			}
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		case err != nil && ctx.Err() != nil:
 			return workflows.WaitForResult{}, ctx.Err()
 		case err != nil:
@@ -211,7 +211,7 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		switch {
 		case errors.Is(err, errDeadline):
 			// The match outlived the bound: the answer is a timeout, on time.
-			return l.result(workflows.ReasonTimeout, ""), nil
+			return l.result(workflows.WaitReasonTimeout, ""), nil
 		case err != nil:
 			return workflows.WaitForResult{}, err
 		case done:
@@ -224,11 +224,11 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 // heartbeats keep flowing while it runs, and a match still running at the
 // sample's deadline (see sampleDeadline) is stopped and reported as
 // errDeadline, so no pattern can stretch the wait past its bound.
-func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	matchCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
 	type verdict struct {
-		reason workflows.Reason
+		reason workflows.WaitReason
 		cond   workflows.ConditionKind
 		done   bool
 		err    error

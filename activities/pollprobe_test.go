@@ -158,7 +158,7 @@ func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitForResult{
-		Reason: workflows.ReasonMatched, Condition: workflows.ConditionMatches, LastObservation: "READY now",
+		Reason: workflows.WaitReasonMatched, Condition: workflows.ConditionMatches, LastObservation: "READY now",
 		ElapsedSec: 4, Samples: 3, EffectiveMaxWaitSec: 10,
 	}, res)
 	assert.Equal(t, seconds(0, 2, 4), prober.callTimes())
@@ -181,7 +181,7 @@ func TestPollProbeEndsOnTheSampleThatFlips(t *testing.T) {
 			prober := newProber(clock, append(steps, text("READY"))...)
 			res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 			require.NoError(t, err)
-			assert.Equal(t, workflows.ReasonMatched, res.Reason)
+			assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 			assert.Equal(t, k, res.Samples)
 			assert.Equal(t, k, prober.callCount())
 			assert.Equal(t, float64(2*(k-1)), res.ElapsedSec)
@@ -204,7 +204,7 @@ func TestPollProbeNotMatches(t *testing.T) {
 	prober := newProber(clock, text("pod-a Terminating"), text(""))
 	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"}, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, workflows.ConditionNotMatches, res.Condition)
 	assert.Equal(t, 2, res.Samples)
 }
@@ -214,7 +214,7 @@ func TestPollProbeSettlesWhenQuiet(t *testing.T) {
 	prober := newProber(clock, text("1"), text("2"), text("3"))
 	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 3}, 1, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, workflows.ConditionQuietForSec, res.Condition)
 	assert.Equal(t, "3", res.LastObservation)
 	assert.Equal(t, 6, res.Samples, `"3" first at 2 s, then quiet until 5 s`)
@@ -228,7 +228,7 @@ func TestPollProbeFailMatches(t *testing.T) {
 	until.FailPattern = "CrashLoop"
 	res, err := runPoll(t, clock, prober, input(until, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonFailed, res.Reason)
+	assert.Equal(t, workflows.WaitReasonFailed, res.Reason)
 	assert.Equal(t, workflows.ConditionFailMatches, res.Condition)
 	assert.Equal(t, 2, res.Samples)
 }
@@ -248,7 +248,7 @@ func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
 			res, err := runPoll(t, clock, prober, input(matchesReady, tc.pollSec, tc.maxWaitSec), obs, nil)
 			require.NoError(t, err)
 			assert.Equal(t, workflows.WaitForResult{
-				Reason: workflows.ReasonTimeout, LastObservation: "Pending",
+				Reason: workflows.WaitReasonTimeout, LastObservation: "Pending",
 				ElapsedSec: float64(tc.maxWaitSec), Samples: len(tc.calls), EffectiveMaxWaitSec: tc.maxWaitSec,
 			}, res)
 			assert.Equal(t, tc.calls, prober.callTimes())
@@ -263,7 +263,7 @@ func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
 	prober := newProber(clock, text("Pending"), step{hang: true})
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "Pending", res.LastObservation, "the previous observation")
 	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, 10.0, res.ElapsedSec, "the hung call is abandoned on the bound")
@@ -275,7 +275,7 @@ func TestPollProbeHungSampleOnTheBoundGetsItsAllowance(t *testing.T) {
 	prober := newProber(clock, text("Pending"), text("Pending"), text("Pending"), text("Pending"), step{hang: true})
 	res, err := runPoll(t, clock, prober, input(matchesReady, 3, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 4, res.Samples)
 	assert.Equal(t, seconds(0, 3, 6, 9, 10), prober.callTimes())
 	assert.Equal(t, (10*time.Second).Seconds()+FinalSampleAllowance.Seconds(), res.ElapsedSec)
@@ -308,7 +308,7 @@ func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
 	clock := newFakeClock(t0)
 	res, err := runPoll(t, clock, newProber(clock, text(exact)), input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 }
 
 func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
@@ -327,7 +327,7 @@ func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
 	prober := newProber(clock, text("starting"), step{err: down}, step{err: down}, text("READY"))
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonMatched, res.Reason)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
 	assert.Equal(t, seconds(0, 2, 4, 6), prober.callTimes(), "failed attempts keep the schedule")
 	assert.Empty(t, res.ProbeError)
@@ -339,7 +339,7 @@ func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
 	prober := newProber(clock, text("starting"), step{err: down})
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "starting", res.LastObservation)
 	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, `downstream MCP server "demo" is unavailable: connection refused`, res.ProbeError)
@@ -356,7 +356,7 @@ func TestPollProbeResumesTheCountFromItsLastHeartbeat(t *testing.T) {
 	obs := &recordingObserver{}
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, &resume)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 6, res.Samples, "samples before and after the restart both count")
 	assert.Equal(t, seconds(6, 8, 10), prober.callTimes(), "the schedule carries on where it was")
 	assert.Equal(t, 10.0, res.ElapsedSec)
@@ -375,7 +375,7 @@ func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
 	prober := newProber(clock, text("same"))
 	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 6}, 2, 20), nil, &resume)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonSettled, res.Reason)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, seconds(6, 8), prober.callTimes(), "quiet from 2 s, settled at 8 s")
 	assert.Equal(t, 5, res.Samples)
 }
@@ -387,7 +387,7 @@ func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
 	prober := newProber(clock, text("READY"))
 	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, &resume)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 3, res.Samples)
 	assert.Equal(t, 0, prober.callCount())
 }
@@ -461,7 +461,7 @@ type slowJudge struct {
 	beatsSeen int
 }
 
-func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	for len(j.beats.recorded) > 0 {
 		<-j.beats.recorded // recorded before the match began
 	}
@@ -498,7 +498,7 @@ func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
 	res, err := pollRun{clock: clock, prober: prober, judge: judge.judge, beats: beats}.run(t, input(matchesReady, 1, 3))
 	require.NoError(t, err)
 
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
 	assert.Equal(t, "Pending", res.LastObservation)
 	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
 	assert.Equal(t, 3.0, res.ElapsedSec, "the bound holds")
@@ -534,9 +534,9 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 	// The real match, with the clock run to the match's deadline the moment
 	// it begins.
 	stopped := make(chan error, 1)
-	judge := func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.Reason, workflows.ConditionKind, bool, error) {
+	judge := func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 		type verdict struct {
-			reason workflows.Reason
+			reason workflows.WaitReason
 			cond   workflows.ConditionKind
 			done   bool
 			err    error
@@ -558,7 +558,7 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 	res, err := pollRun{clock: clock, prober: prober, judge: judge}.run(t, in)
 	require.NoError(t, err)
 	assert.ErrorIs(t, <-stopped, context.DeadlineExceeded, "the match was stopped, not finished")
-	assert.Equal(t, workflows.ReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, 3.0, res.ElapsedSec, "the match is stopped at the bound")
 }

@@ -89,8 +89,8 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 	stillThere := func() error {
 		_, err := srv.Lookup(ctx, pane, spec.Target.Generation)
 		var te *tmuxwatch.Error
-		if errors.As(err, &te) && te.Code != tmuxwatch.CodeTmuxUnavailable {
-			return &tmuxwatch.Error{Code: tmuxwatch.CodePaneDied, Message: fmt.Sprintf("pane %s died while waiting: %s", pane, te.Message)}
+		if errors.As(err, &te) && te.Code != workflows.TextErrTmuxUnavailable {
+			return &tmuxwatch.Error{Code: workflows.TextErrPaneDied, Message: fmt.Sprintf("pane %s died while waiting: %s", pane, te.Message)}
 		}
 		return err
 	}

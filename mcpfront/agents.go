@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -72,26 +69,15 @@ func (f *Front) agentTools() []server.ServerTool {
 
 // newInvocationID is a new invocation ID (its workflow ID) of principal.
 func newInvocationID(principal string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return scopedID(strings.TrimSuffix(workflows.AgentIDPrefix, "/"), principal, hex.EncodeToString(b))
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	return workflows.InvocationID(principal, nonce)
 }
 
 // unknownInvocation is the answer about an invocation ID that start_agent
 // did not return to this principal: never started, or another principal's.
 func unknownInvocation(id string) error {
 	return fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
-}
-
-func rawArgs(req mcp.CallToolRequest) json.RawMessage {
-	if req.Params.Arguments == nil {
-		return json.RawMessage(`{}`)
-	}
-	b, err := json.Marshal(req.Params.Arguments)
-	if err != nil {
-		return json.RawMessage(`null`)
-	}
-	return b
 }
 
 func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -113,7 +99,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
 	}
 	return structuredResult(workflows.InvocationPayload{
-		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.ReasonStarted,
+		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted,
 	}), nil
 }
 
@@ -122,7 +108,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if err != nil {
 		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
 	}
-	if !owns(principalFrom(ctx), id) {
+	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
 	}
 	events, unsubscribe := f.subscribe(id)
@@ -234,7 +220,7 @@ func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) 
 	if err != nil {
 		return mcp.NewToolResultError("cancel_agent: " + err.Error()), nil
 	}
-	if !owns(principalFrom(ctx), id) {
+	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("cancel_agent: " + unknownInvocation(id).Error()), nil
 	}
 	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, nil)
@@ -290,7 +276,7 @@ func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (
 			return mcp.NewToolResultError(fmt.Sprintf("list_agents: could not list invocations: %v", err)), nil
 		}
 		for _, e := range resp.Executions {
-			if !owns(principal, e.Execution.WorkflowId) {
+			if !workflows.Owns(principal, e.Execution.WorkflowId) {
 				continue
 			}
 			item := agentListItem{

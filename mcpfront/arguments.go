@@ -25,6 +25,19 @@ func argumentsObject(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	}
 }
 
+// rawArgs is a call's arguments as JSON for the argument parsers of
+// workflows: {} when there are none.
+func rawArgs(req mcp.CallToolRequest) json.RawMessage {
+	if req.Params.Arguments == nil {
+		return json.RawMessage(`{}`)
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return b
+}
+
 // noArguments refuses any argument of a tool that takes none, naming each.
 func noArguments(req mcp.CallToolRequest) *mcp.CallToolResult {
 	args, _ := req.Params.Arguments.(map[string]any)

@@ -188,7 +188,7 @@ func testContext(t *testing.T) context.Context {
 
 func TestAnEventBeforeTemporalsAnswerIsTheAnswerAndTheRunSettles(t *testing.T) {
 	d := newDance()
-	fromFeed := workflows.WaitForResult{Reason: workflows.ReasonMatched, Samples: 2}
+	fromFeed := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Samples: 2}
 	d.temporal.onStart = func(run *fakeRun) {
 		d.hub.Observe(run.id, workflows.Sample{Number: 1, Observation: "building"})
 		d.hub.Observe(run.id, workflows.Sample{Number: 2, Observation: "done"})
@@ -214,7 +214,7 @@ func TestAnEventBeforeTemporalsAnswerIsTheAnswerAndTheRunSettles(t *testing.T) {
 
 func TestTemporalsAnswerIsTheAnswerWhenNoEventComes(t *testing.T) {
 	d := newDance()
-	fromTemporal := workflows.WaitForResult{Reason: workflows.ReasonTimeout, Samples: 3, LastObservation: "still building"}
+	fromTemporal := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, Samples: 3, LastObservation: "still building"}
 	d.temporal.onStart = func(run *fakeRun) { run.close(t, fromTemporal) }
 
 	got := d.call(testContext(t))
@@ -229,7 +229,7 @@ func TestTemporalsAnswerIsTheAnswerWhenNoEventComes(t *testing.T) {
 func TestAnIdenticalCallAfterAnEarlyAnswerStartsANewRun(t *testing.T) {
 	d := newDance()
 	ctx := testContext(t)
-	outcome := workflows.WaitForResult{Reason: workflows.ReasonMatched, Samples: 1}
+	outcome := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Samples: 1}
 	d.temporal.onStart = func(run *fakeRun) { d.hub.Observe(run.id, outcome) }
 	early := d.call(ctx)
 	require.NoError(t, early.err)
@@ -263,7 +263,7 @@ func TestAnIdenticalCallAfterAnEarlyAnswerStartsANewRun(t *testing.T) {
 
 func TestNoEventIsLostBetweenTheStartAndTheSubscription(t *testing.T) {
 	d := newDance()
-	outcome := workflows.WaitForResult{Reason: workflows.ReasonFailed, Samples: 1, LastObservation: "FAIL"}
+	outcome := workflows.WaitForResult{Reason: workflows.WaitReasonFailed, Samples: 1, LastObservation: "FAIL"}
 	// The activity knows the outcome before ExecuteWorkflow returns, and
 	// Temporal never answers: only the feed can.
 	d.temporal.onStart = func(run *fakeRun) { d.hub.Observe(run.id, outcome) }

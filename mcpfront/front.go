@@ -6,7 +6,6 @@ package mcpfront
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -209,13 +208,4 @@ func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, p 
 	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 		f.opts.Logger.Debug("downstream progress notification not forwarded", "error", err)
 	}
-}
-
-// structuredResult returns v as structured content with the same JSON as text.
-func structuredResult(v any) *mcp.CallToolResult {
-	text, err := json.Marshal(v)
-	if err != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("encode result: %v", err))
-	}
-	return mcp.NewToolResultStructured(v, string(text))
 }

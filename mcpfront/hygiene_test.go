@@ -246,30 +246,6 @@ func TestBatchAndNullID(t *testing.T) {
 	assert.Equal(t, float64(3), replies[2].ID)
 }
 
-func TestPrincipalScopedIDs(t *testing.T) {
-	assert.Equal(t, "agent/abc", scopedID("agent", "", "abc"))
-	a := scopedID("agent", "alice", "abc")
-	b := scopedID("agent", "bob", "abc")
-	assert.NotEqual(t, a, b)
-	assert.True(t, strings.HasPrefix(a, "agent/p"))
-	cases := []struct {
-		principal, id string
-		owns          bool
-	}{
-		{"", "agent/abc", true},
-		{"", a, false},
-		{"alice", a, true},
-		{"bob", a, false},
-		{"alice", "agent/abc", false},
-		{"alice", scopedID("wait_for", "alice", "h"), true},
-		{"bob", scopedID("wait_for_text", "alice", "h"), false},
-		{"", "noslash", false},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.owns, owns(c.principal, c.id), "%q owns %q", c.principal, c.id)
-	}
-}
-
 func TestHoldsCountCallers(t *testing.T) {
 	var h holds
 	r1 := h.hold("w")

@@ -1,50 +1,8 @@
 package mcpfront
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
 	"sync"
 )
-
-// Principals. Every workflow a caller starts carries its principal in its
-// ID, so that one principal's waits, invocations and tasks are out of reach
-// of another's: a workflow ID is <kind>/<rest> for the local user (the
-// principal "": no authentication, or stdio; these are the IDs durawait
-// used before authentication existed) and <kind>/<tag>/<rest> for any other
-// principal, where the tag is a hash of the principal. A caller may only
-// use the workflows whose tag is its own, and an ID of another principal's
-// is answered exactly like an unknown one.
-
-// ownerTag is the tag of principal in workflow IDs; "" for the local user.
-func ownerTag(principal string) string {
-	if principal == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("durawait principal\x00" + principal))
-	return "p" + hex.EncodeToString(sum[:12])
-}
-
-// scopedID is the workflow ID of kind and rest for principal.
-func scopedID(kind, principal, rest string) string {
-	if tag := ownerTag(principal); tag != "" {
-		return kind + "/" + tag + "/" + rest
-	}
-	return kind + "/" + rest
-}
-
-// owns reports whether workflowID belongs to principal.
-func owns(principal, workflowID string) bool {
-	_, rest, ok := strings.Cut(workflowID, "/")
-	if !ok {
-		return false
-	}
-	tag, _, scoped := strings.Cut(rest, "/")
-	if !scoped {
-		tag = ""
-	}
-	return tag == ownerTag(principal)
-}
 
 // principalMemo adds the principal to a workflow's memo, for operators;
 // nothing is added for the local user, whose memos stay as they were.

@@ -88,7 +88,7 @@ func parseTaskID(id string) (taskRef, error) {
 // tasks: a wait_for or wait_for_text wait, or an agent invocation (the
 // task of a wait_agent call made after it closed).
 func isTaskWorkflow(id string) bool {
-	for _, prefix := range []string{"wait_for/", "wait_for_text/", workflows.AgentIDPrefix} {
+	for _, prefix := range []string{workflows.WaitForIDPrefix, workflows.WaitForTextIDPrefix, workflows.AgentIDPrefix} {
 		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" && !strings.ContainsAny(rest, "@#") {
 			return true
 		}
@@ -101,7 +101,7 @@ func (r taskRef) tool() string {
 	switch {
 	case strings.HasPrefix(r.workflowID, workflows.AgentIDPrefix):
 		return "wait_agent"
-	case strings.HasPrefix(r.workflowID, "wait_for_text/"):
+	case strings.HasPrefix(r.workflowID, workflows.WaitForTextIDPrefix):
 		return "wait_for_text"
 	default:
 		return "wait_for"
@@ -189,7 +189,7 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !owns(principalFrom(ctx), ref.workflowID) {
+	if !workflows.Owns(principalFrom(ctx), ref.workflowID) {
 		// Another principal's task reads exactly like an unknown one.
 		return nil, taskLookupError(ref, &serviceerror.NotFound{})
 	}
@@ -221,7 +221,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if err != nil {
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", err))
 		}
-		if !owns(principalFrom(ctx), id) {
+		if !workflows.Owns(principalFrom(ctx), id) {
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
 		}
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
@@ -438,7 +438,7 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 	}
 	out := mcp.ListTasksResult{Tasks: []mcp.Task{}}
 	for _, e := range resp.Executions {
-		if !owns(principal, e.Execution.WorkflowId) {
+		if !workflows.Owns(principal, e.Execution.WorkflowId) {
 			continue // another principal's
 		}
 		ref := taskRef{workflowID: e.Execution.WorkflowId, runID: e.Execution.RunId}

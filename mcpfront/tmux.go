@@ -2,10 +2,7 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -67,7 +64,7 @@ func (f *Front) handleListPanes(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	panes, err := tmuxwatch.Server{Socket: f.opts.Tmux.Socket}.ListPanes(ctx)
 	if err != nil {
-		e := workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
+		e := workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
 		var te *tmuxwatch.Error
 		if errors.As(err, &te) {
 			e.Code, e.Message, e.Retryable = te.Code, te.Message, te.Retryable
@@ -92,7 +89,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	// The start/attach/settle dance is described at sharedWait.
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
-		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
 	}
 	defer unsubscribe()
@@ -134,17 +131,11 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult) {
 	spec, err := workflows.ParseWaitForText(rawArgs(req))
 	if err != nil {
-		return sharedWait{}, textError(workflows.TextWaitError{Code: tmuxwatch.CodeInvalidArguments, Message: err.Error(), Effects: "none"})
+		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
 	principal := principalFrom(ctx)
-	parts := []any{f.opts.Tmux.Socket, spec}
-	if principal != "" {
-		parts = append(parts, principal)
-	}
-	key, _ := json.Marshal(parts)
-	sum := sha256.Sum256(key)
 	return sharedWait{
-		id:       scopedID("wait_for_text", principal, hex.EncodeToString(sum[:12])),
+		id:       spec.WorkflowID(f.opts.Tmux.Socket, principal),
 		memo:     principalMemo(nil, principal),
 		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
 		workflow: workflows.WaitForTextWorkflowName,
@@ -158,7 +149,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 // textAnswer is wait_for_text's answer for a closed wait.
 func textAnswer(out workflows.TextWaitOutcome, err error) *mcp.CallToolResult {
 	if err != nil {
-		return textError(workflows.TextWaitError{Code: tmuxwatch.CodeTmuxUnavailable, Effects: "none", Retryable: true,
+		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: "the wait ended without a result: " + workflowErrorMessage(err)})
 	}
 	if out.Error != nil {

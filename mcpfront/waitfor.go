@@ -3,13 +3,9 @@ package mcpfront
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -78,7 +74,7 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 	}
 	principal := principalFrom(ctx)
 	return sharedWait{
-		id:       scopedID("wait_for", principal, strings.TrimPrefix(spec.WorkflowID(principal), "wait_for/")),
+		id:       spec.WorkflowID(principal),
 		summary:  waitSummary(spec),
 		memo:     principalMemo(map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until}, principal),
 		workflow: workflows.WaitForWorkflowName,
@@ -100,16 +96,6 @@ func startFailed(tool string, err error) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf("%s: could not start the wait (Temporal engine unavailable?): %v", tool, err))
 }
 
-// workflowErrorMessage digs the application error's own message out of the
-// wrappers Temporal puts around it.
-func workflowErrorMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
-}
-
 func waitSummary(spec workflows.WaitForSpec) string {
 	cond := string(spec.Until.Kind)
 	switch spec.Until.Kind {
@@ -122,36 +108,4 @@ func waitSummary(spec workflows.WaitForSpec) string {
 		cond += fmt.Sprintf(", fail on /%s/", spec.Until.FailPattern)
 	}
 	return fmt.Sprintf("wait_for %s until %s (every %ds, at most %ds)", spec.Probe.Tool, cond, spec.PollSec, spec.MaxWaitSec)
-}
-
-func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
-	if req.Params.Meta == nil {
-		return nil
-	}
-	return req.Params.Meta.ProgressToken
-}
-
-// sendProgress sends one notifications/progress for the caller's token on
-// the caller's own stream; total 0 is left out.
-func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, progress, total float64, message string) {
-	params := map[string]any{"progressToken": token, "progress": progress, "message": message}
-	if total > 0 {
-		params["total"] = total
-	}
-	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
-		f.opts.Logger.Debug("progress notification not sent", "error", err)
-	}
-}
-
-// shorten returns the first n runes of s's first line, with an ellipsis when cut.
-func shorten(s string, n int) string {
-	line, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
-	if utf8.RuneCountInString(line) > n {
-		line = string([]rune(line)[:n])
-		cut = true
-	}
-	if cut {
-		line += "…"
-	}
-	return line
 }

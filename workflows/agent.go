@@ -12,15 +12,27 @@ import (
 // Names of the agent invocation workflow, its activities, signals, update and
 // query; part of the durable contract with running histories.
 const (
-	AgentWorkflowName         = "AgentInvocation"
-	ClaimAgentHostActivity    = "ClaimAgentHost"
-	RunAgentActivityName      = "RunAgent"
-	AgentBlockerSignal        = "blocker"
-	AgentCancelSignal         = "cancel"
-	AgentWaitUpdate           = "wait"
-	AgentStateQuery           = "state"
-	ErrTypeAgentInvalidCwd    = "InvalidCwd"
+	AgentWorkflowName      = "AgentInvocation"
+	ClaimAgentHostActivity = "ClaimAgentHost"
+	RunAgentActivityName   = "RunAgent"
+	AgentBlockerSignal     = "blocker"
+	AgentCancelSignal      = "cancel"
+	AgentWaitUpdate        = "wait"
+	AgentStateQuery        = "state"
+)
+
+// Temporal error types (the Type of a temporal.ApplicationError) of the
+// RunAgent activity's non-retryable failures. They are not error codes: the
+// workflow reports each as the invocation error code ErrCodeStart.
+const (
+	// ErrTypeAgentInvalidCwd: the cwd does not resolve inside the allowed roots.
+	ErrTypeAgentInvalidCwd = "InvalidCwd"
+	// ErrTypeAgentUnknownConfig: the provider or its output format is not
+	// configured on the worker.
 	ErrTypeAgentUnknownConfig = "UnknownProvider"
+	// ErrTypeAgentStartFailed: the CLI could not be started (the prompt
+	// would be read as an option, or the process did not start).
+	ErrTypeAgentStartFailed = "AgentStartFailed"
 )
 
 // AgentHeartbeatTimeout bounds how long a lost agent runner goes unnoticed.
@@ -117,16 +129,16 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
 	answer := func(ctx workflow.Context) InvocationPayload {
 		if st.final != nil {
-			return st.payload(ctx, id, ReasonFinished)
+			return st.payload(ctx, id, AgentReasonFinished)
 		}
 		if st.delivered < len(st.blockers) {
 			b := st.blockers[st.delivered]
 			st.delivered++
-			p := st.payload(ctx, id, ReasonExecutionBlocked)
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
 			p.Error = &b
 			return p
 		}
-		return st.payload(ctx, id, ReasonWaitElapsed)
+		return st.payload(ctx, id, AgentReasonWaitElapsed)
 	}
 	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
@@ -137,7 +149,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		return InvocationPayload{}, err
 	}
 	if err := workflow.SetQueryHandler(ctx, AgentStateQuery, func() (InvocationPayload, error) {
-		return st.payload(ctx, id, ReasonWaitElapsed), nil
+		return st.payload(ctx, id, AgentReasonWaitElapsed), nil
 	}); err != nil {
 		return InvocationPayload{}, err
 	}
@@ -190,7 +202,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return InvocationPayload{}, err
 	}
-	return st.payload(ctx, id, ReasonFinished), nil
+	return st.payload(ctx, id, AgentReasonFinished), nil
 }
 
 // finalFrom maps the run's outcome to how the invocation ended.
@@ -213,6 +225,8 @@ func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
 	var timeoutErr *temporal.TimeoutError
 	switch {
 	case errors.As(err, &appErr):
+		// The run's non-retryable failures (ErrTypeAgent*) all mean the
+		// CLI did not start.
 		code, msg = ErrCodeStart, appErr.Message()
 	case errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
 		code, msg = ErrCodeAgentError, "the run exceeded agents.max_run_sec"

@@ -27,9 +27,9 @@ func pendingActivity(t *testing.T, name string, details any) *workflowpb.Pending
 
 func TestAssemblePayloadMergesTheLiveStateIntoARunningPayload(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
-	running := InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: ReasonWaitElapsed, ElapsedMs: 10_000}
+	running := InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: AgentReasonWaitElapsed, ElapsedMs: 10_000}
 	finalOut := strings.Repeat("x", 2*OutputTailChars)
-	finished := InvocationPayload{InvocationID: "agent/1", Status: AgentSucceeded, Reason: ReasonFinished, ElapsedMs: 12_000, Output: &finalOut}
+	finished := InvocationPayload{InvocationID: "agent/1", Status: AgentSucceeded, Reason: AgentReasonFinished, ElapsedMs: 12_000, Output: &finalOut}
 	bash := &AgentActivity{Kind: "tool_call", State: "running", ToolName: "Bash"}
 	live := AgentLive{
 		SessionID: "s-1",
@@ -53,20 +53,20 @@ func TestAssemblePayloadMergesTheLiveStateIntoARunningPayload(t *testing.T) {
 		name:    "the heartbeat's session, reply and activity, aged",
 		payload: running,
 		pending: []*workflowpb.PendingActivityInfo{pendingActivity(t, RunAgentActivityName, live.Heartbeat())},
-		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: ReasonWaitElapsed, ElapsedMs: 10_000,
+		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: AgentReasonWaitElapsed, ElapsedMs: 10_000,
 			SessionID: "s-1", Output: ptr("building…"), OutputAgeMs: ms(3000),
 			Activity: &AgentActivity{Kind: "tool_call", State: "running", ToolName: "Bash", AgeMs: 500}},
 	}, {
 		name:    "a long reply is trimmed to its tail",
 		payload: running,
 		pending: []*workflowpb.PendingActivityInfo{pendingActivity(t, RunAgentActivityName, longLive.Heartbeat())},
-		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: ReasonWaitElapsed, ElapsedMs: 10_000,
+		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: AgentReasonWaitElapsed, ElapsedMs: 10_000,
 			Output: ptr(strings.Repeat("é", OutputTailChars)), OutputAgeMs: ms(1000)},
 	}, {
 		name:    "no reply or activity yet: only the session",
 		payload: running,
 		pending: []*workflowpb.PendingActivityInfo{pendingActivity(t, RunAgentActivityName, AgentLive{SessionID: "s-2"})},
-		want:    InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: ReasonWaitElapsed, ElapsedMs: 10_000, SessionID: "s-2"},
+		want:    InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: AgentReasonWaitElapsed, ElapsedMs: 10_000, SessionID: "s-2"},
 	}, {
 		name:    "the RunAgent heartbeat among other pending activities",
 		payload: running,
@@ -74,7 +74,7 @@ func TestAssemblePayloadMergesTheLiveStateIntoARunningPayload(t *testing.T) {
 			pendingActivity(t, ClaimAgentHostActivity, AgentLive{SessionID: "not this one"}),
 			pendingActivity(t, RunAgentActivityName, AgentLive{SessionID: "s-3"}),
 		},
-		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: ReasonWaitElapsed, ElapsedMs: 10_000, SessionID: "s-3"},
+		want: InvocationPayload{InvocationID: "agent/1", Status: AgentRunning, Reason: AgentReasonWaitElapsed, ElapsedMs: 10_000, SessionID: "s-3"},
 	}, {
 		name:    "no pending activity: as it is",
 		payload: running,

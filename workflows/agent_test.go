@@ -63,7 +63,7 @@ func TestWaitReturnsEarlyWhenTheRunFinishes(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, done)
 	assert.Equal(t, AgentSucceeded, got.Status)
-	assert.Equal(t, ReasonFinished, got.Reason)
+	assert.Equal(t, AgentReasonFinished, got.Reason)
 	require.NotNil(t, got.Output)
 	assert.Equal(t, "all done", *got.Output)
 	assert.Equal(t, "s1", got.SessionID)
@@ -85,7 +85,7 @@ func TestWaitWindowElapses(t *testing.T) {
 
 	require.True(t, done)
 	assert.Equal(t, AgentRunning, got.Status)
-	assert.Equal(t, ReasonWaitElapsed, got.Reason)
+	assert.Equal(t, AgentReasonWaitElapsed, got.Reason)
 	assert.InDelta(t, 300_000, got.ElapsedMs, 2000)
 	assert.Nil(t, got.Output)
 }
@@ -110,15 +110,15 @@ func TestEachBlockerCategoryWakesOnce(t *testing.T) {
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
 	require.True(t, d1 && d2 && d3)
-	assert.Equal(t, ReasonExecutionBlocked, first.Reason)
+	assert.Equal(t, AgentReasonExecutionBlocked, first.Reason)
 	assert.Equal(t, AgentRunning, first.Status, "a blocker leaves the CLI running")
 	assert.Equal(t, &AgentError{Code: BlockerPermission, Message: "permission_denied at 10s"}, first.Error)
 	assert.InDelta(t, 10_000, first.ElapsedMs, 1000)
 
-	assert.Equal(t, ReasonWaitElapsed, second.Reason)
+	assert.Equal(t, AgentReasonWaitElapsed, second.Reason)
 	assert.InDelta(t, 315_000, second.ElapsedMs, 1000)
 
-	assert.Equal(t, ReasonExecutionBlocked, third.Reason)
+	assert.Equal(t, AgentReasonExecutionBlocked, third.Reason)
 	assert.Equal(t, BlockerRateLimit, third.Error.Code)
 	assert.InDelta(t, 400_000, third.ElapsedMs, 1000)
 }
@@ -135,7 +135,7 @@ func TestABlockerBeforeTheWaitIsDeliveredToTheNextWait(t *testing.T) {
 	waitAt(env, time.Minute, 5*time.Minute, &got, &done)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 	require.True(t, done)
-	assert.Equal(t, ReasonExecutionBlocked, got.Reason)
+	assert.Equal(t, AgentReasonExecutionBlocked, got.Reason)
 	assert.InDelta(t, 60_000, got.ElapsedMs, 1000, "returned at once")
 }
 
@@ -150,7 +150,7 @@ func TestCancelStopsTheRun(t *testing.T) {
 	var final InvocationPayload
 	require.NoError(t, env.GetWorkflowResult(&final))
 	assert.Equal(t, AgentCancelled, final.Status)
-	assert.Equal(t, ReasonFinished, final.Reason)
+	assert.Equal(t, AgentReasonFinished, final.Reason)
 	assert.Nil(t, final.Error)
 }
 

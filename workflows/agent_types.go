@@ -21,15 +21,16 @@ const (
 	AgentCancelled AgentStatus = "cancelled"
 )
 
-// AgentReason says why a start_agent / wait_agent / cancel_agent call returned.
+// AgentReason says why a start_agent / wait_agent / cancel_agent call
+// returned. The reasons of wait_for are another type, WaitReason.
 type AgentReason string
 
-// The reasons of the seed's output schema.
+// The reasons of the agent tools' output schema.
 const (
-	ReasonStarted          AgentReason = "started"
-	ReasonWaitElapsed      AgentReason = "wait_elapsed"
-	ReasonExecutionBlocked AgentReason = "execution_blocked"
-	ReasonFinished         AgentReason = "finished"
+	AgentReasonStarted          AgentReason = "started"
+	AgentReasonWaitElapsed      AgentReason = "wait_elapsed"
+	AgentReasonExecutionBlocked AgentReason = "execution_blocked"
+	AgentReasonFinished         AgentReason = "finished"
 )
 
 // Blocker categories: states a headless CLI cannot get past on its own. Each
@@ -49,6 +50,21 @@ const (
 	ErrCodeStart      = "start_failed"
 	ErrCodeAgentError = "agent_error"
 )
+
+// Output formats an agent CLI's output may be read as: the names a
+// provider's format takes in the configuration, each read by its parser in
+// activities/agentstream.
+const (
+	AgentFormatClaude = "claude-stream-json"
+	AgentFormatCodex  = "codex-json"
+	AgentFormatGemini = "gemini-stream-json"
+	AgentFormatText   = "text"
+)
+
+// AgentFormats lists every output format, in a new slice.
+func AgentFormats() []string {
+	return []string{AgentFormatClaude, AgentFormatCodex, AgentFormatGemini, AgentFormatText}
+}
 
 // OutputTailChars is how much of the latest reply a running payload carries.
 const OutputTailChars = 1000
@@ -224,9 +240,6 @@ func ParseInvocationID(raw json.RawMessage) (string, error) {
 	}
 	return id, nil
 }
-
-// AgentIDPrefix starts every invocation ID (which is also its workflow ID).
-const AgentIDPrefix = "agent/"
 
 // InsideRoot reports whether the clean absolute path lies in root.
 func InsideRoot(path, root string) bool {

@@ -123,5 +123,5 @@ func TestJudgeContextStopsAMatch(t *testing.T) {
 	reason, _, done, err := m.JudgeContext(context.Background(), PollProgress{HasObservation: true, LastObservation: big}, time.Now())
 	require.NoError(t, err)
 	assert.True(t, done)
-	assert.Equal(t, ReasonMatched, reason)
+	assert.Equal(t, WaitReasonMatched, reason)
 }

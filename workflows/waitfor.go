@@ -16,8 +16,9 @@ const (
 	PollProbeActivityName = "PollProbe"
 )
 
-// Error types of a wait_for that ended without a result. The activity raises
-// them as non-retryable application errors.
+// Temporal error types (the Type of a temporal.ApplicationError) of a
+// wait_for that ended without a result. The activity raises them as
+// non-retryable application errors; the caller reads the error's message.
 const (
 	ErrTypeProbeOutputTooLarge = "ProbeOutputTooLarge"
 	ErrTypeProbeReturnedError  = "ProbeReturnedError"
@@ -53,6 +54,15 @@ type PollInput struct {
 // Schedule is the wait's sampling schedule.
 func (in PollInput) Schedule() PollSchedule { return NewPollSchedule(in.Spec, in.StartedAt) }
 
+// deadlineGrace is how long past its deadline a heartbeating watch
+// activity (the probe loop, a pane watch) may still report: long enough
+// for a lost attempt to be noticed (one heartbeat timeout) and retried to
+// report its last state. The activity's schedule-to-close timeout is its
+// deadline plus this grace.
+func deadlineGrace(heartbeat time.Duration) time.Duration {
+	return 2*heartbeat + 5*time.Second
+}
+
 // WaitFor is the workflow behind one wait_for call. It runs the whole probe
 // loop in one heartbeating activity (the frequent-polling pattern), so its
 // history has the same few events whether the wait takes 3 samples or 300.
@@ -70,12 +80,8 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 	if heartbeat <= 0 {
 		heartbeat = DefaultHeartbeatTimeout
 	}
-	// Grace past the deadline: long enough for a lost attempt to be noticed
-	// (one heartbeat timeout) and retried to report its last sample.
-	grace := 2*heartbeat + 5*time.Second
-
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ScheduleToCloseTimeout: maxWait + grace,
+		ScheduleToCloseTimeout: maxWait + deadlineGrace(heartbeat),
 		HeartbeatTimeout:       heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
@@ -114,5 +120,5 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 				in.Spec.Probe.Tool, in.Spec.MaxWaitSec),
 			ErrTypeNoSample, err)
 	}
-	return progress.Result(in.Spec, ReasonTimeout, "", elapsed), nil
+	return progress.Result(in.Spec, WaitReasonTimeout, "", elapsed), nil
 }

@@ -10,21 +10,23 @@ import (
 	"unicode/utf8"
 )
 
-// Reason says why a wait_for stopped.
-type Reason string
+// WaitReason says why a wait_for stopped. The reasons of the agent tools
+// are another type, AgentReason.
+type WaitReason string
 
-// The reasons of the seed, plus "failed" for until.fail_matches.
+// The reasons of wait_for's output schema, plus "failed" for
+// until.fail_matches.
 const (
-	ReasonMatched Reason = "matched"
-	ReasonSettled Reason = "settled"
-	ReasonTimeout Reason = "timeout"
-	ReasonFailed  Reason = "failed"
+	WaitReasonMatched WaitReason = "matched"
+	WaitReasonSettled WaitReason = "settled"
+	WaitReasonTimeout WaitReason = "timeout"
+	WaitReasonFailed  WaitReason = "failed"
 )
 
 // WaitForResult is what a finished wait_for returns. A timeout is a normal
 // result, not an error.
 type WaitForResult struct {
-	Reason Reason `json:"reason"`
+	Reason WaitReason `json:"reason"`
 	// Condition names the condition that fired; empty on timeout.
 	Condition       ConditionKind `json:"condition,omitempty"`
 	LastObservation string        `json:"last_observation"`
@@ -81,7 +83,7 @@ func (p *PollProgress) RecordUnavailable(err error) {
 }
 
 // Result builds the wait's result from the progress so far.
-func (p PollProgress) Result(spec WaitForSpec, reason Reason, cond ConditionKind, elapsed time.Duration) WaitForResult {
+func (p PollProgress) Result(spec WaitForSpec, reason WaitReason, cond ConditionKind, elapsed time.Duration) WaitForResult {
 	return WaitForResult{
 		Reason:              reason,
 		Condition:           cond,
@@ -123,7 +125,7 @@ func NewMatcher(spec WaitForSpec, quietFor time.Duration) (*Matcher, error) {
 // Judge says whether the wait is over after the latest observation in p,
 // taken at now. The failure pattern is checked first: when an output matches
 // both, the wait fails.
-func (m *Matcher) Judge(p PollProgress, now time.Time) (Reason, ConditionKind, bool) {
+func (m *Matcher) Judge(p PollProgress, now time.Time) (WaitReason, ConditionKind, bool) {
 	reason, cond, done, _ := m.JudgeContext(context.Background(), p, now)
 	return reason, cond, done
 }
@@ -133,7 +135,7 @@ func (m *Matcher) Judge(p PollProgress, now time.Time) (Reason, ConditionKind, b
 // compiled program as well as with the text, so a match over a large output
 // can take seconds; this lets the caller give up on it at a deadline
 // without leaving it burning CPU.
-func (m *Matcher) JudgeContext(ctx context.Context, p PollProgress, now time.Time) (Reason, ConditionKind, bool, error) {
+func (m *Matcher) JudgeContext(ctx context.Context, p PollProgress, now time.Time) (WaitReason, ConditionKind, bool, error) {
 	if !p.HasObservation {
 		return "", "", false, nil
 	}
@@ -144,7 +146,7 @@ func (m *Matcher) JudgeContext(ctx context.Context, p PollProgress, now time.Tim
 			return "", "", false, err
 		}
 		if hit {
-			return ReasonFailed, ConditionFailMatches, true, nil
+			return WaitReasonFailed, ConditionFailMatches, true, nil
 		}
 	}
 	switch m.kind {
@@ -154,11 +156,11 @@ func (m *Matcher) JudgeContext(ctx context.Context, p PollProgress, now time.Tim
 			return "", "", false, err
 		}
 		if hit == (m.kind == ConditionMatches) {
-			return ReasonMatched, m.kind, true, nil
+			return WaitReasonMatched, m.kind, true, nil
 		}
 	case ConditionQuietForSec:
 		if now.Sub(p.QuietSince) >= m.quietFor {
-			return ReasonSettled, ConditionQuietForSec, true, nil
+			return WaitReasonSettled, ConditionQuietForSec, true, nil
 		}
 	}
 	return "", "", false, nil

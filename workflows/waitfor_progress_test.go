@@ -32,7 +32,7 @@ func TestJudgeMatches(t *testing.T) {
 	assert.False(t, done)
 	reason, cond, done := m.Judge(observe(&p, "phase: Running", t0.Add(time.Second)), t0.Add(time.Second))
 	assert.True(t, done)
-	assert.Equal(t, ReasonMatched, reason)
+	assert.Equal(t, WaitReasonMatched, reason)
 	assert.Equal(t, ConditionMatches, cond)
 }
 
@@ -43,7 +43,7 @@ func TestJudgeNotMatches(t *testing.T) {
 	assert.False(t, done)
 	reason, cond, done := m.Judge(observe(&p, "", t0.Add(time.Second)), t0.Add(time.Second))
 	assert.True(t, done)
-	assert.Equal(t, ReasonMatched, reason)
+	assert.Equal(t, WaitReasonMatched, reason)
 	assert.Equal(t, ConditionNotMatches, cond)
 }
 
@@ -67,7 +67,7 @@ func TestJudgeQuietCountsFromTheFirstIdenticalSample(t *testing.T) {
 		assert.Equal(t, step.done, done, "at %ds", step.sec)
 	}
 	reason, cond, _ := m.Judge(p, at(9))
-	assert.Equal(t, ReasonSettled, reason)
+	assert.Equal(t, WaitReasonSettled, reason)
 	assert.Equal(t, ConditionQuietForSec, cond)
 	assert.Equal(t, at(4), p.QuietSince)
 }
@@ -77,7 +77,7 @@ func TestJudgeFailWinsOverSuccess(t *testing.T) {
 	var p PollProgress
 	reason, cond, done := m.Judge(observe(&p, "Running CrashLoopBackOff", t0), t0)
 	assert.True(t, done)
-	assert.Equal(t, ReasonFailed, reason)
+	assert.Equal(t, WaitReasonFailed, reason)
 	assert.Equal(t, ConditionFailMatches, cond)
 }
 
@@ -91,9 +91,9 @@ func TestRecordUnavailableKeepsTheLastObservation(t *testing.T) {
 	assert.Equal(t, "ok", p.LastObservation)
 	assert.Equal(t, assert.AnError.Error(), p.LastError)
 
-	res := p.Result(WaitForSpec{MaxWaitSec: 30}, ReasonTimeout, "", 30*time.Second+1234*time.Millisecond)
+	res := p.Result(WaitForSpec{MaxWaitSec: 30}, WaitReasonTimeout, "", 30*time.Second+1234*time.Millisecond)
 	assert.Equal(t, WaitForResult{
-		Reason: ReasonTimeout, LastObservation: "ok", ElapsedSec: 31.234, Samples: 1,
+		Reason: WaitReasonTimeout, LastObservation: "ok", ElapsedSec: 31.234, Samples: 1,
 		EffectiveMaxWaitSec: 30, ProbeError: assert.AnError.Error(),
 	}, res)
 

@@ -2,14 +2,10 @@ package workflows
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -81,22 +77,6 @@ func (s WaitForSpec) MaxWait() time.Duration { return time.Duration(s.MaxWaitSec
 // QuietFor is the quiet window of a quiet_for_sec condition (zero otherwise).
 func (s WaitForSpec) QuietFor() time.Duration {
 	return time.Duration(s.Until.QuietForSec) * time.Second
-}
-
-// WorkflowID is the ID of the workflow that runs this wait. Identical calls
-// (same canonical probe, condition and bounds, same principal) share an ID, so
-// a repeated call attaches to the running wait instead of starting another.
-func (s WaitForSpec) WorkflowID(principal string) string {
-	canonical, err := json.Marshal(struct {
-		Spec      WaitForSpec `json:"spec"`
-		Principal string      `json:"principal,omitempty"`
-	}{s, principal})
-	if err != nil {
-		// WaitForSpec holds only strings, ints and a valid JSON object.
-		panic(fmt.Sprintf("workflows: marshal wait_for spec: %v", err))
-	}
-	sum := sha256.Sum256(canonical)
-	return "wait_for/" + hex.EncodeToString(sum[:12])
 }
 
 // ToolResolver maps the probe.tool a caller wrote to a canonical downstream
@@ -311,51 +291,6 @@ func parseSeconds(raw json.RawMessage, field string, errs *fieldErrors) (int, bo
 	return int(min(f, 1e9)), true
 }
 
-// decodeObject decodes raw as a JSON object, keeping each member raw.
-func decodeObject(raw json.RawMessage, field string, errs *fieldErrors) (map[string]json.RawMessage, bool) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		errs.add(field, fmt.Sprintf("must be a JSON object (got %s)", jsonKind(trimmed)))
-		return nil, false
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		errs.add(field, fmt.Sprintf("is not valid JSON: %v", err))
-		return nil, false
-	}
-	return obj, true
-}
-
-// rejectUnknown reports every member of obj that is not in allowed.
-func rejectUnknown(obj map[string]json.RawMessage, prefix string, allowed []string, errs *fieldErrors) {
-	var unknown []string
-	for k := range obj {
-		if !slices.Contains(allowed, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		name := prefix + k
-		if k == "" {
-			name = prefix + `""`
-		}
-		errs.add(name, fmt.Sprintf("unknown field (allowed here: %s)", strings.Join(allowed, ", ")))
-	}
-}
-
-// decodeString decodes raw into s; a value that is not a string (null
-// included, which Go would read as "") is reported for field, as "must be a
-// string" plus what, and what it got.
-func decodeString(raw json.RawMessage, s *string, field, what string, errs *fieldErrors) bool {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) > 0 && trimmed[0] == '"' && json.Unmarshal(trimmed, s) == nil {
-		return true
-	}
-	errs.add(field, fmt.Sprintf("must be a string%s (got %s)", what, jsonKind(trimmed)))
-	return false
-}
-
 // canonicalObject re-encodes a JSON object with sorted keys and exact numbers.
 func canonicalObject(raw json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
@@ -373,24 +308,4 @@ func canonicalObject(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("cannot be re-encoded: %v", err)
 	}
 	return out, nil
-}
-
-func jsonKind(raw []byte) string {
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }

@@ -41,7 +41,7 @@ func TestWaitForPassesTheScheduleAndReturnsTheLoopsResult(t *testing.T) {
 	env := newEnv(t)
 	spec := testSpec(300)
 	spec.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 30}
-	want := WaitForResult{Reason: ReasonTimeout, LastObservation: "Pending", ElapsedSec: 300, Samples: 151, EffectiveMaxWaitSec: 300}
+	want := WaitForResult{Reason: WaitReasonTimeout, LastObservation: "Pending", ElapsedSec: 300, Samples: 151, EffectiveMaxWaitSec: 300}
 
 	var got PollInput
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
@@ -76,7 +76,7 @@ func TestWaitForEndsFromTheLastHeartbeatWhenTheLoopIsLost(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res WaitForResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	assert.Equal(t, ReasonTimeout, res.Reason)
+	assert.Equal(t, WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 7, res.Samples)
 	assert.Equal(t, "Pending", res.LastObservation)
 	assert.Equal(t, 60, res.EffectiveMaxWaitSec)

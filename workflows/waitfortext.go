@@ -53,12 +53,32 @@ type TextWaitResult struct {
 	Target              PaneTarget `json:"target"`
 }
 
+// TextErrorCode is the code of wait_for_text's error variant (and of
+// list_panes' errors): part of the tools' wire contract.
+type TextErrorCode string
+
+// The error codes of wait_for_text and list_panes.
+const (
+	// TextErrInvalidArguments: the arguments broke the input schema.
+	TextErrInvalidArguments TextErrorCode = "invalid_arguments"
+	// TextErrPaneNotFound: the tmux server has no such pane.
+	TextErrPaneNotFound TextErrorCode = "pane_not_found"
+	// TextErrStaleGeneration: the pane is a different life of the pane
+	// than the generation asked for.
+	TextErrStaleGeneration TextErrorCode = "stale_generation"
+	// TextErrTmuxUnavailable: tmux is not installed, no tmux server runs,
+	// or no worker on the tmux host watched the pane.
+	TextErrTmuxUnavailable TextErrorCode = "tmux_unavailable"
+	// TextErrPaneDied: the pane's process exited.
+	TextErrPaneDied TextErrorCode = "pane_died"
+)
+
 // TextWaitError is the error of the second result variant.
 type TextWaitError struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Effects   string `json:"effects"`
-	Retryable bool   `json:"retryable"`
+	Code      TextErrorCode `json:"code"`
+	Message   string        `json:"message"`
+	Effects   string        `json:"effects"`
+	Retryable bool          `json:"retryable"`
 }
 
 // TextWaitOutcome is how a wait_for_text ended: exactly one field is set.
@@ -174,10 +194,9 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 // baseline (continuity "reset"), so text printed meanwhile is still found.
 func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
 	started := workflow.Now(ctx)
-	grace := 2*TmuxHeartbeatTimeout + 5*time.Second
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              in.HostQueue,
-		ScheduleToCloseTimeout: in.MaxWait + grace,
+		ScheduleToCloseTimeout: in.MaxWait + deadlineGrace(TmuxHeartbeatTimeout),
 		HeartbeatTimeout:       TmuxHeartbeatTimeout,
 		WaitForCancellation:    true,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
@@ -189,7 +208,7 @@ func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, er
 	var timeoutErr *temporal.TimeoutError
 	if errors.As(err, &timeoutErr) {
 		return TextWaitOutcome{Error: &TextWaitError{
-			Code: "tmux_unavailable", Effects: "none", Retryable: true,
+			Code: TextErrTmuxUnavailable, Effects: "none", Retryable: true,
 			Message: fmt.Sprintf("no worker on the tmux host (task queue %s) watched pane %s within the bound", in.HostQueue, in.Spec.Target.PaneID),
 		}}, nil
 	}

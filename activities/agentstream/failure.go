@@ -28,7 +28,7 @@ const StderrTailWindow = stderrTailReadWindow
 // output (see StderrTailWindow).
 func Explain(out *workflows.AgentFinal, format string, exitCode int, stderr string) {
 	tail := StderrTail(stderr)
-	if out.Status == workflows.AgentFailed && format == FormatGemini {
+	if out.Status == workflows.AgentFailed && format == workflows.AgentFormatGemini {
 		switch exitCode {
 		case GeminiExitAuth:
 			out.Status = workflows.AgentBlocked

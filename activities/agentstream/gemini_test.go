@@ -9,13 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // A reply streamed in many deltas keeps its last MaxFinalOutputBytes while
 // it streams, and the final output says how much was cut (found by
 // FuzzAgentStream: the reply used to grow without bound).
 func TestGeminiLongStreamedReplyKeepsItsEnd(t *testing.T) {
-	p, err := New(FormatGemini, time.Now)
+	p, err := New(workflows.AgentFormatGemini, time.Now)
 	require.NoError(t, err)
 	var st State
 	feed := func(v map[string]any) {

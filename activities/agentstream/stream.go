@@ -15,17 +15,6 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// Formats a provider's output may be read as.
-const (
-	FormatClaude = "claude-stream-json"
-	FormatCodex  = "codex-json"
-	FormatGemini = "gemini-stream-json"
-	FormatText   = "text"
-)
-
-// Formats lists every supported format.
-var Formats = []string{FormatClaude, FormatCodex, FormatGemini, FormatText}
-
 // Event is what one output line means; most lines set one field or none.
 type Event struct {
 	SessionID string
@@ -54,20 +43,20 @@ type Parser interface {
 	Parse(line []byte) []Event
 }
 
-// New returns a parser for format. now is the clock used to judge how soon
+// New returns a parser for format (one of workflows.AgentFormats). now is the clock used to judge how soon
 // a rate limit resets.
 func New(format string, now func() time.Time) (Parser, error) {
 	switch format {
-	case FormatClaude:
+	case workflows.AgentFormatClaude:
 		return &claudeParser{now: now, tools: map[string]string{}}, nil
-	case FormatCodex:
+	case workflows.AgentFormatCodex:
 		return &codexParser{}, nil
-	case FormatGemini:
+	case workflows.AgentFormatGemini:
 		return &geminiParser{tools: map[string]string{}}, nil
-	case FormatText:
+	case workflows.AgentFormatText:
 		return &textParser{}, nil
 	}
-	return nil, fmt.Errorf("unknown output format %q (known: %s)", format, strings.Join(Formats, ", "))
+	return nil, fmt.Errorf("unknown output format %q (known: %s)", format, strings.Join(workflows.AgentFormats(), ", "))
 }
 
 // Finisher is a parser that has a verdict only once the CLI has exited.

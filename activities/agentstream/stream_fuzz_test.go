@@ -21,7 +21,7 @@ import (
 // line that brought it, and the outcome for each exit code is one of the
 // documented ones.
 func FuzzAgentStream(f *testing.F) {
-	for i, format := range Formats {
+	for i, format := range workflows.AgentFormats() {
 		files, _ := filepath.Glob(filepath.Join("testdata", strings.SplitN(format, "-", 2)[0]+"*.jsonl"))
 		for _, file := range files {
 			data, err := os.ReadFile(file)
@@ -36,8 +36,9 @@ func FuzzAgentStream(f *testing.F) {
 	// (TestGeminiLongStreamedReplyKeepsItsEnd, the e2e 3 MB reply): seeds
 	// that large slow the fuzzer down to a few runs a second.
 
+	formats := workflows.AgentFormats()
 	f.Fuzz(func(t *testing.T, which byte, data []byte) {
-		format := Formats[int(which)%len(Formats)]
+		format := formats[int(which)%len(formats)]
 		lines := bytes.Split(data, []byte("\n"))
 		first := run(t, format, lines)
 		if second := run(t, format, lines); !reflect.DeepEqual(first.events, second.events) {
@@ -66,7 +67,7 @@ func FuzzAgentStream(f *testing.F) {
 		for _, exit := range []int{0, 1, 41} {
 			checkOutcome(t, first.state, exit)
 		}
-		if format == FormatText {
+		if format == workflows.AgentFormatText {
 			checkTextOutput(t, first.parser.(Finisher).Finish(), lines)
 		}
 	})

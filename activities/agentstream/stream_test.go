@@ -40,7 +40,7 @@ func replay(t *testing.T, format, file string) (State, []string) {
 }
 
 func TestClaudeStream(t *testing.T) {
-	st, woke := replay(t, FormatClaude, "claude.jsonl")
+	st, woke := replay(t, workflows.AgentFormatClaude, "claude.jsonl")
 	assert.Equal(t, "c0ffee-1", st.Live.SessionID)
 	assert.Equal(t, "The tests fail in pkg/x; I could not write the fix.", st.Live.Reply)
 	require.NotNil(t, st.Live.Activity)
@@ -56,7 +56,7 @@ func TestClaudeStream(t *testing.T) {
 }
 
 func TestClaudeRateLimitAndAuth(t *testing.T) {
-	p, _ := New(FormatClaude, func() time.Time { return now })
+	p, _ := New(workflows.AgentFormatClaude, func() time.Time { return now })
 	soon := now.Add(2 * time.Minute).Unix()
 	later := now.Add(3 * time.Hour).Unix()
 	evs := p.Parse([]byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":` + itoa(soon) + `}}`))
@@ -83,7 +83,7 @@ func TestClaudeRateLimitAndAuth(t *testing.T) {
 }
 
 func TestClaudeQuestionIsABlocker(t *testing.T) {
-	p, _ := New(FormatClaude, time.Now)
+	p, _ := New(workflows.AgentFormatClaude, time.Now)
 	evs := p.Parse([]byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t9","name":"AskUserQuestion","input":{}}]}}`))
 	var codes []string
 	for _, ev := range evs {
@@ -95,7 +95,7 @@ func TestClaudeQuestionIsABlocker(t *testing.T) {
 }
 
 func TestCodexStream(t *testing.T) {
-	st, woke := replay(t, FormatCodex, "codex.jsonl")
+	st, woke := replay(t, workflows.AgentFormatCodex, "codex.jsonl")
 	assert.Equal(t, "0199a213-81c0-7800-8aa1-bbab2a035a53", st.Live.SessionID)
 	assert.Equal(t, "Listed the repo; rm was declined.", st.Live.Reply)
 	assert.Equal(t, []string{workflows.BlockerPermission}, woke, "a reconnect is not a blocker; a declined command is")
@@ -106,7 +106,7 @@ func TestCodexStream(t *testing.T) {
 }
 
 func TestCodexUsageLimitEndsBlocked(t *testing.T) {
-	st, woke := replay(t, FormatCodex, "codex-failed.jsonl")
+	st, woke := replay(t, workflows.AgentFormatCodex, "codex-failed.jsonl")
 	assert.Equal(t, []string{workflows.BlockerRateLimit}, woke)
 	out := st.Outcome(1)
 	assert.Equal(t, workflows.AgentBlocked, out.Status)
@@ -115,7 +115,7 @@ func TestCodexUsageLimitEndsBlocked(t *testing.T) {
 }
 
 func TestGeminiStream(t *testing.T) {
-	st, woke := replay(t, FormatGemini, "gemini.jsonl")
+	st, woke := replay(t, workflows.AgentFormatGemini, "gemini.jsonl")
 	assert.Equal(t, "gem-42", st.Live.SessionID)
 	assert.Equal(t, "Build fixed.", st.Live.Reply, "deltas join; a tool call starts a new message")
 	assert.Empty(t, woke, "a failed tool and a warning are not blockers")
@@ -125,7 +125,7 @@ func TestGeminiStream(t *testing.T) {
 }
 
 func TestGeminiAuthFailure(t *testing.T) {
-	st, woke := replay(t, FormatGemini, "gemini-auth.jsonl")
+	st, woke := replay(t, workflows.AgentFormatGemini, "gemini-auth.jsonl")
 	assert.Equal(t, []string{workflows.BlockerAuth}, woke)
 	out := st.Outcome(41)
 	assert.Equal(t, workflows.AgentBlocked, out.Status)
@@ -133,7 +133,7 @@ func TestGeminiAuthFailure(t *testing.T) {
 }
 
 func TestTextFormatExitStatusDecides(t *testing.T) {
-	p, _ := New(FormatText, time.Now)
+	p, _ := New(workflows.AgentFormatText, time.Now)
 	var st State
 	for _, line := range []string{"working", "done: 3 files"} {
 		for _, ev := range p.Parse([]byte(line)) {
@@ -150,7 +150,7 @@ func TestTextFormatExitStatusDecides(t *testing.T) {
 func TestNoParserCrashesOnGarbage(t *testing.T) {
 	lines := []string{"", "{", "[]", "null", `{"type":5}`, `{"type":"assistant","message":null}`,
 		`{"type":"item.completed","item":null}`, `{"type":"result","permission_denials":"x"}`, strings.Repeat("{", 10000)}
-	for _, format := range Formats {
+	for _, format := range workflows.AgentFormats() {
 		p, err := New(format, time.Now)
 		require.NoError(t, err)
 		for _, l := range lines {
@@ -192,7 +192,7 @@ func finish(p Parser, st *State) {
 }
 
 func TestTextFormatKeepsTheWholeOutputAsTheFinalReply(t *testing.T) {
-	p, _ := New(FormatText, time.Now)
+	p, _ := New(workflows.AgentFormatText, time.Now)
 	var st State
 	var want []string
 	for i := range 2000 { // about 20 KB: more than a running tail, less than the cap
@@ -209,7 +209,7 @@ func TestTextFormatKeepsTheWholeOutputAsTheFinalReply(t *testing.T) {
 }
 
 func TestTextFormatCapsTheFinalReplyKeepingItsEnd(t *testing.T) {
-	p, _ := New(FormatText, time.Now)
+	p, _ := New(workflows.AgentFormatText, time.Now)
 	var st State
 	line := strings.Repeat("y", 1023)
 	total := 0

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // Event is one thing a control client reports about the followed pane.
@@ -54,7 +56,7 @@ func (s Server) Follow(ctx context.Context, paneID string) (*Follower, error) {
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return nil, &Error{Code: CodeTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)"}
+			return nil, &Error{Code: workflows.TextErrTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)"}
 		}
 		return nil, fmt.Errorf("start tmux control client: %w", err)
 	}
@@ -71,7 +73,7 @@ func (s Server) Follow(ctx context.Context, paneID string) (*Follower, error) {
 		f.Close()
 		msg := strings.TrimSpace(stderr.String())
 		if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
-			return nil, &Error{Code: CodeTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
+			return nil, &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
 		}
 		return nil, fmt.Errorf("tmux control client for %s ended at once: %s", paneID, msg)
 	case <-timer.C:

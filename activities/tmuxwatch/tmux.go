@@ -13,25 +13,18 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/durawait/durawait/workflows"
 )
 
-// Error codes of tmux failures, as wait_for_text reports them.
-const (
-	CodeInvalidArguments = "invalid_arguments"
-	CodePaneNotFound     = "pane_not_found"
-	CodeStaleGeneration  = "stale_generation"
-	CodeTmuxUnavailable  = "tmux_unavailable"
-	CodePaneDied         = "pane_died"
-)
-
-// Error is a tmux failure with its code.
+// Error is a tmux failure with its wait_for_text error code.
 type Error struct {
-	Code      string
+	Code      workflows.TextErrorCode
 	Message   string
 	Retryable bool
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Server is one tmux server, by socket path (empty: the user's default).
 type Server struct {
@@ -52,11 +45,11 @@ func (s Server) run(ctx context.Context, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", &Error{Code: CodeTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)", Retryable: false}
+			return "", &Error{Code: workflows.TextErrTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)", Retryable: false}
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
-			return "", &Error{Code: CodeTmuxUnavailable, Message: "no tmux server is running" + s.where() + ": " + msg, Retryable: true}
+			return "", &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where() + ": " + msg, Retryable: true}
 		}
 		return "", fmt.Errorf("tmux %s: %s", args[0], orErr(msg, err))
 	}
@@ -140,16 +133,16 @@ func (s Server) Lookup(ctx context.Context, paneID, generation string) (Pane, er
 			continue
 		}
 		if p.Generation != generation {
-			return p, &Error{Code: CodeStaleGeneration, Message: fmt.Sprintf(
+			return p, &Error{Code: workflows.TextErrStaleGeneration, Message: fmt.Sprintf(
 				"pane %s is a different life of the pane than generation %q (it was respawned or the tmux server restarted); call list_panes for its current generation",
 				paneID, generation)}
 		}
 		if p.Dead {
-			return p, &Error{Code: CodePaneDied, Message: fmt.Sprintf("pane %s is dead (its process exited)", paneID)}
+			return p, &Error{Code: workflows.TextErrPaneDied, Message: fmt.Sprintf("pane %s is dead (its process exited)", paneID)}
 		}
 		return p, nil
 	}
-	return Pane{}, &Error{Code: CodePaneNotFound, Message: fmt.Sprintf("no pane %s on the tmux server%s; call list_panes", paneID, s.where())}
+	return Pane{}, &Error{Code: workflows.TextErrPaneNotFound, Message: fmt.Sprintf("no pane %s on the tmux server%s; call list_panes", paneID, s.where())}
 }
 
 // Capture returns the pane's screen and scrollback as text, wrapped lines

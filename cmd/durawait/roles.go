@@ -298,7 +298,7 @@ func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*act
 	host, _ := os.Hostname()
 	sum := sha256.Sum256([]byte(spool))
 	return &activities.AgentRunner{
-		Providers:    cfg.Agents.ResolvedProviders(),
+		Providers:    agentProviders(cfg.Agents),
 		AllowedRoots: cfg.Agents.AllowedRoots,
 		SpoolDir:     spool,
 		// One queue per host and spool: the run's output lives on this disk.
@@ -308,6 +308,17 @@ func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*act
 		CancelGrace: cfg.Agents.CancelGrace(),
 		Logger:      logger.With("component", "agents"),
 	}, nil
+}
+
+// agentProviders maps the configured providers, presets applied, onto the
+// runner's options.
+func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
+	resolved := agents.ResolvedProviders()
+	out := make(map[string]activities.AgentProvider, len(resolved))
+	for name, p := range resolved {
+		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
+	}
+	return out
 }
 
 // tmuxHostQueue is the task queue of this host's pane watcher: a tmux

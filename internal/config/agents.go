@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/durawait/durawait/activities/agentstream"
+	"github.com/durawait/durawait/workflows"
 )
 
 // Agents configures start_agent, wait_agent and cancel_agent.
@@ -33,7 +33,8 @@ type Agents struct {
 // of an argument vector (no shell); "{prompt}", "{model}" and "{session_id}"
 // in an element are replaced by the call's values.
 type AgentProvider struct {
-	// Format names the parser of the CLI's output.
+	// Format names the parser of the CLI's output: one of
+	// workflows.AgentFormats.
 	Format string `toml:"format"`
 	// Command is the CLI and its arguments. Without "{prompt}" in it, the
 	// prompt is written to the CLI's stdin. A prompt that is an element of
@@ -52,25 +53,25 @@ type AgentProvider struct {
 // machine-readable mode, mapped to the format it emits.
 var AgentPresets = map[string]AgentProvider{
 	"claude": {
-		Format:  agentstream.FormatClaude,
+		Format:  workflows.AgentFormatClaude,
 		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"codebuddy": {
-		Format:  agentstream.FormatClaude,
+		Format:  workflows.AgentFormatClaude,
 		Command: []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"codex": {
-		Format:  agentstream.FormatCodex,
+		Format:  workflows.AgentFormatCodex,
 		Command: []string{"codex", "exec", "--json", "--skip-git-repo-check", "--", "{prompt}"},
 		Resume:  []string{"resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"gemini": {
-		Format:  agentstream.FormatGemini,
+		Format:  workflows.AgentFormatGemini,
 		Command: []string{"gemini", "--output-format", "stream-json", "--prompt={prompt}"},
 		Resume:  []string{"--resume", "{session_id}"},
 		Model:   []string{"--model", "{model}"},
@@ -79,12 +80,12 @@ var AgentPresets = map[string]AgentProvider{
 		Env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
 	},
 	"grok": {
-		Format:  agentstream.FormatText,
+		Format:  workflows.AgentFormatText,
 		Command: []string{"grok", "--prompt={prompt}"},
 		Model:   []string{"--model", "{model}"},
 	},
 	"antigravity": {
-		Format:  agentstream.FormatText,
+		Format:  workflows.AgentFormatText,
 		Command: []string{"antigravity", "--prompt={prompt}"},
 		Model:   []string{"--model", "{model}"},
 	},
@@ -161,8 +162,8 @@ func (a Agents) validate() []error {
 		field := "agents.providers." + name
 		if p.Format == "" {
 			bad("%s.format: required for a provider without a built-in preset (presets: %s)", field, strings.Join(presetNames(), ", "))
-		} else if !slices.Contains(agentstream.Formats, p.Format) {
-			bad("%s.format: %q is not a known format (%s)", field, p.Format, strings.Join(agentstream.Formats, ", "))
+		} else if !slices.Contains(workflows.AgentFormats(), p.Format) {
+			bad("%s.format: %q is not a known format (%s)", field, p.Format, strings.Join(workflows.AgentFormats(), ", "))
 		}
 		if len(p.Command) == 0 || p.Command[0] == "" {
 			bad("%s.command: required for a provider without a built-in preset", field)

@@ -26,8 +26,8 @@ func TestEventsReachTheSubscribersOfTheirWorkflow(t *testing.T) {
 	_, open := <-a1
 	assert.False(t, open, "unsubscribing closes the channel")
 	stopA1() // idempotent
-	h.Observe("wait_for/a", workflows.WaitForResult{Reason: workflows.ReasonMatched})
-	assert.Equal(t, workflows.WaitForResult{Reason: workflows.ReasonMatched}, <-a2)
+	h.Observe("wait_for/a", workflows.WaitForResult{Reason: workflows.WaitReasonMatched})
+	assert.Equal(t, workflows.WaitForResult{Reason: workflows.WaitReasonMatched}, <-a2)
 }
 
 func TestASlowSubscriberNeverBlocksTheActivity(t *testing.T) {

@@ -1,0 +1,28 @@
+package mcpfront
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// progressToken is the progress token the caller sent with its call, or
+// nil: no progress notifications are wanted.
+func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	return req.Params.Meta.ProgressToken
+}
+
+// sendProgress sends one notifications/progress for the caller's token on
+// the caller's own stream; total 0 is left out.
+func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, progress, total float64, message string) {
+	params := map[string]any{"progressToken": token, "progress": progress, "message": message}
+	if total > 0 {
+		params["total"] = total
+	}
+	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
+		f.opts.Logger.Debug("progress notification not sent", "error", err)
+	}
+}
