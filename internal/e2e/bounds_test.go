@@ -46,14 +46,17 @@ func TestWaitForRegexCostIsBounded(t *testing.T) {
 	assert.Contains(t, resultText(res), fmt.Sprintf("until.matches: is too costly to match: it compiles to 6003 instructions, over the limit of %d", workflows.MaxPatternInstructions))
 	assert.Equal(t, 0, w.calls(`"kib"`), "nothing was probed")
 
+	// The largest pattern that compiles within the limit, over 256 KiB of
+	// output, costs more than the wait's bound: the match is stopped on the
+	// bound and the wait times out. The exact instant (the bound plus the
+	// final sample's allowance, never more) is proven on a fake clock in
+	// activities (TestPollProbeCostlyAllowedPatternCannotStretchTheWait);
+	// timing claims are no assertion here. The real parts show the outcome.
 	const maxWait = 3
-	start := time.Now()
 	got := c.waitFor(t, map[string]any{"probe": bigProbe, "until": map[string]any{"matches": largestSixfold(t)}, "poll_sec": 1, "max_wait_sec": maxWait})
-	elapsed := time.Since(start)
 	assert.Equal(t, "timeout", got.Reason)
 	assert.GreaterOrEqual(t, got.Samples, 1)
-	// The product's bound, as the issue states it; not a benchmark.
-	assert.Less(t, elapsed, maxWait*time.Second+time.Second, "the answer arrives within max_wait_sec + 1 s")
+	assert.GreaterOrEqual(t, got.ElapsedSec, float64(maxWait), "the wait ran to its bound")
 }
 
 // Every argument has a size limit, refused up front with the field named,
