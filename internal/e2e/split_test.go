@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -82,7 +83,8 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	ctx := context.Background()
 
 	// The worker published its tmux host's queue, named by [tmux] host.
-	v, err := temporalClient(t, engine).QueryWorkflow(ctx, workflows.CatalogWorkflowID("durawait"), "", workflows.CatalogQueryName)
+	tc := temporalClient(t, engine)
+	v, err := tc.QueryWorkflow(ctx, workflows.CatalogWorkflowID("durawait"), "", workflows.CatalogQueryName)
 	require.NoError(t, err)
 	var cat workflows.DownstreamCatalog
 	require.NoError(t, v.Get(&cat))
@@ -148,4 +150,16 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
 	assert.Equal(t, map[string]string{"demo": "connected"}, health.Downstream)
+
+	// The catalog workflow runs on, and is no running wait for the
+	// daemon's idle exit (cmd/durawait/idle.go counts with this query).
+	count := func(query string) int64 {
+		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		require.NoError(t, err)
+		return resp.GetCount()
+	}
+	assert.Equal(t, int64(1), count(fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType = '%s'", workflows.CatalogWorkflowName)))
+	eventually(t, "no running wait", func() bool {
+		return count(fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType != '%s'", workflows.CatalogWorkflowName)) == 0
+	})
 }
