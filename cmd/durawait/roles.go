@@ -234,10 +234,10 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	})
 	if r.worker {
 		manager.OnToolsChanged(front.Refresh)
+		front.Refresh() // a change between New and the line above
 	} else {
 		go front.WatchCatalog(ctx, catalogPollInterval)
 	}
-	front.Refresh()
 	downstreamStatus = front.DownstreamStatus
 
 	if cfg.Stdio {
