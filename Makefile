@@ -62,7 +62,7 @@ fmt-check:
 
 ## bench: benchmarks (timing claims live here, not in tests)
 bench:
-	$(GO) test -run '^$$' -bench 'ColdStart|Detection|Latency' -benchtime 10x -timeout 30m ./internal/e2e/ | tee bench-report.txt
+	$(GO) test -run '^$$' -bench 'ColdStart|Detection|Latency|Overhead' -benchtime 10x -timeout 30m ./internal/e2e/ | tee bench-report.txt
 	$(GO) test -run '^$$' -bench 'ConcurrentWaits' -benchtime 1x -timeout 30m ./internal/e2e/ | tee -a bench-report.txt
 
 clean:

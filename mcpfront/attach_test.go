@@ -138,7 +138,7 @@ type dance struct {
 func newDance() dance {
 	tc, hub := newFakeTemporal(), samplehub.New()
 	return dance{
-		front:    New(Options{Temporal: tc, Events: hub, TaskQueue: "q", Downstream: fakeDownstream{}}),
+		front:    New(Options{Temporal: tc, Events: hub, TaskQueue: "q", Workers: fakeDownstream{}}),
 		temporal: tc,
 		hub:      hub,
 	}

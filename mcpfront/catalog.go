@@ -1,27 +1,18 @@
 package mcpfront
 
 import (
-	"context"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-)
 
-// Downstream is the set of downstream MCP servers durawait re-exposes and
-// probes. The worker's connection manager implements it.
-type Downstream interface {
-	// ServerNames lists the configured servers.
-	ServerNames() []string
-	// ServerTools returns a server's tools as last listed, whether it is
-	// connected now, its last connection error, and its expose setting.
-	ServerTools(server string) (tools []mcp.Tool, expose bool, lastErr error)
-	// CallTool forwards one call. When onProgress is not nil, it receives
-	// each progress notification the server sends for the call.
-	CallTool(ctx context.Context, server, tool string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
-}
+	"github.com/durawait/durawait/workflows"
+)
 
 // toolRef names one downstream tool.
 type toolRef struct {
@@ -34,6 +25,8 @@ func (r toolRef) canonical() string { return r.Server + "." + r.Def.Name }
 // catalog is a snapshot of the downstream tools with the names durawait
 // exposes them under.
 type catalog struct {
+	// source is the workers' catalog this one was built from.
+	source  workflows.DownstreamCatalog
 	native  map[string]bool
 	servers []string
 	byTool  map[string][]toolRef // tool name -> the servers that have it
@@ -44,20 +37,21 @@ type catalog struct {
 	schemas map[string]*jsonschema.Schema // "<server>.<tool>" -> compiled input schema
 }
 
-// newCatalog snapshots d. A tool is exposed under its own name unless two
-// exposing servers share that name, or it clashes with one of durawait's own
-// tools; then it is exposed as "<server>.<tool>". Input schemas are compiled
-// here, once per snapshot, for checking probe arguments; policy says which
-// tools beyond the read-only ones may be probed.
-func newCatalog(d Downstream, native []string, policy ProbePolicy) *catalog {
+// newCatalog builds the catalog of the tools the workers published. A tool
+// is exposed under its own name unless two exposing servers share that
+// name, or it clashes with one of durawait's own tools; then it is exposed
+// as "<server>.<tool>". Input schemas are compiled here, once per catalog,
+// for checking probe arguments; each server's probe_tools say which tools
+// beyond the read-only ones may be probed.
+func newCatalog(src workflows.DownstreamCatalog, native []string) *catalog {
 	c := &catalog{
+		source:  src,
 		native:  map[string]bool{},
-		servers: d.ServerNames(),
 		byTool:  map[string][]toolRef{},
 		byCanon: map[string]toolRef{},
 		down:    map[string]error{},
 		exposed: map[string]toolRef{},
-		policy:  policy,
+		policy:  ProbePolicy{},
 		schemas: map[string]*jsonschema.Schema{},
 	}
 	for _, n := range native {
@@ -65,17 +59,24 @@ func newCatalog(d Downstream, native []string, policy ProbePolicy) *catalog {
 	}
 	exposers := map[string]int{}
 	var toExpose []toolRef
-	for _, server := range c.servers {
-		tools, expose, lastErr := d.ServerTools(server)
-		if len(tools) == 0 && lastErr != nil {
-			c.down[server] = lastErr
+	for _, server := range src.Servers {
+		c.servers = append(c.servers, server.Name)
+		if len(server.ProbeTools) > 0 {
+			c.policy[server.Name] = server.ProbeTools
 		}
-		for _, def := range tools {
-			ref := toolRef{Server: server, Def: def}
+		if len(server.Tools) == 0 && server.Error != "" {
+			c.down[server.Name] = errors.New(server.Error)
+		}
+		for _, raw := range server.Tools {
+			def, err := decodeTool(raw)
+			if err != nil {
+				continue // a worker lists only the tools it could encode
+			}
+			ref := toolRef{Server: server.Name, Def: def}
 			c.byTool[def.Name] = append(c.byTool[def.Name], ref)
 			c.byCanon[ref.canonical()] = ref
 			c.schemas[ref.canonical()] = compileInputSchema(ref)
-			if expose {
+			if server.Expose {
 				exposers[def.Name]++
 				toExpose = append(toExpose, ref)
 			}
@@ -89,6 +90,53 @@ func newCatalog(d Downstream, native []string, policy ProbePolicy) *catalog {
 		c.exposed[name] = ref
 	}
 	return c
+}
+
+// decodeTool decodes a tool as a worker published it, keeping its schemas
+// exactly as its server sent them.
+func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
+	var def mcp.Tool
+	if err := json.Unmarshal(raw, &def); err != nil {
+		return mcp.Tool{}, fmt.Errorf("decode a downstream tool: %w", err)
+	}
+	var schemas struct {
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return mcp.Tool{}, fmt.Errorf("decode a downstream tool's schemas: %w", err)
+	}
+	if isJSONValue(schemas.InputSchema) && !bytes.Equal(schemas.InputSchema, noInputSchema) {
+		def.InputSchema, def.RawInputSchema = mcp.ToolInputSchema{}, schemas.InputSchema
+	}
+	if isJSONValue(schemas.OutputSchema) {
+		def.OutputSchema, def.RawOutputSchema = mcp.ToolOutputSchema{}, schemas.OutputSchema
+	}
+	return def, nil
+}
+
+// noInputSchema is how a tool its server listed without an input schema is
+// encoded; such a tool is re-exposed with the smallest valid schema (see
+// proxyTool).
+var noInputSchema, _ = json.Marshal(mcp.ToolInputSchema{})
+
+// isJSONValue reports whether raw holds a value other than null.
+func isJSONValue(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+// downstreamStatus reports each server as "connected" or
+// "unavailable: <last connection error>".
+func (c *catalog) downstreamStatus() map[string]string {
+	status := map[string]string{}
+	for _, s := range c.source.Servers {
+		if s.Error != "" {
+			status[s.Name] = "unavailable: " + s.Error
+		} else {
+			status[s.Name] = "connected"
+		}
+	}
+	return status
 }
 
 // ResolveProbeTool implements workflows.ToolResolver. A tool that is not

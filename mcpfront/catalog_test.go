@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sort"
 	"testing"
@@ -9,34 +10,70 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
-// fakeDownstream is a fixed set of servers and tools.
+// fakeDownstream is a fixed set of servers and tools, served as Workers.
 type fakeDownstream struct {
 	order   []string
 	tools   map[string][]string // read-only tools by name
 	expose  map[string]bool
 	lastErr map[string]error
 	defs    map[string][]mcp.Tool // full definitions, listed after tools
+	policy  ProbePolicy
 	call    func(onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
-func (f fakeDownstream) ServerNames() []string { return f.order }
-
-func (f fakeDownstream) ServerTools(server string) ([]mcp.Tool, bool, error) {
-	var out []mcp.Tool
-	for _, name := range f.tools[server] {
-		out = append(out, mcp.NewTool(name, mcp.WithReadOnlyHintAnnotation(true)))
+// Catalog is the fake's servers as a worker publishes them.
+func (f fakeDownstream) Catalog(context.Context) (workflows.DownstreamCatalog, error) {
+	cat := workflows.DownstreamCatalog{}
+	for _, server := range f.order {
+		var defs []mcp.Tool
+		for _, name := range f.tools[server] {
+			defs = append(defs, mcp.NewTool(name, mcp.WithReadOnlyHintAnnotation(true)))
+		}
+		defs = append(defs, f.defs[server]...)
+		s := workflows.DownstreamServer{Name: server, Expose: f.expose[server], ProbeTools: f.policy[server]}
+		if err := f.lastErr[server]; err != nil {
+			s.Error = err.Error()
+		}
+		for _, def := range defs {
+			raw, err := json.Marshal(def)
+			if err != nil {
+				return workflows.DownstreamCatalog{}, err
+			}
+			s.Tools = append(s.Tools, raw)
+		}
+		cat.Servers = append(cat.Servers, s)
 	}
-	out = append(out, f.defs[server]...)
-	return out, f.expose[server], f.lastErr[server]
+	return cat, nil
 }
 
-func (f fakeDownstream) CallTool(_ context.Context, _, _ string, _ any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+func (f fakeDownstream) CallTool(_ context.Context, _ workflows.DownstreamCall, onProgress func(mcp.ProgressNotificationParams)) (workflows.DownstreamCallResult, error) {
 	if f.call == nil {
-		return nil, errors.New("not used")
+		return workflows.DownstreamCallResult{}, errors.New("not used")
 	}
-	return f.call(onProgress)
+	res, err := f.call(onProgress)
+	if err != nil {
+		return workflows.DownstreamCallResult{}, err
+	}
+	raw, err := json.Marshal(res)
+	return workflows.DownstreamCallResult{Result: raw}, err
+}
+
+func (f fakeDownstream) ListPanes(context.Context, workflows.ListPanesInput) (workflows.ListPanesOutput, error) {
+	return workflows.ListPanesOutput{}, errors.New("not used")
+}
+
+// catalogOf is the front end's catalog of d's servers, with policy as their
+// probe_tools.
+func catalogOf(t testing.TB, d fakeDownstream, policy ProbePolicy) *catalog {
+	t.Helper()
+	d.policy = policy
+	src, err := d.Catalog(context.Background())
+	require.NoError(t, err)
+	return newCatalog(src, nativeToolNames)
 }
 
 func exposedNames(c *catalog) []string {
@@ -55,7 +92,7 @@ func TestCatalogNamesToolsAndResolvesProbes(t *testing.T) {
 		expose:  map[string]bool{"k8s": true, "ci": true, "hidden": false, "gone": true},
 		lastErr: map[string]error{"gone": errors.New("connection refused")},
 	}
-	c := newCatalog(d, nativeToolNames, nil)
+	c := catalogOf(t, d, nil)
 
 	assert.Equal(t, []string{"ci.logs", "job_status", "k8s.logs", "k8s.wait_for", "kubectl_get"}, exposedNames(c),
 		"shared names and names of native tools are server-qualified; unexposed servers are not listed")
@@ -91,8 +128,8 @@ func TestCatalogNamesToolsAndResolvesProbes(t *testing.T) {
 
 func TestWaitForIsListedOnlyWithADownstreamServer(t *testing.T) {
 	ctx := context.Background()
-	list := func(d Downstream) []string {
-		f := New(Options{Downstream: d})
+	list := func(d fakeDownstream) []string {
+		f := New(Options{Workers: d})
 		resp := f.mcp.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		res, ok := resp.(mcp.JSONRPCResponse)
 		require.True(t, ok, "%#v", resp)

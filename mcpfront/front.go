@@ -6,9 +6,10 @@ package mcpfront
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.temporal.io/sdk/client"
 
-	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -36,11 +36,9 @@ type Options struct {
 	Namespace string
 	// TaskQueue the workers poll.
 	TaskQueue string
-	// Downstream servers to re-expose and probe.
-	Downstream Downstream
-	// ProbePolicy allows, per server, probes of tools not annotated
-	// readOnlyHint: true (the servers' probe_tools).
-	ProbePolicy ProbePolicy
+	// Workers run every side effect behind a tool and publish the
+	// downstream catalog; nil is no worker (only durawait's own tools).
+	Workers Workers
 	// Events, when set, feeds progress notifications and early answers.
 	Events EventFeed
 	// HeartbeatTimeout of probe loops.
@@ -108,11 +106,34 @@ func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
 // downstream tool of the same name is exposed as <server>.<tool>.
 var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents", "list_panes", "wait_for_text"}
 
-// Refresh rebuilds the tool list from the downstream servers' current tools.
-// Call it whenever a server's tool list changes.
+// refreshTimeout bounds one read of the workers' catalog.
+const refreshTimeout = 10 * time.Second
+
+// Refresh rebuilds the tool list from the workers' current catalog. Call it
+// whenever a worker's tool list changes (or poll: see WatchCatalog). While
+// no catalog can be read, the tool list stays as it was (at first: only
+// durawait's own tools).
 func (f *Front) Refresh() {
-	cat := newCatalog(f.opts.Downstream, nativeToolNames, f.opts.ProbePolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	var src workflows.DownstreamCatalog
+	if f.opts.Workers != nil {
+		var err error
+		src, err = f.opts.Workers.Catalog(ctx)
+		if err != nil {
+			f.opts.Logger.Debug("the downstream catalog could not be read; the tool list stays as it was", "error", err)
+			if f.catalog() != nil {
+				return
+			}
+			src = workflows.DownstreamCatalog{}
+		}
+	}
 	f.mu.Lock()
+	if f.cat != nil && reflect.DeepEqual(f.cat.source, src) {
+		f.mu.Unlock()
+		return
+	}
+	cat := newCatalog(src, nativeToolNames)
 	f.cat = cat
 	f.mu.Unlock()
 
@@ -137,6 +158,27 @@ func (f *Front) Refresh() {
 		tools[i].Handler = f.drainable(tools[i].Handler)
 	}
 	f.mcp.SetTools(tools...)
+}
+
+// WatchCatalog refreshes the tool list every interval until ctx ends: a
+// front end with no worker in its process learns the workers' catalog so.
+func (f *Front) WatchCatalog(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			f.Refresh()
+		}
+	}
+}
+
+// DownstreamStatus reports each downstream server of the workers' catalog
+// as "connected" or "unavailable: <last connection error>".
+func (f *Front) DownstreamStatus() map[string]string {
+	return f.catalog().downstreamStatus()
 }
 
 func (f *Front) catalog() *catalog {
@@ -182,13 +224,28 @@ func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
 		if token := progressToken(req); token != nil {
 			onProgress = func(p mcp.ProgressNotificationParams) { f.forwardProgress(ctx, token, p) }
 		}
-		res, err := f.opts.Downstream.CallTool(ctx, ref.Server, ref.Def.Name, req.Params.Arguments, onProgress)
-		if err != nil {
-			var unavailable *activities.UnavailableError
-			if errors.As(err, &unavailable) {
-				return mcp.NewToolResultError(err.Error()), nil
+		if f.opts.Workers == nil {
+			return mcp.NewToolResultError("no durawait worker serves downstream MCP tools"), nil
+		}
+		in := workflows.DownstreamCall{Server: ref.Server, Tool: ref.Def.Name}
+		if req.Params.Arguments != nil {
+			args, err := json.Marshal(req.Params.Arguments)
+			if err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("arguments: %v", err)), nil
 			}
-			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: %v",
+			in.Arguments = args
+		}
+		out, err := f.opts.Workers.CallTool(ctx, in, onProgress)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: %s",
+				ref.Def.Name, ref.Server, workflowErrorMessage(err))), nil
+		}
+		res, err := mcp.ParseCallToolResult(&out.Result)
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q: the worker's answer is not a tool result: %v",
 				ref.Def.Name, ref.Server, err)), nil
 		}
 		return res, nil

@@ -22,7 +22,7 @@ import (
 // over a real HTTP listener; extra tools can be added to its mcp-go server.
 func testHTTPFront(t *testing.T) (*Front, string) {
 	t.Helper()
-	f := New(Options{Downstream: fakeDownstream{}})
+	f := New(Options{Workers: fakeDownstream{}})
 	srv := httptest.NewServer(f.HTTPHandler("/mcp"))
 	t.Cleanup(srv.Close)
 	return f, srv.URL + "/mcp"

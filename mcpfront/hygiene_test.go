@@ -17,7 +17,7 @@ import (
 
 func serveFront(t *testing.T, opts HTTPOptions) string {
 	t.Helper()
-	f := New(Options{Downstream: fakeDownstream{}})
+	f := New(Options{Workers: fakeDownstream{}})
 	srv := httptest.NewServer(f.HTTPHandlerWith("/mcp", opts))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
@@ -73,7 +73,7 @@ func TestOrigin(t *testing.T) {
 
 func TestAuthenticateHook(t *testing.T) {
 	seen := make(chan string, 1)
-	f := New(Options{Downstream: fakeDownstream{}})
+	f := New(Options{Workers: fakeDownstream{}})
 	f.MCPServer().AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		seen <- principalFrom(ctx)
 		return mcp.NewToolResultText(principalFrom(ctx)), nil
@@ -215,7 +215,7 @@ func TestBatchAndNullID(t *testing.T) {
 	assert.Contains(t, body, "got null")
 
 	// Over stdio.
-	f := New(Options{Downstream: fakeDownstream{}})
+	f := New(Options{Workers: fakeDownstream{}})
 	in := strings.Join([]string{
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
 		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,

@@ -60,7 +60,7 @@ func TestProbePolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCatalog(policyDownstream(), nativeToolNames, tc.policy)
+			c := catalogOf(t, policyDownstream(), tc.policy)
 			got, err := c.ResolveProbeTool(tc.tool)
 			if tc.err == "" {
 				require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestProbePolicy(t *testing.T) {
 
 // A refused probe is a probe.tool error of wait_for: nothing starts.
 func TestParseWaitForRefusesADestructiveProbe(t *testing.T) {
-	c := newCatalog(policyDownstream(), nativeToolNames, nil)
+	c := catalogOf(t, policyDownstream(), nil)
 	_, err := workflows.ParseWaitFor(json.RawMessage(`{"probe":{"tool":"delete_file","args":{"path":"/tmp/x"}},"until":{"matches":"x"}}`), c)
 	var verr *workflows.ValidationError
 	require.ErrorAs(t, err, &verr)

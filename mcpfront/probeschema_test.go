@@ -28,7 +28,7 @@ func schemaDownstream() fakeDownstream {
 }
 
 func TestProbeArgsAreCheckedAgainstTheInputSchema(t *testing.T) {
-	c := newCatalog(schemaDownstream(), nativeToolNames, nil)
+	c := catalogOf(t, schemaDownstream(), nil)
 	cases := []struct {
 		name, probe string
 		fields      []string

@@ -18,7 +18,7 @@ func TestReexposedToolKeepsItsSchemas(t *testing.T) {
 	)
 	def := mcp.NewToolWithRawSchema("sum", "Adds.", []byte(input))
 	def.RawOutputSchema = []byte(output)
-	f := New(Options{Downstream: fakeDownstream{
+	f := New(Options{Workers: fakeDownstream{
 		order:  []string{"calc"},
 		expose: map[string]bool{"calc": true},
 		defs:   map[string][]mcp.Tool{"calc": {def}},

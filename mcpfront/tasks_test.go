@@ -37,7 +37,7 @@ func TestTaskIDsNameTheirRunOrUpdate(t *testing.T) {
 }
 
 func TestTaskRequestsDurawaitAnswersItself(t *testing.T) {
-	f := New(Options{Downstream: fakeDownstream{}})
+	f := New(Options{Workers: fakeDownstream{}})
 	request := func(method, params string) rpcMessage {
 		msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":` + params + `}`))
 		require.True(t, ok)

@@ -3,14 +3,12 @@ package mcpfront
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/durawait/durawait/activities/tmuxwatch"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -28,10 +26,9 @@ var (
 // TmuxOptions configure the opt-in tmux tools.
 type TmuxOptions struct {
 	ListPanes, WaitForText bool
-	// Socket selects the tmux server; empty is the user's default.
+	// Socket selects the tmux server on the workers' tmux host; empty is
+	// the default socket of the user the worker runs as.
 	Socket string
-	// HostQueue is the task queue of this host's pane watcher.
-	HostQueue string
 	// MaxWait is wait_for_text's server-side bound.
 	MaxWait time.Duration
 }
@@ -62,19 +59,38 @@ func (f *Front) handleListPanes(ctx context.Context, req mcp.CallToolRequest) (*
 	if bad := noArguments(req); bad != nil {
 		return bad, nil
 	}
-	panes, err := tmuxwatch.Server{Socket: f.opts.Tmux.Socket}.ListPanes(ctx)
-	if err != nil {
-		e := workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Message: err.Error(), Effects: "none", Retryable: true}
-		var te *tmuxwatch.Error
-		if errors.As(err, &te) {
-			e.Code, e.Message, e.Retryable = te.Code, te.Message, te.Retryable
-		}
-		return textError(e), nil
+	queue, bad := f.tmuxHostQueue()
+	if bad != nil {
+		return textError(*bad), nil
 	}
+	out, err := f.opts.Workers.ListPanes(ctx, workflows.ListPanesInput{HostQueue: queue, Socket: f.opts.Tmux.Socket})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
+			Message: "could not list the panes: " + workflowErrorMessage(err)}), nil
+	}
+	if out.Error != nil {
+		return textError(*out.Error), nil
+	}
+	panes := out.Panes
 	if panes == nil {
-		panes = []tmuxwatch.Pane{}
+		panes = []workflows.Pane{}
 	}
 	return structuredResult(map[string]any{"panes": panes}), nil
+}
+
+// tmuxHostQueue is the task queue of the workers' tmux host, as the
+// catalog publishes it, or the error to answer when no worker runs tmux.
+func (f *Front) tmuxHostQueue() (string, *workflows.TextWaitError) {
+	if f.opts.Workers != nil {
+		if queue := f.catalog().source.TmuxHostQueue; queue != "" {
+			return queue, nil
+		}
+	}
+	return "", &workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
+		Message: "no durawait worker serves the tmux tools (none has published a tmux host queue on task queue " + f.opts.TaskQueue + ")"}
 }
 
 func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -133,6 +149,10 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
+	queue, bad := f.tmuxHostQueue()
+	if bad != nil {
+		return sharedWait{}, textError(*bad)
+	}
 	principal := principalFrom(ctx)
 	return sharedWait{
 		id:       spec.WorkflowID(f.opts.Tmux.Socket, principal),
@@ -140,7 +160,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
 		workflow: workflows.WaitForTextWorkflowName,
 		input: workflows.WaitForTextInput{
-			Spec: spec, HostQueue: f.opts.Tmux.HostQueue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+			Spec: spec, HostQueue: queue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
 		},
 		pollMs: 1000,
 	}, nil

@@ -22,12 +22,16 @@ type Options struct {
 	TaskQueue string
 	// Prober calls the downstream tools that wait_for probes.
 	Prober activities.Prober
+	// Downstream runs the re-exposed downstream tools and describes them;
+	// its catalog is published on the task queue's catalog workflow.
+	Downstream *activities.Downstream
 	// Observer, when set, is told in process of what running waits observe.
 	Observer activities.Observer
 	// Agents, when set, runs agent CLIs on this host; its HostQueue gets a
 	// worker of its own.
 	Agents *activities.AgentRunner
-	// TmuxQueue, when set, gets a worker that watches this host's tmux panes.
+	// TmuxQueue, when set, gets a worker that lists and watches this host's
+	// tmux panes.
 	TmuxQueue string
 	// MaxConcurrentWaits caps the probe loops this worker runs at once;
 	// each is a goroutine that mostly sleeps.
@@ -44,8 +48,8 @@ type Workers struct {
 
 // New returns the workers, every workflow and activity registered.
 func New(opts Options) (*Workers, error) {
-	if opts.Client == nil || opts.TaskQueue == "" || opts.Prober == nil {
-		return nil, errors.New("worker: client, task queue and prober are required")
+	if opts.Client == nil || opts.TaskQueue == "" || opts.Prober == nil || opts.Downstream == nil {
+		return nil, errors.New("worker: client, task queue, prober and downstream are required")
 	}
 	if opts.MaxConcurrentWaits <= 0 {
 		opts.MaxConcurrentWaits = DefaultMaxConcurrentWaits
@@ -59,6 +63,7 @@ func New(opts Options) (*Workers, error) {
 		// holds (docs/performance.md).
 	})
 	Register(main, opts.Prober, opts.Observer, opts.Agents)
+	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
 	ws := &Workers{workers: []sdkworker.Worker{main}}
 	if opts.Agents != nil {
 		host := sdkworker.New(opts.Client, opts.Agents.HostQueue, sdkworker.Options{
@@ -76,6 +81,7 @@ func New(opts Options) (*Workers, error) {
 		})
 		watcher := &activities.PaneWatcher{Observer: opts.Observer}
 		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
+		tmux.RegisterActivityWithOptions(activities.ListPanes, activity.RegisterOptions{Name: workflows.ListPanesActivityName})
 		ws.workers = append(ws.workers, tmux)
 	}
 	return ws, nil
@@ -114,6 +120,9 @@ func Register(r Registry, prober activities.Prober, observer activities.Observer
 	r.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentInvocation, workflow.RegisterOptions{Name: workflows.AgentWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.WaitForText, workflow.RegisterOptions{Name: workflows.WaitForTextWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.CallDownstreamTool, workflow.RegisterOptions{Name: workflows.CallDownstreamToolWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ListPanes, workflow.RegisterOptions{Name: workflows.ListPanesWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Catalog, workflow.RegisterOptions{Name: workflows.CatalogWorkflowName})
 	poller := &activities.Poller{Prober: prober, Observer: observer}
 	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
 	if agents != nil {

@@ -26,6 +26,12 @@ const (
 	// AgentIDPrefix starts every invocation ID (InvocationID), which is also
 	// its workflow ID.
 	AgentIDPrefix = "agent/"
+	// DownstreamCallIDPrefix starts the ID of one re-exposed tool call run
+	// on a worker (DownstreamCallID).
+	DownstreamCallIDPrefix = "call/"
+	// ListPanesIDPrefix starts the ID of one list_panes call run on the
+	// tmux host's worker (ListPanesID).
+	ListPanesIDPrefix = "list_panes/"
 )
 
 // WorkflowID is the ID of the workflow that runs this wait for principal:
@@ -71,6 +77,19 @@ func (s TextWaitSpec) WorkflowID(socket, principal string) string {
 // the nonce at random, so every start_agent call is a new invocation.
 func InvocationID(principal string, nonce [16]byte) string {
 	return scopedID(AgentIDPrefix, principal, hex.EncodeToString(nonce[:]))
+}
+
+// DownstreamCallID is the ID of one re-exposed tool call of principal:
+// "call/[<tag>/]<nonce in 24 hex digits>". The caller draws the nonce at
+// random: a tool call is never shared.
+func DownstreamCallID(principal string, nonce [12]byte) string {
+	return scopedID(DownstreamCallIDPrefix, principal, hex.EncodeToString(nonce[:]))
+}
+
+// ListPanesID is the ID of one list_panes call of principal:
+// "list_panes/[<tag>/]<nonce in 24 hex digits>", the nonce drawn at random.
+func ListPanesID(principal string, nonce [12]byte) string {
+	return scopedID(ListPanesIDPrefix, principal, hex.EncodeToString(nonce[:]))
 }
 
 // Owns reports whether workflowID belongs to principal.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // activity tracks the daemon's MCP traffic: requests in flight (an open
@@ -69,13 +72,18 @@ func watchIdle(ctx context.Context, a *activity, idle time.Duration, running fun
 	}
 }
 
-// runningWaits counts the namespace's running workflows.
+// runningWaitsQuery selects the running workflows that keep the daemon up:
+// every one but the catalog workflows, which run for as long as workers do.
+var runningWaitsQuery = fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType != '%s'", workflows.CatalogWorkflowName)
+
+// runningWaits counts the namespace's running workflows, the catalog
+// workflows excepted.
 func runningWaits(tc client.Client, namespace string) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
-			Namespace: namespace, Query: "ExecutionStatus = 'Running'",
+			Namespace: namespace, Query: runningWaitsQuery,
 		})
 		if err != nil {
 			return 0, err

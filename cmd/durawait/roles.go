@@ -149,17 +149,30 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	}
 	cleanups = append(cleanups, tc.Close)
 
-	manager := downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
-	var managerDone sync.WaitGroup
-	managerCtx, stopManager := context.WithCancel(context.Background())
-	managerDone.Go(func() { manager.Run(managerCtx) })
-	cleanups = append(cleanups, func() { stopManager(); managerDone.Wait() })
-	readyCtx, readyCancel := context.WithTimeout(ctx, 30*time.Second)
-	_ = manager.WaitReady(readyCtx)
-	readyCancel()
-
 	hub := samplehub.New()
+	// A worker's side of the re-exposed tools and of the tmux tools; a
+	// front end without a worker in its process starts no downstream
+	// server and runs no tmux.
+	var manager *downstream.Manager
+	var workerSide *activities.Downstream
+	var downstreamStatus func() map[string]string
 	if r.worker {
+		manager = downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
+		var managerDone sync.WaitGroup
+		managerCtx, stopManager := context.WithCancel(context.Background())
+		managerDone.Go(func() { manager.Run(managerCtx) })
+		cleanups = append(cleanups, func() { stopManager(); managerDone.Wait() })
+		readyCtx, readyCancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = manager.WaitReady(readyCtx)
+		readyCancel()
+		downstreamStatus = func() map[string]string { return managerStatus(manager) }
+
+		var tmuxQueue string
+		if cfg.ToolEnabled("list_panes") || cfg.ToolEnabled("wait_for_text") {
+			tmuxQueue = tmuxHostQueue(cfg)
+		}
+		workerSide = &activities.Downstream{Servers: manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
+
 		runner, err := agentRunner(cfg, tc, logger)
 		if err != nil {
 			return err
@@ -167,12 +180,8 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		if runner != nil {
 			runner.Observer = hub
 		}
-		var tmuxQueue string
-		if cfg.ToolEnabled("wait_for_text") {
-			tmuxQueue = tmuxHostQueue()
-		}
 		w, err := worker.New(worker.Options{
-			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Observer: hub, Agents: runner, TmuxQueue: tmuxQueue,
+			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Downstream: workerSide, Observer: hub, Agents: runner, TmuxQueue: tmuxQueue,
 		})
 		if err != nil {
 			return err
@@ -181,23 +190,31 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			return err
 		}
 		cleanups = append(cleanups, w.Stop)
+
+		publisher := worker.NewCatalogPublisher(tc, cfg.TaskQueue, workerSide.Catalog, logger.With("component", "catalog"))
+		manager.OnToolsChanged(publisher.Changed)
+		var publisherDone sync.WaitGroup
+		publisherCtx, stopPublisher := context.WithCancel(ctx)
+		publisherDone.Go(func() { publisher.Run(publisherCtx) })
+		cleanups = append(cleanups, func() { stopPublisher(); publisherDone.Wait() })
 	}
 
 	if !r.front {
-		health.setReady(temporalAddr, manager)
+		health.setReady(temporalAddr, downstreamStatus)
 		<-ctx.Done()
 		return nil
 	}
 	var feed mcpfront.EventFeed
+	var workers mcpfront.Workers = mcpfront.TemporalWorkers{Client: tc, TaskQueue: cfg.TaskQueue}
 	if r.worker {
 		feed = hub
+		workers = worker.Local{Downstream: workerSide}
 	}
 	front := mcpfront.New(mcpfront.Options{
 		Temporal:         tc,
 		Namespace:        cfg.Namespace,
 		TaskQueue:        cfg.TaskQueue,
-		Downstream:       manager,
-		ProbePolicy:      probePolicy(cfg),
+		Workers:          workers,
 		Events:           feed,
 		HeartbeatTimeout: cfg.HeartbeatTimeout(),
 		Agents: mcpfront.AgentOptions{
@@ -210,18 +227,22 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			ListPanes:   cfg.ToolEnabled("list_panes"),
 			WaitForText: cfg.ToolEnabled("wait_for_text"),
 			Socket:      cfg.Tmux.Socket,
-			HostQueue:   tmuxHostQueue(),
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
 		Logger:  logger.With("component", "mcpfront"),
 		Version: version,
 	})
-	manager.OnToolsChanged(front.Refresh)
-	front.Refresh()
+	if r.worker {
+		manager.OnToolsChanged(front.Refresh)
+		front.Refresh() // a change between New and the line above
+	} else {
+		go front.WatchCatalog(ctx, catalogPollInterval)
+	}
+	downstreamStatus = front.DownstreamStatus
 
 	if cfg.Stdio {
 		logger.Info("serving MCP on stdio")
-		health.setReady(temporalAddr, manager)
+		health.setReady(temporalAddr, downstreamStatus)
 		// A signal drains the calls first (they answer "call again"), then
 		// ends the session.
 		serveCtx, endServe := context.WithCancel(context.WithoutCancel(ctx))
@@ -255,7 +276,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		go watchIdle(ctx, idle, time.Duration(cfg.DaemonIdleExitMin)*time.Minute, runningWaits(tc, cfg.Namespace), logger, cancel)
 	}
 	mux.Handle("/mcp", mcpHandler)
-	health.setReady(temporalAddr, manager)
+	health.setReady(temporalAddr, downstreamStatus)
 	logger.Info("durawait ready", "mcp", mcpURL)
 	<-ctx.Done()
 	logger.Info("shutting down")
@@ -321,11 +342,32 @@ func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
 	return out
 }
 
-// tmuxHostQueue is the task queue of this host's pane watcher: a tmux
-// server is local to its host.
-func tmuxHostQueue() string {
-	host, _ := os.Hostname()
+// catalogPollInterval is how often a front end with no worker in its
+// process reads the workers' downstream catalog.
+const catalogPollInterval = 3 * time.Second
+
+// tmuxHostQueue is the task queue of this worker's tmux tools: a tmux
+// server is local to its host, named by tmux.host (default: the hostname).
+func tmuxHostQueue(cfg config.Config) string {
+	host := cfg.Tmux.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	return "durawait-tmux-" + host
+}
+
+// managerStatus reports each of m's servers as "connected" or
+// "unavailable: <last connection error>".
+func managerStatus(m *downstream.Manager) map[string]string {
+	servers := map[string]string{}
+	for _, name := range m.ServerNames() {
+		if _, _, err := m.ServerTools(name); err != nil {
+			servers[name] = "unavailable: " + err.Error()
+		} else {
+			servers[name] = "connected"
+		}
+	}
+	return servers
 }
 
 func uiURL(addr string) string {
@@ -347,9 +389,10 @@ func serverConfigs(cfg config.Config) []downstream.ServerConfig {
 	return out
 }
 
-// probePolicy maps each server's probe_tools onto the front end's policy.
-func probePolicy(cfg config.Config) mcpfront.ProbePolicy {
-	p := mcpfront.ProbePolicy{}
+// probeTools are each server's probe_tools, which the worker publishes
+// with its catalog.
+func probeTools(cfg config.Config) map[string][]string {
+	p := map[string][]string{}
 	for _, s := range cfg.MCPServers {
 		if len(s.ProbeTools) > 0 {
 			p[s.Name] = s.ProbeTools
@@ -361,14 +404,15 @@ func probePolicy(cfg config.Config) mcpfront.ProbePolicy {
 // healthState answers /healthz: 503 while starting, then 200 with a short
 // status report.
 type healthState struct {
-	ready    atomic.Bool
-	engine   string
-	upstream *downstream.Manager
+	ready  atomic.Bool
+	engine string
+	// downstream reports each downstream server's state; nil reports none.
+	downstream func() map[string]string
 }
 
-func (h *healthState) setReady(engine string, m *downstream.Manager) {
+func (h *healthState) setReady(engine string, downstream func() map[string]string) {
 	h.engine = engine
-	h.upstream = m
+	h.downstream = downstream
 	h.ready.Store(true)
 }
 
@@ -380,13 +424,8 @@ func (h *healthState) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	servers := map[string]string{}
-	for _, name := range h.upstream.ServerNames() {
-		_, _, err := h.upstream.ServerTools(name)
-		if err != nil {
-			servers[name] = "unavailable: " + err.Error()
-		} else {
-			servers[name] = "connected"
-		}
+	if h.downstream != nil {
+		servers = h.downstream()
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"status": "ok", "temporal": h.engine, "downstream": servers,

@@ -65,6 +65,9 @@ type Tmux struct {
 	Socket string `toml:"socket"`
 	// WaitMaxSec is wait_for_text's server-side bound.
 	WaitMaxSec int `toml:"wait_max_sec"`
+	// Host names this worker's tmux host: its tmux task queue is
+	// durawait-tmux-<host>. Empty is the machine's hostname.
+	Host string `toml:"host"`
 }
 
 // Auth configures the authentication of HTTP callers: bearer tokens from a

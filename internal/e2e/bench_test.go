@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"math"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -225,3 +228,73 @@ func peakRSS(pid int) int {
 	}
 	return 0
 }
+
+// BenchmarkReexposedCallOverhead: one call of a re-exposed tool of an HTTP
+// downstream server (the demo probe's clock) through `durawait serve`,
+// against the same call made to the server directly. It reports p50 and
+// p99 of both, and the overhead of the median.
+func BenchmarkReexposedCallOverhead(b *testing.B) {
+	addr := freeAddr(b)
+	probe := exec.Command(bin.demoprobe, "--http", addr)
+	require.NoError(b, probe.Start())
+	b.Cleanup(func() { _ = probe.Process.Kill(); _ = probe.Wait() })
+	url := "http://" + addr + "/mcp"
+	var direct *mcpClient
+	eventually(b, "the demo probe to serve HTTP", func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	c, err := client.NewStreamableHttpClient(url)
+	require.NoError(b, err)
+	direct = initialize(b, c)
+
+	w := newWorkspace(b)
+	through := w.startServe(w.writeConfig(server{name: "demo", url: url})).client(b)
+
+	ctx := context.Background()
+	call := func(c *mcpClient) time.Duration {
+		start := time.Now()
+		res, err := c.call(ctx, "clock", nil, "")
+		elapsed := time.Since(start)
+		require.NoError(b, err)
+		require.False(b, res.IsError, resultText(res))
+		return elapsed
+	}
+	// Warm both paths (connections, caches) before measuring.
+	for range 5 {
+		call(direct)
+		call(through)
+	}
+	var directSamples, throughSamples []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		directSamples = append(directSamples, call(direct))
+		throughSamples = append(throughSamples, call(through))
+	}
+	b.StopTimer()
+	reportPercentiles(b, "direct", directSamples)
+	reportPercentiles(b, "durawait", throughSamples)
+	b.ReportMetric(ms(percentile(throughSamples, 0.5)-percentile(directSamples, 0.5)), "overhead-p50-ms")
+}
+
+// reportPercentiles adds the p50 and p99 of samples, in milliseconds.
+func reportPercentiles(b *testing.B, name string, samples []time.Duration) {
+	b.ReportMetric(ms(percentile(samples, 0.5)), name+"-p50-ms")
+	b.ReportMetric(ms(percentile(samples, 0.99)), name+"-p99-ms")
+}
+
+// percentile is the q-quantile of samples (nearest rank); it sorts them.
+func percentile(samples []time.Duration, q float64) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	i := int(math.Ceil(q*float64(len(samples)))) - 1
+	return samples[max(0, min(i, len(samples)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

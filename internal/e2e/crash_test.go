@@ -189,4 +189,9 @@ func TestFrontRoleAgainstARunningEngine(t *testing.T) {
 	assert.Equal(t, "matched", res.Reason)
 	assert.Equal(t, "READY", res.LastObservation)
 	assert.Equal(t, w.calls("f"), res.Samples)
+
+	// Its config names the demo server, yet the front starts none: the
+	// worker runs it.
+	children, _ := exec.Command("pgrep", "-P", itoa(front.cmd.Process.Pid)).Output()
+	assert.Empty(t, strings.TrimSpace(string(children)), "the front has no child process")
 }

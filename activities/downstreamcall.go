@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// DownstreamServers are the downstream MCP servers a worker is connected
+// to. The worker's connection manager implements it.
+type DownstreamServers interface {
+	// ServerNames lists the configured servers in configuration order.
+	ServerNames() []string
+	// ServerTools returns a server's tools as last listed, its expose
+	// setting, and its last connection error (nil while connected).
+	ServerTools(server string) (tools []mcp.Tool, expose bool, lastErr error)
+	// CallTool forwards one call. When onProgress is not nil, it receives
+	// each progress notification the server sends for the call. A server
+	// that cannot be reached yields an *UnavailableError.
+	CallTool(ctx context.Context, server, tool string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
+}
+
+// Downstream runs the re-exposed downstream tools and describes them: the
+// worker side of every re-exposed call and of the tool catalog.
+type Downstream struct {
+	// Servers are the worker's downstream connections.
+	Servers DownstreamServers
+	// ProbeTools are, by server name, the tools wait_for may probe beyond
+	// the read-only ones (the servers' probe_tools).
+	ProbeTools map[string][]string
+	// TmuxHostQueue is the task queue of this worker's tmux host; empty
+	// when it runs no tmux tools.
+	TmuxHostQueue string
+}
+
+// callHeartbeatInterval is how often a running call heartbeats (the SDK
+// sends at most one heartbeat per 0.8 × the heartbeat timeout).
+const callHeartbeatInterval = time.Second
+
+// CallDownstreamTool is the activity of a re-exposed call: Call, heartbeating
+// while the downstream server works so that a cancel reaches the call.
+func (d *Downstream) CallDownstreamTool(ctx context.Context, in workflows.DownstreamCall) (workflows.DownstreamCallResult, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		tick := time.NewTicker(callHeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return d.Call(ctx, in, nil)
+}
+
+// Call forwards one call of a re-exposed tool. A failure of the downstream
+// server is an isError result that names the server, so the caller reads
+// it as the tool's answer. When onProgress is not nil, it receives each
+// progress notification the server sends for the call.
+func (d *Downstream) Call(ctx context.Context, in workflows.DownstreamCall, onProgress func(mcp.ProgressNotificationParams)) (workflows.DownstreamCallResult, error) {
+	var args any
+	if len(in.Arguments) > 0 {
+		args = in.Arguments
+	}
+	res, err := d.Servers.CallTool(ctx, in.Server, in.Tool, args, onProgress)
+	if err != nil {
+		res = mcp.NewToolResultError(callFailure(in, err))
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return workflows.DownstreamCallResult{}, fmt.Errorf("encode the result of %s on downstream MCP server %q: %w", in.Tool, in.Server, err)
+	}
+	return workflows.DownstreamCallResult{Result: raw}, nil
+}
+
+// callFailure is what a caller reads when a downstream call failed.
+func callFailure(in workflows.DownstreamCall, err error) string {
+	var unavailable *UnavailableError
+	if errors.As(err, &unavailable) {
+		return err.Error()
+	}
+	return fmt.Sprintf("calling %s on downstream MCP server %q failed: %v", in.Tool, in.Server, err)
+}
