@@ -56,10 +56,11 @@ func New(opts Options) (*Workers, error) {
 	}
 	main := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentWaits,
-		// A probe loop's progress (samples, last observation) lives in its
-		// heartbeats, which the SDK sends at most every 0.8 × the heartbeat
-		// timeout: a crash can lose that long a stretch of samples from the
-		// count. Sending them more often halves how many waits one engine
+		// MaxHeartbeatThrottleInterval keeps the SDK's default: a probe
+		// loop's progress (samples, last observation) lives in its
+		// heartbeats, sent at most every 0.8 × the heartbeat timeout, so a
+		// crash can lose that long a stretch of samples from the count.
+		// Sending them more often would halve how many waits one engine
 		// holds (docs/performance.md).
 	})
 	Register(main, opts.Prober, opts.Observer, opts.Agents)

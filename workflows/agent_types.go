@@ -9,10 +9,10 @@ import (
 	"unicode/utf8"
 )
 
-// AgentStatus is the status of a sub-agent invocation (seed v0.9.0).
+// AgentStatus is the status of a sub-agent invocation (the wait_agent output schema, v0.9.0).
 type AgentStatus string
 
-// The statuses of the seed's output schema.
+// The statuses of the wait_agent output schema.
 const (
 	AgentRunning   AgentStatus = "running"
 	AgentSucceeded AgentStatus = "succeeded"

@@ -8,7 +8,7 @@ import (
 // Size limits of the native tools' arguments. Every one is checked by the
 // tool's Parse function before anything starts, and a value over its limit
 // is refused with an error that names the field and the limit
-// (docs/limits.md lists them all). The limits of wait_for_text (seed 004)
+// (docs/limits.md lists them all). The limits of wait_for_text (its tmux contract)
 // are MaxPaneIDBytes, MaxGenerationBytes and MaxTextBytes; a start_agent
 // prompt is bounded by MaxPromptBytes.
 const (

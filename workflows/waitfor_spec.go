@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Limits and defaults of wait_for, from the seed contract.
+// Limits and defaults of wait_for, from its contract (AURA's wait_for).
 const (
 	// MaxWaitCeilingSec is the ceiling max_wait_sec is clamped to.
 	MaxWaitCeilingSec = 300
@@ -25,7 +25,7 @@ const (
 // ConditionKind names the success condition of a wait_for.
 type ConditionKind string
 
-// The three success conditions of the seed, plus the failure condition
+// The three success conditions of the wait_for contract, plus the failure condition
 // durawait adds beside them.
 const (
 	ConditionMatches     ConditionKind = "matches"

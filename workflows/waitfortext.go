@@ -19,7 +19,7 @@ const (
 	WatchPaneActivityName   = "WatchPane"
 )
 
-// Limits of wait_for_text's arguments (seed 004).
+// Limits of wait_for_text's arguments (its input schema).
 const (
 	MaxPaneIDBytes     = 64
 	MaxGenerationBytes = 128
@@ -103,7 +103,7 @@ func NewTextResult(spec TextWaitSpec, matched bool, source, guarantee string) *T
 	}
 }
 
-// ParseWaitForText checks wait_for_text's arguments against the seed's
+// ParseWaitForText checks wait_for_text's arguments against its input
 // schema: lengths in bytes, valid UTF-8, the paneId pattern, no unknown
 // fields.
 func ParseWaitForText(raw json.RawMessage) (TextWaitSpec, error) {

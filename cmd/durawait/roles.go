@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -42,176 +37,265 @@ type roles struct {
 
 // runRoles runs the parts of durawait that roles names until ctx ends (or,
 // with --stdio, until stdin closes), then stops them in reverse order.
+//
+// Which role gets what:
+//
+//	step          serve   worker   front
+//	listenHTTP    yes     yes      yes     (not with --stdio; /healthz answers 503 at once)
+//	startEngine   yes     -        -       (not with --temporal)
+//	dialTemporal  yes     yes      yes
+//	startWorker   yes     yes      -       (downstream servers, tmux, agents, catalog)
+//	startFront    yes     -        yes     (the MCP front end)
 func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
 	level, _ := cfg.SlogLevel()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if cfg.Temporal != "" {
-		r.engine = false
-	} else if !r.engine {
-		return fmt.Errorf("durawait %s needs --temporal HOST:PORT (only serve embeds an engine)", name)
+	p := &process{
+		roles:  r,
+		cfg:    cfg,
+		level:  level,
+		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		health: &healthState{},
 	}
-
-	if r.daemon {
-		cfg = daemonConfig(cfg, logger)
-	}
-	if r.front {
-		if err := cfg.CheckMCPAuth(); err != nil {
-			return fmt.Errorf("configuration: %w", err)
-		}
+	if err := p.settle(name); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var cleanups []func()
+	p.exit = cancel
+	var stops []func()
 	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
 	}()
-
-	// Claim the HTTP address first, so /healthz answers (503) while the
-	// rest starts and a port conflict is reported at once.
-	health := &healthState{}
-	var httpServer *http.Server
-	var mux *http.ServeMux
-	var mcpURL string
-	shutdownHTTP := func() {}
-	if !cfg.Stdio && cfg.HTTP != "" {
-		ln, err := net.Listen("tcp", cfg.HTTP)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.HTTP, err)
-		}
-		mux = http.NewServeMux()
-		mux.Handle("GET /healthz", health)
-		// Reading a request (headers and body) is bounded; writing is not,
-		// so a 300 s wait's stream is never cut. Idle keep-alive
-		// connections are closed after two minutes.
-		readTimeout := time.Duration(cfg.HTTPReadTimeoutSec) * time.Second
-		httpServer = &http.Server{Handler: mux, ReadHeaderTimeout: min(10*time.Second, readTimeout),
-			ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
-		go func() {
-			if err := httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("HTTP server stopped", "error", err)
-				cancel()
-			}
-		}()
-		shutdownHTTP = sync.OnceFunc(func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer scancel()
-			_ = httpServer.Shutdown(sctx)
-		})
-		cleanups = append(cleanups, shutdownHTTP)
-		mcpURL = "http://" + ln.Addr().String() + "/mcp"
-		logger.Info("listening", "http", "http://"+ln.Addr().String())
-	}
-
-	temporalAddr := cfg.Temporal
-	if r.engine {
-		owner := datadir.Owner{PID: os.Getpid(), HTTP: mcpURL, StartedAt: time.Now().UTC()}
-		if r.daemon {
-			owner.Log = datadir.LogPath(cfg.DataDir)
-		}
-		lock, err := datadir.Acquire(cfg.DataDir, owner)
+	for _, start := range []startStep{p.listenHTTP, p.startEngine, p.dialTemporal, p.startWorker, p.startFront} {
+		stop, err := start(ctx)
 		if err != nil {
 			return err
 		}
-		cleanups = append(cleanups, lock.Release)
-		eng, err := engine.Start(engine.Options{
-			DataDir:   cfg.DataDir,
-			Port:      cfg.EnginePort,
-			UIPort:    cfg.UIPort,
-			Namespace: cfg.Namespace,
-			Logger:    logger,
-			LogLevel:  max(level, slog.LevelWarn),
-		})
-		if err != nil {
-			return explainEngineStart(err)
+		if stop != nil {
+			stops = append(stops, stop)
 		}
-		cleanups = append(cleanups, eng.Stop)
-		temporalAddr = eng.Addr()
-		owner.Engine = temporalAddr
-		if eng.UIAddr() != "" {
-			owner.UI = "http://" + eng.UIAddr()
-		}
-		if err := lock.Update(owner); err != nil {
-			return err
-		}
-		logger.Info("embedded Temporal engine started", "addr", temporalAddr, "ui", uiURL(eng.UIAddr()), "data_dir", cfg.DataDir)
 	}
+	return p.serve(ctx, stdin, stdout)
+}
 
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:  temporalAddr,
-		Namespace: cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(logger.With("component", "temporal-sdk")),
+// A startStep starts one part of a process, when its roles include that
+// part, and returns what stops it (nil: nothing to stop).
+type startStep func(ctx context.Context) (stop func(), err error)
+
+// process is one durawait process while it starts and runs: what each start
+// step leaves for the steps after it.
+type process struct {
+	roles  roles
+	cfg    config.Config
+	level  slog.Level
+	logger *slog.Logger
+	// exit ends the process (the HTTP server failed, the daemon is idle).
+	exit context.CancelFunc
+
+	// Set by listenHTTP, when the process serves HTTP.
+	health       *healthState
+	mux          *http.ServeMux
+	mcpURL       string
+	shutdownHTTP func()
+
+	// Set by startEngine (the embedded engine's address) or from --temporal.
+	temporalAddr string
+	// Set by dialTemporal.
+	temporal client.Client
+
+	// Set by startWorker, when the process runs a worker.
+	manager    *downstream.Manager
+	downstream *activities.Downstream
+	hub        *samplehub.Hub
+
+	// Set by startFront, when the process runs the front end.
+	front *mcpfront.Front
+}
+
+// settle decides the roles from the configuration and checks what they
+// need before anything starts.
+func (p *process) settle(name string) error {
+	if p.cfg.Temporal != "" {
+		p.roles.engine = false
+		p.temporalAddr = p.cfg.Temporal
+	} else if !p.roles.engine {
+		return fmt.Errorf("durawait %s needs --temporal HOST:PORT (only serve embeds an engine)", name)
+	}
+	if p.roles.daemon {
+		p.cfg = daemonConfig(p.cfg, p.logger)
+	}
+	if p.roles.front {
+		if err := p.cfg.CheckMCPAuth(); err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
+	}
+	return nil
+}
+
+// listenHTTP claims the HTTP address first, so /healthz answers (503) while
+// the rest starts and a port conflict is reported at once.
+func (p *process) listenHTTP(context.Context) (func(), error) {
+	p.shutdownHTTP = func() {}
+	if p.cfg.Stdio || p.cfg.HTTP == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", p.cfg.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", p.cfg.HTTP, err)
+	}
+	p.mux = http.NewServeMux()
+	p.mux.Handle("GET /healthz", p.health)
+	// Reading a request (headers and body) is bounded; writing is not, so a
+	// 300 s wait's stream is never cut. Idle keep-alive connections are
+	// closed after two minutes.
+	readTimeout := time.Duration(p.cfg.HTTPReadTimeoutSec) * time.Second
+	srv := &http.Server{Handler: p.mux, ReadHeaderTimeout: min(10*time.Second, readTimeout),
+		ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.logger.Error("HTTP server stopped", "error", err)
+			p.exit()
+		}
+	}()
+	p.shutdownHTTP = sync.OnceFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	p.mcpURL = "http://" + ln.Addr().String() + "/mcp"
+	p.logger.Info("listening", "http", "http://"+ln.Addr().String())
+	return p.shutdownHTTP, nil
+}
+
+// startEngine starts the embedded Temporal engine (serve without
+// --temporal), after taking the data dir's lock.
+func (p *process) startEngine(context.Context) (func(), error) {
+	if !p.roles.engine {
+		return nil, nil
+	}
+	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL, StartedAt: time.Now().UTC()}
+	if p.roles.daemon {
+		owner.Log = datadir.LogPath(p.cfg.DataDir)
+	}
+	lock, err := datadir.Acquire(p.cfg.DataDir, owner)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Start(engine.Options{
+		DataDir:   p.cfg.DataDir,
+		Port:      p.cfg.EnginePort,
+		UIPort:    p.cfg.UIPort,
+		Namespace: p.cfg.Namespace,
+		Logger:    p.logger,
+		LogLevel:  max(p.level, slog.LevelWarn),
 	})
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", temporalAddr, err)
+		lock.Release()
+		return nil, explainEngineStart(err)
 	}
-	cleanups = append(cleanups, tc.Close)
-
-	hub := samplehub.New()
-	// A worker's side of the re-exposed tools and of the tmux tools; a
-	// front end without a worker in its process starts no downstream
-	// server and runs no tmux.
-	var manager *downstream.Manager
-	var workerSide *activities.Downstream
-	var downstreamStatus func() map[string]string
-	if r.worker {
-		manager = downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
-		var managerDone sync.WaitGroup
-		managerCtx, stopManager := context.WithCancel(context.Background())
-		managerDone.Go(func() { manager.Run(managerCtx) })
-		cleanups = append(cleanups, func() { stopManager(); managerDone.Wait() })
-		readyCtx, readyCancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = manager.WaitReady(readyCtx)
-		readyCancel()
-		downstreamStatus = func() map[string]string { return managerStatus(manager) }
-
-		var tmuxQueue string
-		if cfg.ToolEnabled("list_panes") || cfg.ToolEnabled("wait_for_text") {
-			tmuxQueue = tmuxHostQueue(cfg)
-		}
-		workerSide = &activities.Downstream{Servers: manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
-
-		runner, err := agentRunner(cfg, tc, logger)
-		if err != nil {
-			return err
-		}
-		if runner != nil {
-			runner.Observer = hub
-		}
-		w, err := worker.New(worker.Options{
-			Client: tc, TaskQueue: cfg.TaskQueue, Prober: manager, Downstream: workerSide, Observer: hub, Agents: runner, TmuxQueue: tmuxQueue,
-		})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(); err != nil {
-			return err
-		}
-		cleanups = append(cleanups, w.Stop)
-
-		publisher := worker.NewCatalogPublisher(tc, cfg.TaskQueue, workerSide.Catalog, logger.With("component", "catalog"))
-		manager.OnToolsChanged(publisher.Changed)
-		var publisherDone sync.WaitGroup
-		publisherCtx, stopPublisher := context.WithCancel(ctx)
-		publisherDone.Go(func() { publisher.Run(publisherCtx) })
-		cleanups = append(cleanups, func() { stopPublisher(); publisherDone.Wait() })
+	stop := func() { eng.Stop(); lock.Release() }
+	p.temporalAddr = eng.Addr()
+	owner.Engine = p.temporalAddr
+	if eng.UIAddr() != "" {
+		owner.UI = "http://" + eng.UIAddr()
 	}
-
-	if !r.front {
-		health.setReady(temporalAddr, downstreamStatus)
-		<-ctx.Done()
-		return nil
+	if err := lock.Update(owner); err != nil {
+		stop()
+		return nil, err
 	}
+	p.logger.Info("embedded Temporal engine started", "addr", p.temporalAddr, "ui", uiURL(eng.UIAddr()), "data_dir", p.cfg.DataDir)
+	return stop, nil
+}
+
+// dialTemporal connects the process's Temporal client.
+func (p *process) dialTemporal(ctx context.Context) (func(), error) {
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:  p.temporalAddr,
+		Namespace: p.cfg.Namespace,
+		Logger:    sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", p.temporalAddr, err)
+	}
+	p.temporal = tc
+	return tc.Close, nil
+}
+
+// startWorker starts the worker's side: the downstream servers, the
+// workers (probe loops, agents, tmux) and the catalog publisher. A front end
+// without a worker in its process starts no downstream server and runs no
+// tmux.
+func (p *process) startWorker(ctx context.Context) (func(), error) {
+	if !p.roles.worker {
+		return nil, nil
+	}
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	cfg, logger := p.cfg, p.logger
+
+	p.manager = downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
+	stops = append(stops, runInBackground(context.Background(), p.manager.Run))
+	readyCtx, readyCancel := context.WithTimeout(ctx, 30*time.Second)
+	_ = p.manager.WaitReady(readyCtx)
+	readyCancel()
+
+	var tmuxQueue string
+	if cfg.ToolEnabled("list_panes") || cfg.ToolEnabled("wait_for_text") {
+		tmuxQueue = tmuxHostQueue(cfg)
+	}
+	p.downstream = &activities.Downstream{Servers: p.manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
+	p.hub = samplehub.New()
+
+	runner, err := agentRunner(cfg, p.temporal, logger)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	if runner != nil {
+		runner.Observer = p.hub
+	}
+	w, err := worker.New(worker.Options{
+		Client: p.temporal, TaskQueue: cfg.TaskQueue, Prober: p.manager, Downstream: p.downstream,
+		Observer: p.hub, Agents: runner, TmuxQueue: tmuxQueue,
+	})
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	stops = append(stops, w.Stop)
+
+	publisher := worker.NewCatalogPublisher(p.temporal, cfg.TaskQueue, p.downstream.Catalog, logger.With("component", "catalog"))
+	p.manager.OnToolsChanged(publisher.Changed)
+	stops = append(stops, runInBackground(ctx, publisher.Run))
+	return stop, nil
+}
+
+// startFront builds the MCP front end. With a worker in the process it
+// reaches the worker's side directly and reads the in-process feed;
+// otherwise it reaches the workers through Temporal and polls their
+// catalog.
+func (p *process) startFront(ctx context.Context) (func(), error) {
+	if !p.roles.front {
+		return nil, nil
+	}
+	cfg := p.cfg
 	var feed mcpfront.EventFeed
-	var workers mcpfront.Workers = mcpfront.TemporalWorkers{Client: tc, TaskQueue: cfg.TaskQueue}
-	if r.worker {
-		feed = hub
-		workers = worker.Local{Downstream: workerSide}
+	var workers mcpfront.Workers = mcpfront.TemporalWorkers{Client: p.temporal, TaskQueue: cfg.TaskQueue}
+	if p.roles.worker {
+		feed = p.hub
+		workers = worker.Local{Downstream: p.downstream}
 	}
-	front := mcpfront.New(mcpfront.Options{
-		Temporal:         tc,
+	p.front = mcpfront.New(mcpfront.Options{
+		Temporal:         p.temporal,
 		Namespace:        cfg.Namespace,
 		TaskQueue:        cfg.TaskQueue,
 		Workers:          workers,
@@ -229,20 +313,30 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
-		Logger:  logger.With("component", "mcpfront"),
+		Logger:  p.logger.With("component", "mcpfront"),
 		Version: version,
 	})
-	if r.worker {
-		manager.OnToolsChanged(front.Refresh)
-		front.Refresh() // a change between New and the line above
-	} else {
-		go front.WatchCatalog(ctx, catalogPollInterval)
+	if p.roles.worker {
+		p.manager.OnToolsChanged(p.front.Refresh)
+		p.front.Refresh() // a change between New and the line above
+		return nil, nil
 	}
-	downstreamStatus = front.DownstreamStatus
+	return runInBackground(ctx, func(ctx context.Context) { p.front.WatchCatalog(ctx, catalogPollInterval) }), nil
+}
 
-	if cfg.Stdio {
-		logger.Info("serving MCP on stdio")
-		health.setReady(temporalAddr, downstreamStatus)
+// serve marks the process ready and serves until ctx ends: MCP on stdio or
+// HTTP for a front end, only /healthz for a worker. A front end drains its
+// calls before the steps stop.
+func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	status := p.downstreamStatus()
+	if p.front == nil {
+		p.health.setReady(p.temporalAddr, status)
+		<-ctx.Done()
+		return nil
+	}
+	if p.cfg.Stdio {
+		p.logger.Info("serving MCP on stdio")
+		p.health.setReady(p.temporalAddr, status)
 		// A signal drains the calls first (they answer "call again"), then
 		// ends the session.
 		serveCtx, endServe := context.WithCancel(context.WithoutCancel(ctx))
@@ -250,41 +344,62 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		go func() {
 			select {
 			case <-ctx.Done():
-				drainFront(front, logger)
+				drainFront(p.front, p.logger)
 				endServe()
 			case <-serveCtx.Done():
 			}
 		}()
-		return front.ServeStdio(serveCtx, stdin, stdout)
+		return p.front.ServeStdio(serveCtx, stdin, stdout)
 	}
 	var ownDataDir string
-	if r.engine {
-		ownDataDir = cfg.DataDir
+	if p.roles.engine {
+		ownDataDir = p.cfg.DataDir
 	}
-	authenticate, err := httpAuth(ctx, cfg, ownDataDir, logger)
+	authenticate, err := httpAuth(ctx, p.cfg, ownDataDir, p.logger)
 	if err != nil {
 		return err
 	}
-	var mcpHandler http.Handler = front.HTTPHandlerWith("/mcp", mcpfront.HTTPOptions{
-		Loopback:       cfg.HTTPLoopback(),
-		AllowedOrigins: cfg.AllowedOrigins,
+	var mcpHandler http.Handler = p.front.HTTPHandlerWith("/mcp", mcpfront.HTTPOptions{
+		Loopback:       p.cfg.HTTPLoopback(),
+		AllowedOrigins: p.cfg.AllowedOrigins,
 		Authenticate:   authenticate,
 	})
-	if r.daemon && cfg.DaemonIdleExitMin > 0 {
+	if p.roles.daemon && p.cfg.DaemonIdleExitMin > 0 {
 		idle := &activity{}
 		mcpHandler = idle.wrap(mcpHandler)
-		go watchIdle(ctx, idle, time.Duration(cfg.DaemonIdleExitMin)*time.Minute, runningWaits(tc, cfg.Namespace), logger, cancel)
+		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
-	mux.Handle("/mcp", mcpHandler)
-	health.setReady(temporalAddr, downstreamStatus)
-	logger.Info("durawait ready", "mcp", mcpURL)
+	p.mux.Handle("/mcp", mcpHandler)
+	p.health.setReady(p.temporalAddr, status)
+	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()
-	logger.Info("shutting down")
-	// Answer the calls in flight, then close the listener; the deferred
-	// cleanups stop the worker and close the Temporal client after that.
-	drainFront(front, logger)
-	shutdownHTTP()
+	p.logger.Info("shutting down")
+	// Answer the calls in flight, then close the listener; the steps' stops
+	// then stop the worker and close the Temporal client.
+	drainFront(p.front, p.logger)
+	p.shutdownHTTP()
 	return nil
+}
+
+// downstreamStatus reports the downstream servers for /healthz: the front
+// end's view of the workers' catalog, or the worker's own connections.
+func (p *process) downstreamStatus() func() map[string]string {
+	switch {
+	case p.front != nil:
+		return p.front.DownstreamStatus
+	case p.manager != nil:
+		return func() map[string]string { return managerStatus(p.manager) }
+	}
+	return nil
+}
+
+// runInBackground runs fn in a goroutine on a context of its own, derived
+// from parent, and returns what cancels it and waits for it to return.
+func runInBackground(parent context.Context, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	var done sync.WaitGroup
+	done.Go(func() { fn(ctx) })
+	return func() { cancel(); done.Wait() }
 }
 
 // drainTimeout bounds how long a shutdown waits for the calls in flight to
@@ -300,134 +415,4 @@ func drainFront(front *mcpfront.Front, logger *slog.Logger) {
 	if ctx.Err() != nil {
 		logger.Warn("some calls did not answer before the shutdown went on", "waited", drainTimeout)
 	}
-}
-
-// agentRunner builds the runner of agent CLIs on this host, or nil when no
-// provider is configured.
-func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*activities.AgentRunner, error) {
-	if len(cfg.Agents.Providers) == 0 {
-		return nil, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the durawait executable (the agent supervisor): %w", err)
-	}
-	spool, err := filepath.Abs(filepath.Join(cfg.DataDir, "agents"))
-	if err != nil {
-		return nil, err
-	}
-	host, _ := os.Hostname()
-	sum := sha256.Sum256([]byte(spool))
-	return &activities.AgentRunner{
-		Providers:    agentProviders(cfg.Agents),
-		AllowedRoots: cfg.Agents.AllowedRoots,
-		SpoolDir:     spool,
-		// One queue per host and spool: the run's output lives on this disk.
-		HostQueue:   fmt.Sprintf("durawait-agents-%s-%s", host, hex.EncodeToString(sum[:4])),
-		Supervisor:  []string{self, "agent-supervise"},
-		Signals:     tc,
-		CancelGrace: cfg.Agents.CancelGrace(),
-		Logger:      logger.With("component", "agents"),
-	}, nil
-}
-
-// agentProviders maps the configured providers, presets applied, onto the
-// runner's options.
-func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
-	resolved := agents.ResolvedProviders()
-	out := make(map[string]activities.AgentProvider, len(resolved))
-	for name, p := range resolved {
-		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
-	}
-	return out
-}
-
-// catalogPollInterval is how often a front end with no worker in its
-// process reads the workers' downstream catalog.
-const catalogPollInterval = 3 * time.Second
-
-// tmuxHostQueue is the task queue of this worker's tmux tools: a tmux
-// server is local to its host, named by tmux.host (default: the hostname).
-func tmuxHostQueue(cfg config.Config) string {
-	host := cfg.Tmux.Host
-	if host == "" {
-		host, _ = os.Hostname()
-	}
-	return "durawait-tmux-" + host
-}
-
-// managerStatus reports each of m's servers as "connected" or
-// "unavailable: <last connection error>".
-func managerStatus(m *downstream.Manager) map[string]string {
-	servers := map[string]string{}
-	for _, name := range m.ServerNames() {
-		if _, _, err := m.ServerTools(name); err != nil {
-			servers[name] = "unavailable: " + err.Error()
-		} else {
-			servers[name] = "connected"
-		}
-	}
-	return servers
-}
-
-func uiURL(addr string) string {
-	if addr == "" {
-		return "disabled"
-	}
-	return "http://" + addr
-}
-
-func serverConfigs(cfg config.Config) []downstream.ServerConfig {
-	out := make([]downstream.ServerConfig, len(cfg.MCPServers))
-	for i, s := range cfg.MCPServers {
-		out[i] = downstream.ServerConfig{
-			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
-			Inherit:   downstream.Inherit{All: s.InheritEnv.All, Names: s.InheritEnv.Names},
-			Transport: s.Transport, Expose: s.Exposed(),
-		}
-	}
-	return out
-}
-
-// probeTools are each server's probe_tools, which the worker publishes
-// with its catalog.
-func probeTools(cfg config.Config) map[string][]string {
-	p := map[string][]string{}
-	for _, s := range cfg.MCPServers {
-		if len(s.ProbeTools) > 0 {
-			p[s.Name] = s.ProbeTools
-		}
-	}
-	return p
-}
-
-// healthState answers /healthz: 503 while starting, then 200 with a short
-// status report.
-type healthState struct {
-	ready  atomic.Bool
-	engine string
-	// downstream reports each downstream server's state; nil reports none.
-	downstream func() map[string]string
-}
-
-func (h *healthState) setReady(engine string, downstream func() map[string]string) {
-	h.engine = engine
-	h.downstream = downstream
-	h.ready.Store(true)
-}
-
-func (h *healthState) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	if !h.ready.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"status":"starting"}` + "\n"))
-		return
-	}
-	servers := map[string]string{}
-	if h.downstream != nil {
-		servers = h.downstream()
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status": "ok", "temporal": h.engine, "downstream": servers,
-	})
 }

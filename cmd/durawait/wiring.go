@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/worker/downstream"
+)
+
+// The configuration mapped onto each package's own options: config knows no
+// activity, and activities know no TOML.
+
+// agentRunner builds the runner of agent CLIs on this host, or nil when no
+// provider is configured.
+func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*activities.AgentRunner, error) {
+	if len(cfg.Agents.Providers) == 0 {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the durawait executable (the agent supervisor): %w", err)
+	}
+	spool, err := filepath.Abs(filepath.Join(cfg.DataDir, "agents"))
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(spool))
+	return &activities.AgentRunner{
+		Providers:    agentProviders(cfg.Agents),
+		AllowedRoots: cfg.Agents.AllowedRoots,
+		SpoolDir:     spool,
+		// One queue per host and spool: the run's output lives on this disk.
+		HostQueue:   fmt.Sprintf("durawait-agents-%s-%s", host, hex.EncodeToString(sum[:4])),
+		Supervisor:  []string{self, "agent-supervise"},
+		Signals:     tc,
+		CancelGrace: cfg.Agents.CancelGrace(),
+		Logger:      logger.With("component", "agents"),
+	}, nil
+}
+
+// agentProviders maps the configured providers, presets applied, onto the
+// runner's options.
+func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
+	resolved := agents.ResolvedProviders()
+	out := make(map[string]activities.AgentProvider, len(resolved))
+	for name, p := range resolved {
+		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
+	}
+	return out
+}
+
+// catalogPollInterval is how often a front end with no worker in its
+// process reads the workers' downstream catalog.
+const catalogPollInterval = 3 * time.Second
+
+// tmuxHostQueue is the task queue of this worker's tmux tools: a tmux
+// server is local to its host, named by tmux.host (default: the hostname).
+func tmuxHostQueue(cfg config.Config) string {
+	host := cfg.Tmux.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	return "durawait-tmux-" + host
+}
+
+// managerStatus reports each of m's servers as "connected" or
+// "unavailable: <last connection error>".
+func managerStatus(m *downstream.Manager) map[string]string {
+	servers := map[string]string{}
+	for _, name := range m.ServerNames() {
+		if _, _, err := m.ServerTools(name); err != nil {
+			servers[name] = "unavailable: " + err.Error()
+		} else {
+			servers[name] = "connected"
+		}
+	}
+	return servers
+}
+
+func uiURL(addr string) string {
+	if addr == "" {
+		return "disabled"
+	}
+	return "http://" + addr
+}
+
+func serverConfigs(cfg config.Config) []downstream.ServerConfig {
+	out := make([]downstream.ServerConfig, len(cfg.MCPServers))
+	for i, s := range cfg.MCPServers {
+		out[i] = downstream.ServerConfig{
+			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
+			Inherit:   downstream.Inherit{All: s.InheritEnv.All, Names: s.InheritEnv.Names},
+			Transport: s.Transport, Expose: s.Exposed(),
+		}
+	}
+	return out
+}
+
+// probeTools are each server's probe_tools, which the worker publishes
+// with its catalog.
+func probeTools(cfg config.Config) map[string][]string {
+	p := map[string][]string{}
+	for _, s := range cfg.MCPServers {
+		if len(s.ProbeTools) > 0 {
+			p[s.Name] = s.ProbeTools
+		}
+	}
+	return p
+}
