@@ -27,7 +27,7 @@ test: fmt-check vet
 
 ## unit: the fast tests only (no processes started)
 unit:
-	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/...
+	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./worker/... ./cmd/... ./internal/archtest/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/... ./internal/auth/... ./internal/agentproc/...
 
 ## e2e: the end-to-end tests only
 e2e:

@@ -1,0 +1,117 @@
+// Package archtest holds the tests of durawait's architecture: which room
+// (package) may import which (docs/architecture.md).
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/durawait/durawait"
+
+// imports returns the non-test imports of the package in the repository
+// folder dir (relative to the module root).
+func imports(t *testing.T, dir string) []string {
+	t.Helper()
+	root := filepath.Join("..", "..", dir)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatalf("read package %s: %v", dir, err)
+	}
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(root, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("parse %s/%s: %v", dir, name, err)
+		}
+		for _, spec := range f.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			seen[path] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// closure returns every package that dir imports, directly or through other
+// packages of this module.
+func closure(t *testing.T, dir string) []string {
+	t.Helper()
+	all := map[string]bool{}
+	queue := []string{dir}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, p := range imports(t, d) {
+			if all[p] {
+				continue
+			}
+			all[p] = true
+			if rest, ok := strings.CutPrefix(p, module+"/"); ok {
+				queue = append(queue, rest)
+			}
+		}
+	}
+	out := make([]string, 0, len(all))
+	for p := range all {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The rooms and what they may not reach, even through another package.
+func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
+	for _, tc := range []struct {
+		room   string
+		reason string
+		banned func(path string) bool
+	}{
+		{"mcpfront", "the front end does no side effect: it reaches the workers through Temporal (or worker.Local, wired by cmd)",
+			prefixOf(module+"/activities", module+"/worker", module+"/internal/config", "os/exec")},
+		{"workflows", "workflows are deterministic and free of I/O",
+			prefixOf(module+"/", "os", "net", "io/fs", "time/tzdata", "math/rand", "crypto/rand", "github.com/mark3labs")},
+		{"internal/config", "config knows no activity: cmd maps it onto each package's options",
+			prefixOf(module+"/activities", module+"/worker", module+"/mcpfront")},
+		{"activities", "activities know no TOML and no front end",
+			prefixOf(module+"/internal/config", module+"/mcpfront", module+"/worker", "github.com/BurntSushi/toml")},
+		{"worker", "the worker wires workflows and activities; it serves no MCP",
+			prefixOf(module+"/mcpfront", module+"/internal/config")},
+	} {
+		t.Run(tc.room, func(t *testing.T) {
+			for _, p := range closure(t, tc.room) {
+				if tc.banned(p) {
+					t.Errorf("%s reaches %s: %s", tc.room, p, tc.reason)
+				}
+			}
+		})
+	}
+}
+
+// prefixOf matches an import path equal to, or under, one of prefixes
+// (a prefix ending in "/" matches everything under it).
+func prefixOf(prefixes ...string) func(string) bool {
+	return func(path string) bool {
+		for _, p := range prefixes {
+			if path == p || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
