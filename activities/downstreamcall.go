@@ -73,6 +73,10 @@ func (d *Downstream) Call(ctx context.Context, in workflows.DownstreamCall, onPr
 	if len(in.Arguments) > 0 {
 		args = in.Arguments
 	}
+	// The same bound in process as through Temporal (the activity's
+	// start-to-close timeout).
+	ctx, cancel := context.WithTimeout(ctx, workflows.DownstreamCallTimeout)
+	defer cancel()
 	res, err := d.Servers.CallTool(ctx, in.Server, in.Tool, args, onProgress)
 	if err != nil {
 		res = mcp.NewToolResultError(callFailure(in, err))

@@ -21,9 +21,8 @@ func ListPanes(ctx context.Context, in workflows.ListPanesInput) (workflows.List
 		}
 		return workflows.ListPanesOutput{Panes: []workflows.Pane{}, Error: &e}, nil
 	}
-	out := workflows.ListPanesOutput{Panes: make([]workflows.Pane, len(panes))}
-	for i, p := range panes {
-		out.Panes[i] = workflows.Pane(p)
+	if panes == nil {
+		panes = []workflows.Pane{}
 	}
-	return out, nil
+	return workflows.ListPanesOutput{Panes: panes}, nil
 }

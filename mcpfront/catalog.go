@@ -26,15 +26,17 @@ func (r toolRef) canonical() string { return r.Server + "." + r.Def.Name }
 // exposes them under.
 type catalog struct {
 	// source is the workers' catalog this one was built from.
-	source  workflows.DownstreamCatalog
-	native  map[string]bool
-	servers []string
-	byTool  map[string][]toolRef // tool name -> the servers that have it
-	byCanon map[string]toolRef   // "<server>.<tool>" -> tool
-	down    map[string]error     // servers with no tools and a connection error
-	exposed map[string]toolRef   // exposed name -> tool
-	policy  ProbePolicy
-	schemas map[string]*jsonschema.Schema // "<server>.<tool>" -> compiled input schema
+	source workflows.DownstreamCatalog
+	// undecodable lists the tools this front end could not read, by server.
+	undecodable []string
+	native      map[string]bool
+	servers     []string
+	byTool      map[string][]toolRef // tool name -> the servers that have it
+	byCanon     map[string]toolRef   // "<server>.<tool>" -> tool
+	down        map[string]error     // servers with no tools and a connection error
+	exposed     map[string]toolRef   // exposed name -> tool
+	policy      probePolicy
+	schemas     map[string]*jsonschema.Schema // "<server>.<tool>" -> compiled input schema
 }
 
 // newCatalog builds the catalog of the tools the workers published. A tool
@@ -51,7 +53,7 @@ func newCatalog(src workflows.DownstreamCatalog, native []string) *catalog {
 		byCanon: map[string]toolRef{},
 		down:    map[string]error{},
 		exposed: map[string]toolRef{},
-		policy:  ProbePolicy{},
+		policy:  probePolicy{},
 		schemas: map[string]*jsonschema.Schema{},
 	}
 	for _, n := range native {
@@ -70,7 +72,8 @@ func newCatalog(src workflows.DownstreamCatalog, native []string) *catalog {
 		for _, raw := range server.Tools {
 			def, err := decodeTool(raw)
 			if err != nil {
-				continue // a worker lists only the tools it could encode
+				c.undecodable = append(c.undecodable, fmt.Sprintf("%s: %v", server.Name, err))
+				continue
 			}
 			ref := toolRef{Server: server.Name, Def: def}
 			c.byTool[def.Name] = append(c.byTool[def.Name], ref)

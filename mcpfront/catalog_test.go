@@ -21,7 +21,7 @@ type fakeDownstream struct {
 	expose  map[string]bool
 	lastErr map[string]error
 	defs    map[string][]mcp.Tool // full definitions, listed after tools
-	policy  ProbePolicy
+	policy  probePolicy
 	call    func(onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
@@ -68,7 +68,7 @@ func (f fakeDownstream) ListPanes(context.Context, workflows.ListPanesInput) (wo
 
 // catalogOf is the front end's catalog of d's servers, with policy as their
 // probe_tools.
-func catalogOf(t testing.TB, d fakeDownstream, policy ProbePolicy) *catalog {
+func catalogOf(t testing.TB, d fakeDownstream, policy probePolicy) *catalog {
 	t.Helper()
 	d.policy = policy
 	src, err := d.Catalog(context.Background())

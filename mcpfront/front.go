@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -60,6 +61,10 @@ type Front struct {
 
 	mu  sync.Mutex
 	cat *catalog
+	// listed is the JSON of the tool definitions last set.
+	listed string
+	// catalogUnreadable is set while the workers' catalog cannot be read.
+	catalogUnreadable atomic.Bool
 
 	// ttlOnce reads ttl, the retention of closed tasks, once.
 	ttlOnce sync.Once
@@ -95,7 +100,7 @@ func New(opts Options) *Front {
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(argumentsObject),
 	)
-	f.Refresh()
+	f.Refresh(context.Background())
 	return f
 }
 
@@ -107,25 +112,30 @@ func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
 var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents", "list_panes", "wait_for_text"}
 
 // refreshTimeout bounds one read of the workers' catalog.
-const refreshTimeout = 10 * time.Second
+const refreshTimeout = 5 * time.Second
 
 // Refresh rebuilds the tool list from the workers' current catalog. Call it
-// whenever a worker's tool list changes (or poll: see WatchCatalog). While
-// no catalog can be read, the tool list stays as it was (at first: only
-// durawait's own tools).
-func (f *Front) Refresh() {
-	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+// whenever a worker's catalog changes (or poll: see WatchCatalog). While no
+// catalog can be read, the tool list stays as it was (at first: only
+// durawait's own tools); the first failure and the recovery are logged. The
+// clients are told of a new tool list only when it changed.
+func (f *Front) Refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	var src workflows.DownstreamCatalog
 	if f.opts.Workers != nil {
 		var err error
 		src, err = f.opts.Workers.Catalog(ctx)
 		if err != nil {
-			f.opts.Logger.Debug("the downstream catalog could not be read; the tool list stays as it was", "error", err)
+			if !f.catalogUnreadable.Swap(true) {
+				f.opts.Logger.Warn("the workers' downstream catalog cannot be read (is a worker running on the task queue?); the tool list stays as it was", "error", err)
+			}
 			if f.catalog() != nil {
 				return
 			}
 			src = workflows.DownstreamCatalog{}
+		} else if f.catalogUnreadable.Swap(false) {
+			f.opts.Logger.Info("the workers' downstream catalog is readable again")
 		}
 	}
 	f.mu.Lock()
@@ -136,6 +146,9 @@ func (f *Front) Refresh() {
 	cat := newCatalog(src, nativeToolNames)
 	f.cat = cat
 	f.mu.Unlock()
+	for _, bad := range cat.undecodable {
+		f.opts.Logger.Warn("a downstream tool of the workers' catalog could not be read; it is not listed", "tool", bad)
+	}
 
 	var tools []server.ServerTool
 	if len(cat.servers) > 0 {
@@ -157,6 +170,20 @@ func (f *Front) Refresh() {
 	for i := range tools {
 		tools[i].Handler = f.drainable(tools[i].Handler)
 	}
+	defs := make([]mcp.Tool, len(tools))
+	for i, t := range tools {
+		defs[i] = t.Tool
+	}
+	listed, _ := json.Marshal(defs)
+	f.mu.Lock()
+	same := string(listed) == f.listed
+	f.listed = string(listed)
+	f.mu.Unlock()
+	if same {
+		// Only a server's availability changed: the handlers read the
+		// new catalog; the clients' tool list is the same.
+		return
+	}
 	f.mcp.SetTools(tools...)
 }
 
@@ -170,7 +197,7 @@ func (f *Front) WatchCatalog(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			f.Refresh()
+			f.Refresh(ctx)
 		}
 	}
 }

@@ -9,14 +9,14 @@ import (
 // a probe, read-only or not.
 const ProbeAllTools = "*"
 
-// ProbePolicy says which downstream tools wait_for may probe beyond those
+// probePolicy says which downstream tools wait_for may probe beyond those
 // annotated readOnlyHint: true: by server name, the tool names allowed, or
 // ProbeAllTools. It comes from each server's probe_tools config key.
-type ProbePolicy map[string][]string
+type probePolicy map[string][]string
 
 // allows reports whether ref may be probed: wait_for is annotated read-only,
 // so by default only tools annotated readOnlyHint: true can be.
-func (p ProbePolicy) allows(ref toolRef) bool {
+func (p probePolicy) allows(ref toolRef) bool {
 	if ro := ref.Def.Annotations.ReadOnlyHint; ro != nil && *ro {
 		return true
 	}
@@ -25,7 +25,7 @@ func (p ProbePolicy) allows(ref toolRef) bool {
 }
 
 // refusal explains why ref cannot be probed and how to allow it.
-func (p ProbePolicy) refusal(ref toolRef) error {
+func (p probePolicy) refusal(ref toolRef) error {
 	what := "is not annotated readOnlyHint: true"
 	if d := ref.Def.Annotations.DestructiveHint; d != nil && *d {
 		what = "is annotated destructiveHint: true and not readOnlyHint: true"

@@ -40,7 +40,7 @@ func TestProbePolicy(t *testing.T) {
 	const howTo = `; wait_for is read-only, so it probes only read-only tools unless the server allows more: `
 	cases := []struct {
 		name   string
-		policy ProbePolicy
+		policy probePolicy
 		tool   string
 		err    string // empty: allowed
 	}{
@@ -50,13 +50,13 @@ func TestProbePolicy(t *testing.T) {
 			`files.delete_file is annotated destructiveHint: true and not readOnlyHint: true` + howTo +
 				`add probe_tools = ["delete_file"] (or probe_tools = ["*"] for all of its tools) to the [[mcp_servers]] entry with name = "files" in durawait's config`},
 		{"unannotated is refused", nil, "touch", `files.touch is not annotated readOnlyHint: true` + howTo},
-		{"allowed by name", ProbePolicy{"files": {"delete_file"}}, "delete_file", ""},
-		{"allowing one name allows no other", ProbePolicy{"files": {"delete_file"}}, "touch", "files.touch is not annotated"},
-		{"allowed wholesale", ProbePolicy{"files": {ProbeAllTools}}, "touch", ""},
-		{"another server's allowance does not count", ProbePolicy{"hidden": {ProbeAllTools}}, "delete_file", "files.delete_file is annotated destructiveHint"},
+		{"allowed by name", probePolicy{"files": {"delete_file"}}, "delete_file", ""},
+		{"allowing one name allows no other", probePolicy{"files": {"delete_file"}}, "touch", "files.touch is not annotated"},
+		{"allowed wholesale", probePolicy{"files": {ProbeAllTools}}, "touch", ""},
+		{"another server's allowance does not count", probePolicy{"hidden": {ProbeAllTools}}, "delete_file", "files.delete_file is annotated destructiveHint"},
 		{"expose = false stays probeable", nil, "secret_status", ""},
 		{"expose = false follows the same rule", nil, "hidden.wipe", `add probe_tools = ["wipe"]`},
-		{"expose = false allowed by name", ProbePolicy{"hidden": {"wipe"}}, "wipe", ""},
+		{"expose = false allowed by name", probePolicy{"hidden": {"wipe"}}, "wipe", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/sdk/temporal"
@@ -25,5 +26,18 @@ func workflowErrorMessage(err error) string {
 	if errors.As(err, &appErr) {
 		return appErr.Message()
 	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return fmt.Sprintf("no worker answered in time (%s timeout); is a durawait worker running on the task queue?", timeoutType(timeoutErr))
+	}
 	return err.Error()
+}
+
+// timeoutType names a Temporal timeout in words ("schedule-to-start").
+func timeoutType(err *temporal.TimeoutError) string {
+	name := strings.TrimPrefix(err.TimeoutType().String(), "TIMEOUT_TYPE_")
+	if name == "" || name == "UNSPECIFIED" {
+		return "workflow"
+	}
+	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
 }

@@ -38,13 +38,8 @@ type TemporalWorkers struct {
 	TaskQueue string
 }
 
-// catalogQueryTimeout bounds one query of the catalog workflow.
-const catalogQueryTimeout = 5 * time.Second
-
 // Catalog queries the catalog workflow of the task queue.
 func (w TemporalWorkers) Catalog(ctx context.Context) (workflows.DownstreamCatalog, error) {
-	ctx, cancel := context.WithTimeout(ctx, catalogQueryTimeout)
-	defer cancel()
 	id := workflows.CatalogWorkflowID(w.TaskQueue)
 	v, err := w.Client.QueryWorkflow(ctx, id, "", workflows.CatalogQueryName)
 	if err != nil {
@@ -63,7 +58,7 @@ func (w TemporalWorkers) Catalog(ctx context.Context) (workflows.DownstreamCatal
 func (w TemporalWorkers) CallTool(ctx context.Context, in workflows.DownstreamCall, _ func(mcp.ProgressNotificationParams)) (workflows.DownstreamCallResult, error) {
 	var out workflows.DownstreamCallResult
 	err := w.execute(ctx, workflows.DownstreamCallID, "call "+in.Server+"."+in.Tool,
-		workflows.DownstreamCallTimeout+time.Minute, workflows.CallDownstreamToolWorkflowName, in, &out)
+		workflows.DownstreamCallWorkflowTimeout, workflows.CallDownstreamToolWorkflowName, in, &out)
 	return out, err
 }
 
@@ -72,7 +67,7 @@ func (w TemporalWorkers) CallTool(ctx context.Context, in workflows.DownstreamCa
 func (w TemporalWorkers) ListPanes(ctx context.Context, in workflows.ListPanesInput) (workflows.ListPanesOutput, error) {
 	var out workflows.ListPanesOutput
 	err := w.execute(ctx, workflows.ListPanesID, "list_panes on task queue "+in.HostQueue,
-		workflows.ListPanesStartTimeout+time.Minute, workflows.ListPanesWorkflowName, in, &out)
+		workflows.ListPanesWorkflowTimeout, workflows.ListPanesWorkflowName, in, &out)
 	return out, err
 }
 

@@ -99,7 +99,7 @@ func TestRefreshKeepsTheToolsWhileTheCatalogIsUnreadable(t *testing.T) {
 	f := New(Options{Workers: w})
 	assert.Equal(t, []string{"kubectl_get", "wait_for"}, listedNames(t, f))
 	w.fail = true
-	f.Refresh()
+	f.Refresh(context.Background())
 	assert.Equal(t, []string{"kubectl_get", "wait_for"}, listedNames(t, f))
 	assert.Equal(t, map[string]string{"k8s": "connected"}, f.DownstreamStatus())
 }

@@ -170,7 +170,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        5 * time.Second,
-			NonRetryableErrorTypes: []string{ErrTypeAgentInvalidCwd, ErrTypeAgentUnknownConfig},
+			NonRetryableErrorTypes: []string{ErrTypeAgentInvalidCwd, ErrTypeAgentUnknownConfig, ErrTypeAgentStartFailed},
 		},
 	})
 	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{InvocationID: id, Spec: in.Spec})

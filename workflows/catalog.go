@@ -17,12 +17,6 @@ const (
 // workflow takes before it continues as new, keeping its history short.
 const catalogSignalsPerRun = 200
 
-// CatalogWorkflowID is the ID of the catalog workflow of a task queue: one
-// per task queue, shared by its workers.
-func CatalogWorkflowID(taskQueue string) string {
-	return "durawait-catalog/" + taskQueue
-}
-
 // DownstreamCatalog is what a worker offers the front ends: its downstream
 // servers and their tools, and the task queue of its tmux host.
 type DownstreamCatalog struct {
@@ -71,8 +65,12 @@ func Catalog(ctx workflow.Context, latest DownstreamCatalog) error {
 			return workflow.NewContinueAsNewError(ctx, CatalogWorkflowName, latest)
 		}
 		var next DownstreamCatalog
-		signals.Receive(ctx, &next)
-		if ctx.Err() != nil {
+		cancelled := false
+		workflow.NewSelector(ctx).
+			AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &next) }).
+			AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true }).
+			Select(ctx)
+		if cancelled {
 			return ctx.Err()
 		}
 		latest = next

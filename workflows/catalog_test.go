@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -55,7 +56,10 @@ func TestCatalogAnswersTheLatestSignal(t *testing.T) {
 	}, 3*time.Second)
 	env.ExecuteWorkflow(CatalogWorkflowName, DownstreamCatalog{})
 	require.True(t, env.IsWorkflowCompleted())
-	require.Error(t, env.GetWorkflowError(), "cancelled")
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var cancelled *temporal.CanceledError
+	assert.True(t, errors.As(err, &cancelled), "an operator's cancel ends the workflow as cancelled: %v", err)
 }
 
 // After catalogSignalsPerRun signals, the workflow continues as new with

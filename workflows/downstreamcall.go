@@ -40,14 +40,26 @@ type DownstreamCallResult struct {
 	Result json.RawMessage `json:"result"`
 }
 
+// DownstreamCallStartTimeout bounds how long a call waits for a worker to
+// take it.
+const DownstreamCallStartTimeout = 10 * time.Second
+
+// DownstreamCallWorkflowTimeout bounds a CallDownstreamTool workflow: the
+// call's own bound plus a minute for a worker to take it.
+const DownstreamCallWorkflowTimeout = DownstreamCallTimeout + time.Minute
+
 // CallDownstreamTool runs one call of a re-exposed downstream tool on a
 // worker that is connected to the server. It is never retried: a tool call
 // is not idempotent.
 func CallDownstreamTool(ctx workflow.Context, in DownstreamCall) (DownstreamCallResult, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: DownstreamCallTimeout,
-		HeartbeatTimeout:    DownstreamCallHeartbeatTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		// A worker that took the workflow task is up; one that cannot take
+		// the call at once (none connected to the server on this queue) is
+		// answered quickly rather than at the call's bound.
+		ScheduleToStartTimeout: DownstreamCallStartTimeout,
+		StartToCloseTimeout:    DownstreamCallTimeout,
+		HeartbeatTimeout:       DownstreamCallHeartbeatTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	var out DownstreamCallResult
 	err := workflow.ExecuteActivity(actx, CallDownstreamToolActivityName, in).Get(ctx, &out)

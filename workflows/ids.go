@@ -32,6 +32,9 @@ const (
 	// ListPanesIDPrefix starts the ID of one list_panes call run on the
 	// tmux host's worker (ListPanesID).
 	ListPanesIDPrefix = "list_panes/"
+	// CatalogIDPrefix starts the ID of a task queue's catalog workflow
+	// (CatalogWorkflowID); it belongs to no caller.
+	CatalogIDPrefix = "durawait-catalog/"
 )
 
 // WorkflowID is the ID of the workflow that runs this wait for principal:
@@ -90,6 +93,13 @@ func DownstreamCallID(principal string, nonce [12]byte) string {
 // "list_panes/[<tag>/]<nonce in 24 hex digits>", the nonce drawn at random.
 func ListPanesID(principal string, nonce [12]byte) string {
 	return scopedID(ListPanesIDPrefix, principal, hex.EncodeToString(nonce[:]))
+}
+
+// CatalogWorkflowID is the ID of the catalog workflow of a task queue:
+// "durawait-catalog/<task queue>", one per task queue, shared by its
+// workers.
+func CatalogWorkflowID(taskQueue string) string {
+	return CatalogIDPrefix + taskQueue
 }
 
 // Owns reports whether workflowID belongs to principal.

@@ -62,3 +62,17 @@ func TestTextWaitIDIsTheSameForTheSameCall(t *testing.T) {
 	assert.NotEqual(t, id, alice, "principals do not share waits")
 	assert.True(t, Owns("alice", alice))
 }
+
+// A repeated call attaches to a running wait only if its ID is byte for byte
+// the one an earlier release derived: these values are the previous
+// release's (computed by its code) and must never change.
+func TestWaitIDsAreStableAcrossReleases(t *testing.T) {
+	w := WaitForSpec{Probe: Probe{Tool: "k8s.kubectl_get", Args: json.RawMessage(`{"name":"web"}`)},
+		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 60}
+	assert.Equal(t, "wait_for/c3a3a329a2d324c8799dc752", w.WorkflowID(""))
+	assert.Equal(t, "wait_for/p7f8f73a5051901a2acae5454/4bf8bc1ada13b3b0aa4629d7", w.WorkflowID("alice"))
+
+	x := TextWaitSpec{Target: PaneTarget{PaneID: "%3", Generation: "g1:ab"}, Text: "done"}
+	assert.Equal(t, "wait_for_text/c12e83ef900f46f8dde1ea6b", x.WorkflowID("", ""))
+	assert.Equal(t, "wait_for_text/p7f8f73a5051901a2acae5454/59a5305f9dd7d5b3b0a3d7f7", x.WorkflowID("/tmp/s", "alice"))
+}

@@ -22,6 +22,10 @@ const ListPanesStartTimeout = 10 * time.Second
 // listPanesRunTimeout bounds one run of tmux list-panes.
 const listPanesRunTimeout = 30 * time.Second
 
+// ListPanesWorkflowTimeout bounds a ListPanes workflow: its activity's
+// bounds plus a minute for a worker to take the workflow.
+const ListPanesWorkflowTimeout = ListPanesStartTimeout + listPanesRunTimeout + time.Minute
+
 // Pane is one tmux pane, as list_panes reports it.
 type Pane struct {
 	PaneID         string `json:"paneId"`

@@ -41,14 +41,26 @@ type WaitForInput struct {
 // PollInput is the input of the PollProbe activity: the spec and when the
 // wait began, from which Schedule derives everything else.
 //
-// It is recorded in the workflow's history. Inputs recorded by earlier
-// versions also carry deadline, poll and quiet_for; those were always derived
-// from spec and started_at exactly as Schedule and WaitForSpec.QuietFor do,
-// and decoding ignores them.
+// It is recorded in the workflow's history, and a worker of the previous
+// release may run the activity during a rolling upgrade: the legacy fields
+// carry what that release reads (derived from spec and started_at exactly as
+// Schedule and WaitForSpec.QuietFor derive them). This release never reads
+// them; drop them once no worker of that release runs.
 type PollInput struct {
 	Spec WaitForSpec `json:"spec"`
 	// StartedAt is when the wait began (the first call).
 	StartedAt time.Time `json:"started_at"`
+
+	LegacyDeadline time.Time     `json:"deadline,omitzero"`
+	LegacyPoll     time.Duration `json:"poll,omitempty"`
+	LegacyQuietFor time.Duration `json:"quiet_for,omitempty"`
+}
+
+// NewPollInput is the probe loop's input for spec, begun at start.
+func NewPollInput(spec WaitForSpec, start time.Time) PollInput {
+	s := NewPollSchedule(spec, start)
+	return PollInput{Spec: spec, StartedAt: start,
+		LegacyDeadline: s.Deadline, LegacyPoll: s.Poll, LegacyQuietFor: spec.QuietFor()}
 }
 
 // Schedule is the wait's sampling schedule.
@@ -94,7 +106,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 		},
 	})
 
-	input := PollInput{Spec: in.Spec, StartedAt: started}
+	input := NewPollInput(in.Spec, started)
 	var result WaitForResult
 	err := workflow.ExecuteActivity(ctx, PollProbeActivityName, input).Get(ctx, &result)
 	if err == nil {

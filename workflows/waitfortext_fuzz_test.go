@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParseWaitForText checks that ParseWaitForText never panics, names
-// every refusal, and accepts only the seed schema's values: a pane ID of the
+// every refusal, and accepts only the input schema's values: a pane ID of the
 // pattern, lengths in bytes, valid UTF-8.
 func FuzzParseWaitForText(f *testing.F) {
 	for _, s := range []string{

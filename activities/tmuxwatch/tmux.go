@@ -70,21 +70,9 @@ func orErr(msg string, err error) string {
 	return err.Error()
 }
 
-// Pane is one tmux pane, as list_panes reports it.
-type Pane struct {
-	PaneID         string `json:"paneId"`
-	Generation     string `json:"generation"`
-	Session        string `json:"session"`
-	WindowIndex    int    `json:"windowIndex"`
-	WindowName     string `json:"windowName"`
-	PaneIndex      int    `json:"paneIndex"`
-	Title          string `json:"title"`
-	CurrentCommand string `json:"currentCommand"`
-	Width          int    `json:"width"`
-	Height         int    `json:"height"`
-	Active         bool   `json:"active"`
-	Dead           bool   `json:"dead"`
-}
+// Pane is one tmux pane, as list_panes reports it (the wire type lives
+// with the tool's other types in workflows).
+type Pane = workflows.Pane
 
 // paneFormat asks list-panes for the fields of Pane and of its generation,
 // separated by a unit separator that titles do not contain.

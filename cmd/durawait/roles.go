@@ -55,7 +55,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 		health: &healthState{},
 	}
-	if err := p.settle(name); err != nil {
+	if err := p.checkRoles(name); err != nil {
 		return err
 	}
 
@@ -114,9 +114,9 @@ type process struct {
 	front *mcpfront.Front
 }
 
-// settle decides the roles from the configuration and checks what they
+// checkRoles decides the roles from the configuration and checks what they
 // need before anything starts.
-func (p *process) settle(name string) error {
+func (p *process) checkRoles(name string) error {
 	if p.cfg.Temporal != "" {
 		p.roles.engine = false
 		p.temporalAddr = p.cfg.Temporal
@@ -274,7 +274,7 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	stops = append(stops, w.Stop)
 
 	publisher := worker.NewCatalogPublisher(p.temporal, cfg.TaskQueue, p.downstream.Catalog, logger.With("component", "catalog"))
-	p.manager.OnToolsChanged(publisher.Changed)
+	p.manager.OnChanged(publisher.Changed)
 	stops = append(stops, runInBackground(ctx, publisher.Run))
 	return stop, nil
 }
@@ -317,8 +317,8 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 		Version: version,
 	})
 	if p.roles.worker {
-		p.manager.OnToolsChanged(p.front.Refresh)
-		p.front.Refresh() // a change between New and the line above
+		p.manager.OnChanged(func() { p.front.Refresh(ctx) })
+		p.front.Refresh(ctx) // a change between New and the line above
 		return nil, nil
 	}
 	return runInBackground(ctx, func(ctx context.Context) { p.front.WatchCatalog(ctx, catalogPollInterval) }), nil
@@ -381,14 +381,15 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	return nil
 }
 
-// downstreamStatus reports the downstream servers for /healthz: the front
-// end's view of the workers' catalog, or the worker's own connections.
+// downstreamStatus reports the downstream servers for /healthz: the
+// worker's own connections, live, or else the front end's view of the
+// workers' catalog.
 func (p *process) downstreamStatus() func() map[string]string {
 	switch {
-	case p.front != nil:
-		return p.front.DownstreamStatus
 	case p.manager != nil:
 		return func() map[string]string { return managerStatus(p.manager) }
+	case p.front != nil:
+		return p.front.DownstreamStatus
 	}
 	return nil
 }

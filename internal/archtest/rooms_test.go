@@ -92,6 +92,8 @@ func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
 			prefixOf(module+"/internal/config", module+"/mcpfront", module+"/worker", "github.com/BurntSushi/toml")},
 		{"worker", "the worker wires workflows and activities; it serves no MCP",
 			prefixOf(module+"/mcpfront", module+"/internal/config")},
+		{"worker/downstream", "the downstream manager is a worker's part: it knows no front end and no TOML",
+			prefixOf(module+"/mcpfront", module+"/internal/config", "github.com/BurntSushi/toml")},
 	} {
 		t.Run(tc.room, func(t *testing.T) {
 			for _, p := range closure(t, tc.room) {

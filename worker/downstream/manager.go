@@ -163,14 +163,15 @@ func (m *Manager) ServerTools(server string) ([]mcp.Tool, bool, error) {
 	return append([]mcp.Tool(nil), c.tools...), c.cfg.Expose, c.lastErr
 }
 
-// OnToolsChanged registers fn to run whenever a server's tool list changes.
-func (m *Manager) OnToolsChanged(fn func()) {
+// OnChanged registers fn to run whenever a server's tool list changes or
+// the server becomes available or unavailable.
+func (m *Manager) OnChanged(fn func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.listeners = append(m.listeners, fn)
 }
 
-func (m *Manager) notifyToolsChanged() {
+func (m *Manager) notifyChanged() {
 	m.mu.Lock()
 	listeners := append([]func(){}, m.listeners...)
 	m.mu.Unlock()
@@ -291,6 +292,7 @@ func (c *conn) markBroken(cl *client.Client, err error) {
 	c.client = nil
 	c.lastErr = err
 	c.mu.Unlock()
+	c.m.notifyChanged() // now unavailable
 	go func() { _ = cl.Close() }()
 	select {
 	case c.changed <- struct{}{}:

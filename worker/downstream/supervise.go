@@ -36,8 +36,12 @@ func (c *conn) supervise(ctx context.Context) {
 		if err != nil {
 			end()
 			c.mu.Lock()
+			wasOK := c.lastErr == nil
 			c.lastErr = err
 			c.mu.Unlock()
+			if wasOK {
+				c.m.notifyChanged() // unavailable now
+			}
 			delay := policy.failed()
 			c.logger().Warn("downstream MCP server unavailable; retrying", "error", err, "retry_in", delay)
 			if !c.m.sleep(ctx, delay) {
@@ -135,8 +139,8 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 	}
 	c.mu.Lock()
 	c.client = cl
+	changed := !sameTools(c.tools, list.Tools) || c.lastErr != nil
 	c.lastErr = nil
-	changed := !sameTools(c.tools, list.Tools)
 	c.tools = list.Tools
 	c.mu.Unlock()
 	select {
@@ -146,7 +150,7 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 	}
 	c.logger().Info("connected to downstream MCP server", "tools", len(list.Tools))
 	if changed {
-		c.m.notifyToolsChanged()
+		c.m.notifyChanged()
 	}
 	return cl, nil
 }

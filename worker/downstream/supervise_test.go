@@ -87,6 +87,18 @@ func toolNames(t *testing.T, m *Manager, server string) []string {
 	return names
 }
 
+// awaitConnected takes change notifications until server is connected and
+// returns how many it took.
+func awaitConnected(t *testing.T, ctx context.Context, m *Manager, ch <-chan struct{}, server, what string) int {
+	t.Helper()
+	for n := 1; ; n++ {
+		await(t, ctx, ch, what)
+		if _, _, err := m.ServerTools(server); err == nil {
+			return n
+		}
+	}
+}
+
 func await(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -105,18 +117,19 @@ func TestDeadServerIsReconnectedAndListedAgain(t *testing.T) {
 	sleeps := &sleepRecorder{n: -1, cancel: cancel}
 	m.sleep = sleeps.sleep
 	changed := make(chan struct{}, 10)
-	m.OnToolsChanged(func() { changed <- struct{}{} })
+	m.OnChanged(func() { changed <- struct{}{} })
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
 	require.NoError(t, m.WaitReady(ctx))
-	await(t, ctx, changed, "first tool list")
+	awaitConnected(t, ctx, m, changed, "mortal", "first tool list")
 	assert.Contains(t, toolNames(t, m, "mortal"), "gen1")
 
 	_, err := m.CallTool(ctx, "mortal", "die", map[string]any{}, nil)
 	require.Error(t, err, "the process exits without answering")
-	await(t, ctx, changed, "tool list of the restarted server")
+	assert.GreaterOrEqual(t, awaitConnected(t, ctx, m, changed, "mortal", "tool list of the restarted server"), 2,
+		"one change when the server went down, one when it came back")
 
 	names := toolNames(t, m, "mortal")
 	assert.Contains(t, names, "gen2", "listed by the second process")
@@ -161,12 +174,12 @@ func TestHealthyConnectionResetsTheBackoff(t *testing.T) {
 	sleeps := &sleepRecorder{n: 5, cancel: cancel}
 	m.sleep = sleeps.sleep
 	changed := make(chan struct{}, 10)
-	m.OnToolsChanged(func() { changed <- struct{}{} })
+	m.OnChanged(func() { changed <- struct{}{} })
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 
 	for i := range 5 {
-		await(t, ctx, changed, fmt.Sprintf("connection %d", i+1))
+		awaitConnected(t, ctx, m, changed, "flaky", fmt.Sprintf("connection %d", i+1))
 		_, err := m.CallTool(ctx, "flaky", "die", map[string]any{}, nil)
 		require.Error(t, err)
 	}
