@@ -254,6 +254,12 @@ func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
 		if f.opts.Workers == nil {
 			return mcp.NewToolResultError("no durawait worker serves downstream MCP tools"), nil
 		}
+		if f.catalogUnreadable.Load() {
+			// No worker answered the last catalog query: a call would wait
+			// for one until its bound.
+			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: no durawait worker answers on task queue %q right now; call again when one runs",
+				ref.Def.Name, ref.Server, f.opts.TaskQueue)), nil
+		}
 		in := workflows.DownstreamCall{Server: ref.Server, Tool: ref.Def.Name}
 		if req.Params.Arguments != nil {
 			args, err := json.Marshal(req.Params.Arguments)

@@ -102,6 +102,17 @@ func TestRefreshKeepsTheToolsWhileTheCatalogIsUnreadable(t *testing.T) {
 	f.Refresh(context.Background())
 	assert.Equal(t, []string{"kubectl_get", "wait_for"}, listedNames(t, f))
 	assert.Equal(t, map[string]string{"k8s": "connected"}, f.DownstreamStatus())
+
+	// A re-exposed call answers at once that no worker answers, instead of
+	// waiting for one until its bound; it goes through again once one does.
+	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kubectl_get","arguments":{}}}`)
+	res := f.mcp.HandleMessage(context.Background(), call).(mcp.JSONRPCResponse).Result.(*mcp.CallToolResult)
+	require.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(mcp.TextContent).Text, "no durawait worker answers on task queue")
+	w.fail = false
+	f.Refresh(context.Background())
+	res = f.mcp.HandleMessage(context.Background(), call).(mcp.JSONRPCResponse).Result.(*mcp.CallToolResult)
+	assert.Contains(t, res.Content[0].(mcp.TextContent).Text, "not used", "the call reached the workers")
 }
 
 // With no tmux host queue published, the tmux tools answer tmux_unavailable
