@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e fuzz vet fmt-check bench clean
+.PHONY: all build run test unit e2e fuzz vet fmt-check bench screenshot clean
 
 all: build
 
@@ -52,6 +52,12 @@ fuzz:
 		echo "== $$target ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+## screenshot: docs/img/operator-view.png (the Temporal UI's list of running
+## waits in the operator's saved view) and docs/img/wait-detail.png (one wait),
+## rendered by headless Chromium (apt-get install -y chromium) from a real durawait serve
+screenshot:
+	DURAWAIT_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestUIScreenshot$$' -v ./internal/e2e/
 
 vet:
 	$(GO) vet ./...

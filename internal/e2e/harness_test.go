@@ -228,8 +228,23 @@ func (w *workspace) startServeAt(config, addr string) *instance {
 
 func (w *workspace) startServeAtEnv(config, addr string, env []string) *instance {
 	w.t.Helper()
+	return w.startServeCommand(addr, env, serveArgs(config, addr))
+}
+
+// startServeArgs is startServe with extra flags after the usual ones (the
+// last of a repeated flag wins).
+func (w *workspace) startServeArgs(config string, extra ...string) *instance {
+	w.t.Helper()
+	addr := freeAddr(w.t)
+	return w.startServeCommand(addr, nil, append(serveArgs(config, addr), extra...))
+}
+
+// startServeCommand runs durawait with args, serving HTTP on addr, and
+// waits for /healthz to answer 200.
+func (w *workspace) startServeCommand(addr string, env, args []string) *instance {
+	w.t.Helper()
 	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
-	inst.cmd = exec.Command(bin.durawait, serveArgs(config, inst.http)...)
+	inst.cmd = exec.Command(bin.durawait, args...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
 	require.NoError(w.t, inst.cmd.Start())
