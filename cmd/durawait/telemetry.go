@@ -37,7 +37,7 @@ func (p *process) startTelemetry(ctx context.Context) (func(), error) {
 	}
 	p.telemetry = tel
 	meter := tel.MeterProvider.Meter(telemetry.InstrumentationName)
-	_, err = meter.Int64ObservableGauge(metricDownstreamAvailable, metric.WithUnit("1"),
+	_, err = meter.Int64ObservableGauge(metricDownstreamAvailable,
 		metric.WithDescription("1 while a downstream MCP server is connected, 0 while it is unavailable, by server."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			status := p.downstreamStatus()
