@@ -166,7 +166,10 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	w := newWorkspace(t)
 	inst := w.startServeEnv(w.writeConfig(w.demoServer("demo")), []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		// The stock embedded engine refused to start on this one, and
+		// exported over gRPC to this HTTP endpoint without it.
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf",
+		"OTEL_TRACES_EXPORTER=otlp",
 		"OTEL_METRICS_EXPORTER=none",
 		"OTEL_BSP_SCHEDULE_DELAY=100",
 		"OTEL_SERVICE_NAME=durawait-e2e",
@@ -325,4 +328,31 @@ func (m promMetrics) matching(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// With DURAWAIT_ENGINE_OTEL=1 the embedded engine exports its own spans,
+// over the protocol asked for (here OTLP/HTTP), beside durawait's.
+func TestOTelEngineExportsItsSpansOnlyWhenOptedIn(t *testing.T) {
+	collector := &traceCollector{}
+	otlp := httptest.NewServer(collector)
+	defer otlp.Close()
+	w := newWorkspace(t)
+	inst := w.startServeEnv(w.writeConfig(w.demoServer("demo")), []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_METRICS_EXPORTER=none",
+		"OTEL_BSP_SCHEDULE_DELAY=100",
+		"OTEL_SERVICE_NAME=durawait-e2e",
+		"DURAWAIT_ENGINE_OTEL=1",
+	})
+	w.write("a", "READY")
+	require.Equal(t, "matched", inst.client(t).waitFor(t, readFileWait(w.path("a"), nil)).Reason)
+	eventually(t, "spans of the engine's frontend and of durawait", func() bool {
+		collector.mu.Lock()
+		defer collector.mu.Unlock()
+		return collector.services["durawait-e2e.frontend"] && collector.services["durawait-e2e"]
+	})
+	collector.mu.Lock()
+	defer collector.mu.Unlock()
+	assert.Empty(t, collector.bad, "every export was OTLP/HTTP protobuf")
 }
