@@ -208,7 +208,7 @@ func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
 // finishSpan sets the tool's attributes and the status on span, ends it,
 // and returns the call's outcome for the metrics.
 func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error) string {
-	attrs, outcome := callAttributes(t.name, req, res)
+	attrs, outcome := callAttributes(t.name, req, res, span.IsRecording())
 	switch {
 	case err != nil:
 		outcome = OutcomeClientGone
@@ -285,11 +285,14 @@ func noteDetected(ctx context.Context, result workflows.WaitForResult) {
 
 // callAttributes are the span attributes of one call of tool (read from
 // its arguments and its structured result) and the call's outcome for the
-// metrics.
-func callAttributes(tool string, req mcp.CallToolRequest, res *mcp.CallToolResult) ([]attribute.KeyValue, string) {
+// metrics. The arguments are read only for a recording span.
+func callAttributes(tool string, req mcp.CallToolRequest, res *mcp.CallToolResult, recording bool) ([]attribute.KeyValue, string) {
 	var structured any
 	if res != nil {
 		structured = res.StructuredContent
+	}
+	if !recording {
+		req = mcp.CallToolRequest{}
 	}
 	switch tool {
 	case "wait_for":
@@ -390,6 +393,9 @@ func textAttributes(req mcp.CallToolRequest, structured any) ([]attribute.KeyVal
 
 // decodeArgs reads a call's arguments into v, as far as they fit.
 func decodeArgs(req mcp.CallToolRequest, v any) {
+	if req.Params.Arguments == nil {
+		return
+	}
 	raw, err := json.Marshal(req.Params.Arguments)
 	if err == nil {
 		_ = json.Unmarshal(raw, v)

@@ -339,3 +339,44 @@ func TestTheFrontInstrumentsEveryTool(t *testing.T) {
 func TestNoTelemetryWrapsNothing(t *testing.T) {
 	assert.Nil(t, newToolTelemetry(Telemetry{}, "wait_for", t.Logf))
 }
+
+// BenchmarkToolCallInstrumentation is the cost the instrumentation adds to
+// one wait_for call: none, metrics only (the default: /metrics is always
+// on), and metrics with a span recorded.
+func BenchmarkToolCallInstrumentation(b *testing.B) {
+	result := structuredResult(workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Samples: 3, ElapsedSec: 4, LastObservation: "READY"})
+	handler := func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		noteSample(ctx)
+		noteDetected(ctx, workflows.WaitForResult{Reason: workflows.WaitReasonMatched})
+		return result, nil
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_for"
+	req.Params.Arguments = map[string]any{"probe": map[string]any{"tool": "demo.read_file", "args": map[string]any{"path": "/x"}},
+		"until": map[string]any{"matches": "READY"}}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	for _, bc := range []struct {
+		name string
+		tel  Telemetry
+	}{
+		{"off", Telemetry{}},
+		{"metrics", Telemetry{MeterProvider: mp}},
+		{"metrics+traces", Telemetry{MeterProvider: mp, TracerProvider: tp, Propagator: propagation.TraceContext{}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := server.ToolHandlerFunc(handler)
+			if tt := newToolTelemetry(bc.tel, "wait_for", b.Logf); tt != nil {
+				h = tt.handle(handler)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -263,6 +263,7 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 		"every sample the probe loops took")
 	assert.Equal(t, 1.0, metrics.value(`durawait_downstream_available`, `server="demo"`))
 	assert.True(t, metrics.has("temporal_"), "the Temporal SDK's metrics go through the same provider")
+	assert.True(t, metrics.has("http_server_"), "otelhttp's metrics of the /mcp requests")
 }
 
 // promMetrics is a scrape of a Prometheus text exposition.
