@@ -357,3 +357,42 @@ func TestOTelEngineExportsItsSpansOnlyWhenOptedIn(t *testing.T) {
 	defer collector.mu.Unlock()
 	assert.Empty(t, collector.bad, "every export was OTLP/HTTP protobuf")
 }
+
+// Over stdio, trace context in _meta is the tool span's parent too.
+func TestOTelStdioHonoursMeta(t *testing.T) {
+	collector := &traceCollector{}
+	otlp := httptest.NewServer(collector)
+	defer otlp.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("spans received:\n%s", collector.dump())
+		}
+	})
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	w := newWorkspace(t)
+	c, _ := w.stdioClientNoDaemon(w.writeConfig(w.demoServer("demo")))
+
+	const traceID, parentID = "5af7651916cd43dd8448eb211c80319d", "c7ad6b7169203332"
+	w.write("a", "READY")
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_for"
+	req.Params.Arguments = readFileWait(w.path("a"), nil)
+	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + traceID + "-" + parentID + "-01"}}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	res, err := c.CallTool(ctx, req)
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+
+	var chain []*tracepb.Span
+	eventually(t, "the _meta trace from the stdio call to the probe call", func() bool {
+		chain = collector.chain(traceID, "probe ")
+		return len(chain) == len(probeChain)
+	})
+	assert.Equal(t, probeChain, names(chain))
+	tool := chain[len(chain)-1]
+	assert.Equal(t, parentID, hex.EncodeToString(tool.ParentSpanId))
+	assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, tool.Kind)
+}
