@@ -97,9 +97,10 @@ func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHa
 }
 
 // newToolTelemetry builds the instruments of one tool; nil when tel
-// records nothing. warn reports an instrument the meter refused.
+// records nothing of its calls (no tracer, and no meter or a tool that is
+// no wait). warn reports an instrument the meter refused.
 func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
-	if tel.TracerProvider == nil && tel.MeterProvider == nil {
+	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !waitTools[name]) {
 		return nil
 	}
 	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: waitTools[name]}
@@ -139,7 +140,8 @@ func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *to
 // handle is the instrumented handler.
 func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var span trace.Span = trace.SpanFromContext(context.Background())
+		// A no-op span unless there is a tracer.
+		span := trace.SpanFromContext(context.Background())
 		if t.tracer != nil {
 			var kind trace.SpanKind
 			ctx, kind = t.parent(ctx, req)

@@ -335,9 +335,14 @@ func TestTheFrontInstrumentsEveryTool(t *testing.T) {
 	assert.Equal(t, map[string]float64{"outcome=error,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsEnded))
 }
 
-// With no providers, nothing wraps the handlers.
+// With no providers, nothing wraps the handlers; with metrics alone, only
+// the wait tools' handlers are wrapped.
 func TestNoTelemetryWrapsNothing(t *testing.T) {
 	assert.Nil(t, newToolTelemetry(Telemetry{}, "wait_for", t.Logf))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "list_agents", t.Logf))
+	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "demo.read_file", t.Logf))
+	assert.NotNil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "wait_agent", t.Logf))
 }
 
 // BenchmarkToolCallInstrumentation is the cost the instrumentation adds to
