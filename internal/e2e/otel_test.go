@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -395,4 +397,15 @@ func TestOTelStdioHonoursMeta(t *testing.T) {
 	tool := chain[len(chain)-1]
 	assert.Equal(t, parentID, hex.EncodeToString(tool.ParentSpanId))
 	assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, tool.Kind)
+}
+
+// An OTEL_* value durawait cannot honour stops the start with a message
+// naming the variable.
+func TestOTelBadProtocolStopsTheStart(t *testing.T) {
+	w := newWorkspace(t)
+	cmd := exec.Command(bin.durawait, serveArgs(w.writeConfig(w.demoServer("demo")), freeAddr(t))...)
+	cmd.Env = append(os.Environ(), append(w.env(), "OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json")...)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, string(out), `OTEL_EXPORTER_OTLP_PROTOCOL: must be grpc or http/protobuf (got "http/json")`)
 }
