@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/durawait/durawait/workflows"
@@ -77,7 +78,10 @@ func (d *Downstream) Call(ctx context.Context, in workflows.DownstreamCall, onPr
 	// start-to-close timeout).
 	ctx, cancel := context.WithTimeout(ctx, workflows.DownstreamCallTimeout)
 	defer cancel()
+	ctx, span := startCallSpan(ctx, "call "+in.Server+"."+in.Tool,
+		attribute.String("server", in.Server), attribute.String("tool", in.Tool))
 	res, err := d.Servers.CallTool(ctx, in.Server, in.Tool, args, onProgress)
+	endCallSpan(span, err, res != nil && res.IsError)
 	if err != nil {
 		res = mcp.NewToolResultError(callFailure(in, err))
 	}

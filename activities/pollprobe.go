@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -313,7 +314,10 @@ func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, err
 	}
 	done := make(chan answer, 1)
 	go func() {
-		out, err := l.poller.Prober.CallProbe(callCtx, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args)
+		spanCtx, span := startCallSpan(callCtx, "probe "+l.in.Spec.Probe.Tool,
+			attribute.String("probe_tool", l.in.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts))
+		out, err := l.poller.Prober.CallProbe(spanCtx, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args)
+		endCallSpan(span, err, out.IsError)
 		done <- answer{out, err}
 	}()
 	for {

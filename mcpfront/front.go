@@ -52,6 +52,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
+	// Telemetry records a span per tool call and the wait metrics.
+	Telemetry Telemetry
 }
 
 // Front is the MCP server.
@@ -169,6 +171,7 @@ func (f *Front) Refresh(ctx context.Context) {
 	}
 	for i := range tools {
 		tools[i].Handler = f.drainable(tools[i].Handler)
+		tools[i].Handler = f.observed(tools[i].Tool.Name, tools[i].Handler)
 	}
 	defs := make([]mcp.Tool, len(tools))
 	for i, t := range tools {

@@ -20,6 +20,7 @@ import (
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
 	"github.com/durawait/durawait/internal/samplehub"
+	"github.com/durawait/durawait/internal/telemetry"
 	"github.com/durawait/durawait/mcpfront"
 	"github.com/durawait/durawait/worker"
 	"github.com/durawait/durawait/worker/downstream"
@@ -68,7 +69,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			stops[i]()
 		}
 	}()
-	for _, start := range []startStep{p.listenHTTP, p.startEngine, p.dialTemporal, p.startWorker, p.startFront} {
+	for _, start := range []startStep{p.startTelemetry, p.listenHTTP, p.startEngine, p.dialTemporal, p.startWorker, p.startFront} {
 		stop, err := start(ctx)
 		if err != nil {
 			return err
@@ -112,6 +113,9 @@ type process struct {
 
 	// Set by startFront, when the process runs the front end.
 	front *mcpfront.Front
+
+	// Set by startTelemetry.
+	telemetry *telemetry.Providers
 }
 
 // checkRoles decides the roles from the configuration and checks what they
@@ -147,6 +151,7 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 	}
 	p.mux = http.NewServeMux()
 	p.mux.Handle("GET /healthz", p.health)
+	p.mux.Handle("GET /metrics", p.metricsHandler())
 	// Reading a request (headers and body) is bounded; writing is not, so a
 	// 300 s wait's stream is never cut. Idle keep-alive connections are
 	// closed after two minutes.
@@ -184,12 +189,13 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		return nil, err
 	}
 	eng, err := engine.Start(engine.Options{
-		DataDir:   p.cfg.DataDir,
-		Port:      p.cfg.EnginePort,
-		UIPort:    p.cfg.UIPort,
-		Namespace: p.cfg.Namespace,
-		Logger:    p.logger,
-		LogLevel:  max(p.level, slog.LevelWarn),
+		DataDir:      p.cfg.DataDir,
+		Port:         p.cfg.EnginePort,
+		UIPort:       p.cfg.UIPort,
+		Namespace:    p.cfg.Namespace,
+		Logger:       p.logger,
+		LogLevel:     max(p.level, slog.LevelWarn),
+		SpanExporter: p.engineSpans(),
 	})
 	if err != nil {
 		lock.Release()
@@ -211,11 +217,11 @@ func (p *process) startEngine(context.Context) (func(), error) {
 
 // dialTemporal connects the process's Temporal client.
 func (p *process) dialTemporal(ctx context.Context) (func(), error) {
-	tc, err := client.DialContext(ctx, client.Options{
+	tc, err := client.DialContext(ctx, p.instrumented(client.Options{
 		HostPort:  p.temporalAddr,
 		Namespace: p.cfg.Namespace,
 		Logger:    sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk")),
-	})
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", p.temporalAddr, err)
 	}
@@ -262,7 +268,7 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	}
 	w, err := worker.New(worker.Options{
 		Client: p.temporal, TaskQueue: cfg.TaskQueue, Prober: p.manager, Downstream: p.downstream,
-		Observer: p.hub, Agents: runner, TmuxQueue: tmuxQueue,
+		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
 	})
 	if err == nil {
 		err = w.Start()
@@ -313,8 +319,9 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
-		Logger:  p.logger.With("component", "mcpfront"),
-		Version: version,
+		Logger:    p.logger.With("component", "mcpfront"),
+		Version:   version,
+		Telemetry: p.frontTelemetry(),
 	})
 	if p.roles.worker {
 		p.manager.OnChanged(func() { p.front.Refresh(ctx) })
@@ -369,7 +376,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 		mcpHandler = idle.wrap(mcpHandler)
 		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
-	p.mux.Handle("/mcp", mcpHandler)
+	p.mux.Handle("/mcp", p.traced(mcpHandler))
 	p.health.setReady(p.temporalAddr, status)
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()

@@ -20,6 +20,7 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"go.opentelemetry.io/otel/sdk/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
@@ -56,6 +57,9 @@ type Options struct {
 	// Logger receives the engine's logs at LogLevel and above.
 	Logger   *slog.Logger
 	LogLevel slog.Level
+	// SpanExporter receives the engine's own spans; nil exports none,
+	// whatever the OTEL_* environment says (see serverModule).
+	SpanExporter trace.SpanExporter
 
 	// pickPort picks a free port; freePort when nil (a seam for tests).
 	pickPort func(ip string) (int, error)
@@ -293,7 +297,7 @@ func startServer(opts Options, sqlConf *config.SQL) (temporal.Server, *slog.Leve
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
-	server, err := temporal.NewServer(
+	server, err := temporal.NewServerFx(serverModule(opts.SpanExporter),
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{

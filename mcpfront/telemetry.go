@@ -1,0 +1,428 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// Telemetry is the front's OpenTelemetry instrumentation: one span per tool
+// call and the wait metrics. The zero value records nothing.
+type Telemetry struct {
+	// TracerProvider records the tool-call spans; nil records none.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records the wait metrics; nil records none.
+	MeterProvider metric.MeterProvider
+	// Propagator reads W3C trace context from a request's _meta
+	// (traceparent, tracestate, baggage); nil reads none.
+	Propagator propagation.TextMapPropagator
+}
+
+// instrumentationName names the front's tracer and meter.
+const instrumentationName = "github.com/durawait/durawait/mcpfront"
+
+// The metrics the front records (docs/observability.md).
+const (
+	MetricWaitsStarted     = "durawait.waits.started"
+	MetricWaitsEnded       = "durawait.waits.ended"
+	MetricWaitsInFlight    = "durawait.waits.in_flight"
+	MetricWaitDuration     = "durawait.wait.duration"
+	MetricDetectionLatency = "durawait.wait_for.detection_latency"
+)
+
+// The outcomes of a wait that are not read from its result: the tool
+// answered with isError, or the caller went away before the answer (the
+// wait itself runs on to its own bound).
+const (
+	OutcomeError      = "error"
+	OutcomeClientGone = "client_gone"
+)
+
+// waitTools are the tools whose calls count as waits in the metrics.
+var waitTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
+
+// The span attributes of the tool-call spans (the names of the tools'
+// contracts).
+const (
+	attrWaitCondition = attribute.Key("wait_condition")
+	attrProbeTool     = attribute.Key("probe_tool")
+	attrPollCount     = attribute.Key("poll_count")
+	attrStopReason    = attribute.Key("stop_reason")
+	attrElapsedMs     = attribute.Key("elapsed_ms")
+	attrInvocationID  = attribute.Key("invocation_id")
+	attrProvider      = attribute.Key("provider")
+	attrStatus        = attribute.Key("status")
+	attrReason        = attribute.Key("reason")
+	attrPane          = attribute.Key("pane")
+	attrMatched       = attribute.Key("matched")
+	attrSource        = attribute.Key("source")
+	attrTool          = attribute.Key("tool")
+	attrOutcome       = attribute.Key("outcome")
+)
+
+// toolTelemetry instruments the calls of one tool.
+type toolTelemetry struct {
+	name       string
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
+	wait       bool
+	toolAttr   metric.MeasurementOption
+
+	started, ended metric.Int64Counter
+	inFlight       metric.Int64UpDownCounter
+	duration       metric.Float64Histogram
+	detection      metric.Float64Histogram
+}
+
+// observed wraps the handler of the tool called name: one span per call,
+// named after the tool, with the tool's attributes read from its arguments
+// and structured result, and (for the wait tools) the wait metrics.
+func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	t := newToolTelemetry(f.opts.Telemetry, name, f.opts.Logger.Warn)
+	if t == nil {
+		return next
+	}
+	return t.handle(next)
+}
+
+// newToolTelemetry builds the instruments of one tool; nil when tel
+// records nothing of its calls (no tracer, and no meter or a tool that is
+// no wait). warn reports an instrument the meter refused.
+func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
+	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !waitTools[name]) {
+		return nil
+	}
+	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: waitTools[name]}
+	if tel.TracerProvider != nil {
+		t.tracer = tel.TracerProvider.Tracer(instrumentationName)
+	}
+	if tel.MeterProvider != nil && t.wait {
+		m := tel.MeterProvider.Meter(instrumentationName)
+		t.toolAttr = metric.WithAttributeSet(attribute.NewSet(attrTool.String(name)))
+		var errs []error
+		add := func(err error) { errs = append(errs, err) }
+		var err error
+		t.started, err = m.Int64Counter(MetricWaitsStarted, metric.WithUnit("{wait}"),
+			metric.WithDescription("Wait tool calls started (wait_for, wait_for_text, wait_agent), by tool."))
+		add(err)
+		t.ended, err = m.Int64Counter(MetricWaitsEnded, metric.WithUnit("{wait}"),
+			metric.WithDescription("Wait tool calls answered, by tool and outcome."))
+		add(err)
+		t.inFlight, err = m.Int64UpDownCounter(MetricWaitsInFlight, metric.WithUnit("{wait}"),
+			metric.WithDescription("Wait tool calls in flight, by tool."))
+		add(err)
+		t.duration, err = m.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
+			metric.WithDescription("Duration of a wait tool call, from the call to its answer, by tool and outcome."),
+			metric.WithExplicitBucketBoundaries(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+		add(err)
+		t.detection, err = m.Float64Histogram(MetricDetectionLatency, metric.WithUnit("s"),
+			metric.WithDescription("wait_for: from the worker holding the probe answer that met the condition to the tool call answering."),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+		add(err)
+		if err := errors.Join(errs...); err != nil {
+			warn("a wait metric could not be created; it records nothing", "tool", name, "error", err)
+		}
+	}
+	return t
+}
+
+// handle is the instrumented handler.
+func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// A no-op span unless there is a tracer.
+		span := trace.SpanFromContext(context.Background())
+		if t.tracer != nil {
+			var kind trace.SpanKind
+			ctx, kind = t.parent(ctx, req)
+			ctx, span = t.tracer.Start(ctx, t.name, trace.WithSpanKind(kind))
+		}
+		rec := &callRecord{}
+		ctx = context.WithValue(ctx, callRecordKey{}, rec)
+		start := time.Now()
+		if t.wait {
+			t.count(ctx, t.started, 1)
+			t.upDown(ctx, 1)
+		}
+
+		res, err := next(ctx, req)
+
+		answered := time.Now()
+		outcome := t.finishSpan(span, req, res, err)
+		if t.wait {
+			t.upDown(ctx, -1)
+			t.measure(ctx, outcome, answered.Sub(start), rec, answered)
+		}
+		return res, err
+	}
+}
+
+// parent picks the call span's parent: W3C trace context in the request's
+// _meta wins (a server span under the caller's span); otherwise the span
+// already in ctx (the otelhttp span: an internal span under it), or none
+// (a server span, the root of a trace).
+func (t *toolTelemetry) parent(ctx context.Context, req mcp.CallToolRequest) (context.Context, trace.SpanKind) {
+	if t.propagator != nil {
+		if carrier := metaCarrier(req); carrier != nil {
+			extracted := t.propagator.Extract(ctx, carrier)
+			if sc := trace.SpanContextFromContext(extracted); sc.IsValid() && sc.IsRemote() {
+				return extracted, trace.SpanKindServer
+			}
+		}
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, trace.SpanKindInternal
+	}
+	return ctx, trace.SpanKindServer
+}
+
+// metaCarrier is the W3C trace context of a request's _meta (string
+// values of traceparent, tracestate and baggage), or nil.
+func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	var carrier propagation.MapCarrier
+	for _, key := range []string{"traceparent", "tracestate", "baggage"} {
+		if v, ok := req.Params.Meta.AdditionalFields[key].(string); ok && v != "" {
+			if carrier == nil {
+				carrier = propagation.MapCarrier{}
+			}
+			carrier[key] = v
+		}
+	}
+	if carrier["traceparent"] == "" {
+		return nil
+	}
+	return carrier
+}
+
+// finishSpan sets the tool's attributes and the status on span, ends it,
+// and returns the call's outcome for the metrics.
+func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error) string {
+	attrs, outcome := callAttributes(t.name, req, res, span.IsRecording())
+	switch {
+	case err != nil:
+		outcome = OutcomeClientGone
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			outcome = OutcomeError
+		}
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	case res != nil && res.IsError:
+		outcome = OutcomeError
+		span.SetStatus(codes.Error, shorten(resultText(res), 512))
+	}
+	if len(attrs) > 0 {
+		span.SetAttributes(attrs...)
+	}
+	span.End()
+	return outcome
+}
+
+// count, upDown and measure record the wait metrics (when the meter gave
+// the instruments).
+func (t *toolTelemetry) count(ctx context.Context, c metric.Int64Counter, n int64) {
+	if c != nil {
+		c.Add(ctx, n, t.toolAttr)
+	}
+}
+
+func (t *toolTelemetry) upDown(ctx context.Context, n int64) {
+	if t.inFlight != nil {
+		t.inFlight.Add(ctx, n, t.toolAttr)
+	}
+}
+
+func (t *toolTelemetry) measure(ctx context.Context, outcome string, took time.Duration, rec *callRecord, answered time.Time) {
+	withOutcome := metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrOutcome.String(outcome)))
+	if t.ended != nil {
+		t.ended.Add(ctx, 1, withOutcome)
+	}
+	if t.duration != nil {
+		t.duration.Record(ctx, took.Seconds(), withOutcome)
+	}
+	if t.detection != nil && rec.detected && !rec.sampleAt.IsZero() {
+		t.detection.Record(ctx, answered.Sub(rec.sampleAt).Seconds(),
+			metric.WithAttributeSet(attribute.NewSet(attrOutcome.String(outcome))))
+	}
+}
+
+// callRecord is what a handler tells the instrumentation about its call.
+type callRecord struct {
+	// sampleAt is when the call learnt of the wait's latest sample.
+	sampleAt time.Time
+	// detected says the answer is a condition met (not a timeout).
+	detected bool
+}
+
+type callRecordKey struct{}
+
+// noteSample tells the instrumentation of ctx's call that a sample of its
+// wait arrived now (the in-process feed delivers it the moment the worker
+// holds the probe's answer).
+func noteSample(ctx context.Context) {
+	if rec, ok := ctx.Value(callRecordKey{}).(*callRecord); ok {
+		rec.sampleAt = time.Now()
+	}
+}
+
+// noteDetected tells the instrumentation of ctx's call that its answer is
+// a condition met on the latest sample.
+func noteDetected(ctx context.Context, result workflows.WaitForResult) {
+	if rec, ok := ctx.Value(callRecordKey{}).(*callRecord); ok && result.Reason != workflows.WaitReasonTimeout {
+		rec.detected = true
+	}
+}
+
+// callAttributes are the span attributes of one call of tool (read from
+// its arguments and its structured result) and the call's outcome for the
+// metrics. The arguments are read only for a recording span.
+func callAttributes(tool string, req mcp.CallToolRequest, res *mcp.CallToolResult, recording bool) ([]attribute.KeyValue, string) {
+	var structured any
+	if res != nil {
+		structured = res.StructuredContent
+	}
+	if !recording {
+		req = mcp.CallToolRequest{}
+	}
+	switch tool {
+	case "wait_for":
+		return waitForAttributes(req, structured)
+	case "start_agent", "wait_agent", "cancel_agent":
+		return agentAttributes(tool, req, structured)
+	case "wait_for_text":
+		return textAttributes(req, structured)
+	}
+	return nil, ""
+}
+
+func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
+	var args struct {
+		Probe struct {
+			Tool string `json:"tool"`
+		} `json:"probe"`
+		Until map[string]json.RawMessage `json:"until"`
+	}
+	decodeArgs(req, &args)
+	var attrs []attribute.KeyValue
+	for _, kind := range []workflows.ConditionKind{workflows.ConditionMatches, workflows.ConditionNotMatches, workflows.ConditionQuietForSec} {
+		if _, ok := args.Until[string(kind)]; ok {
+			attrs = append(attrs, attrWaitCondition.String(string(kind)))
+			break
+		}
+	}
+	if args.Probe.Tool != "" {
+		attrs = append(attrs, attrProbeTool.String(args.Probe.Tool))
+	}
+	var result workflows.WaitForResult
+	if !asResult(structured, &result) || result.Reason == "" {
+		return attrs, ""
+	}
+	attrs = append(attrs,
+		attrPollCount.Int(result.Samples),
+		attrStopReason.String(string(result.Reason)),
+		attrElapsedMs.Int64(int64(result.ElapsedSec*1000+0.5)))
+	return attrs, string(result.Reason)
+}
+
+func agentAttributes(tool string, req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
+	var args struct {
+		InvocationID string `json:"invocation_id"`
+		Provider     string `json:"provider"`
+	}
+	decodeArgs(req, &args)
+	var payload workflows.InvocationPayload
+	asResult(structured, &payload)
+	var attrs []attribute.KeyValue
+	id := payload.InvocationID
+	if id == "" {
+		id = args.InvocationID
+	}
+	if id != "" {
+		attrs = append(attrs, attrInvocationID.String(id))
+	}
+	if tool == "start_agent" && args.Provider != "" {
+		attrs = append(attrs, attrProvider.String(args.Provider))
+	}
+	if payload.Status == "" {
+		return attrs, ""
+	}
+	attrs = append(attrs, attrStatus.String(string(payload.Status)), attrReason.String(string(payload.Reason)))
+	return attrs, string(payload.Status)
+}
+
+func textAttributes(req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
+	var args struct {
+		Target struct {
+			PaneID string `json:"paneId"`
+		} `json:"target"`
+	}
+	decodeArgs(req, &args)
+	var attrs []attribute.KeyValue
+	if args.Target.PaneID != "" {
+		attrs = append(attrs, attrPane.String(args.Target.PaneID))
+	}
+	var out struct {
+		*workflows.TextWaitResult
+		Error *workflows.TextWaitError `json:"error"`
+	}
+	if !asResult(structured, &out) {
+		return attrs, ""
+	}
+	switch {
+	case out.Error != nil:
+		return attrs, string(out.Error.Code)
+	case out.TextWaitResult != nil && out.Source != "":
+		attrs = append(attrs, attrMatched.Bool(out.Matched), attrSource.String(out.Source))
+		if out.Matched {
+			return attrs, "matched"
+		}
+		return attrs, "not_matched"
+	}
+	return attrs, ""
+}
+
+// decodeArgs reads a call's arguments into v, as far as they fit.
+func decodeArgs(req mcp.CallToolRequest, v any) {
+	if req.Params.Arguments == nil {
+		return
+	}
+	raw, err := json.Marshal(req.Params.Arguments)
+	if err == nil {
+		_ = json.Unmarshal(raw, v)
+	}
+}
+
+// asResult reads a structured result into v: directly when it already is
+// v's type, through JSON otherwise. It reports whether v was filled.
+func asResult[T any](structured any, v *T) bool {
+	switch s := structured.(type) {
+	case nil:
+		return false
+	case T:
+		*v = s
+		return true
+	case *T:
+		if s == nil {
+			return false
+		}
+		*v = *s
+		return true
+	}
+	raw, err := json.Marshal(structured)
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(raw, v) == nil
+}
