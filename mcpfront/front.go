@@ -48,8 +48,10 @@ type Options struct {
 	// configured.
 	Agents AgentOptions
 	// Tmux configures the opt-in tmux tools.
-	Tmux   TmuxOptions
-	Logger *slog.Logger
+	Tmux TmuxOptions
+	// CallEvents configures the tool-call events and the wait log lines.
+	CallEvents CallEventOptions
+	Logger     *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
 }
@@ -169,6 +171,7 @@ func (f *Front) Refresh(ctx context.Context) {
 	}
 	for i := range tools {
 		tools[i].Handler = f.drainable(tools[i].Handler)
+		tools[i].Handler = f.callEvents(tools[i].Tool.Name, tools[i].Handler)
 	}
 	defs := make([]mcp.Tool, len(tools))
 	for i, t := range tools {
