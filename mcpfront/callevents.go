@@ -156,7 +156,7 @@ func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) 
 	waitID := c.waitID
 	c.mu.Unlock()
 	if waitID != "" {
-		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration", took.Round(time.Millisecond))...)
+		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration_ms", took.Milliseconds())...)
 	}
 }
 
