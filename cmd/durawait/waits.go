@@ -69,7 +69,7 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if opts.Limit < 1 {
+	if sub == "list" && opts.Limit < 1 {
 		return fmt.Errorf("--limit: must be at least 1, got %d", opts.Limit)
 	}
 
