@@ -327,4 +327,3 @@ func TestEventsStreamWithoutAuthSeesEveryCall(t *testing.T) {
 	callTool(t, f, "carol", "wait_for", waitForArgs)
 	assert.Equal(t, "carol", nextFrame(t, frames).Principal)
 }
-
