@@ -452,3 +452,40 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// readyz GETs /readyz of an instance: its status and the failed checks.
+func (i *instance) readyz(t testing.TB) (int, []string) {
+	t.Helper()
+	resp, err := http.Get("http://" + i.http + "/readyz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var rep struct {
+		Failed []string `json:"failed"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+	return resp.StatusCode, rep.Failed
+}
+
+// A front end alone is ready only while some worker polls its task queue:
+// on a queue no worker polls, /readyz answers 503 naming the workers check
+// while /healthz (liveness) answers 200.
+func TestOpsReadyzOfAFrontNamesMissingWorkers(t *testing.T) {
+	w := newWorkspace(t)
+	w.startServe(w.writeConfig(w.demoServer("demo")))
+	engine := w.owner().Engine
+	require.NotEmpty(t, engine)
+
+	// (Each front reads the config file when it starts; the next write
+	// does not change it.)
+	lonely := w.startFront(w.writeConfigWith(`task_queue = "nobody-polls-this"`), engine)
+	status, failed := lonely.readyz(t)
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, []string{"workers"}, failed, "Temporal answers; no worker polls the queue")
+
+	// On the serve's queue, the serve's worker makes the front ready.
+	front := w.startFront(w.writeConfigWith(""), engine)
+	eventually(t, "the front's /readyz 200", func() bool {
+		status, _ := front.readyz(t)
+		return status == http.StatusOK
+	})
+}
