@@ -301,7 +301,8 @@ func StartReporter(ctx context.Context, method string, req, reply any, cc *grpc.
 // Events (see docs/operations.md), behind the same Origin check and
 // authentication as /mcp (opts as for HTTPHandlerWith). A principal sees
 // only its own calls' events; the local user (no authentication) sees
-// every call. ?tool= filters by tool (repeatable, or a comma list).
+// every call. ?tool= filters by tool (repeatable, or a comma list). Drain
+// ends the streams.
 func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
 	origins := map[string]bool{}
 	for _, o := range opts.AllowedOrigins {
@@ -339,7 +340,12 @@ func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
 		filter := callevents.Filter{Tools: tools, Principal: principal, AllPrincipals: opts.Authenticate == nil}
 		sub, unsubscribe := hub.Subscribe(filter)
 		defer unsubscribe()
-		if err := callevents.Stream(r.Context(), w, sub, 0); err != nil && !errors.Is(err, context.Canceled) {
+		// A shutdown ends the stream (Drain), so the listener closes at
+		// once instead of waiting for the subscriber to leave.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(f.drain.stop, cancel)()
+		if err := callevents.Stream(ctx, w, sub, 0); err != nil && !errors.Is(err, context.Canceled) {
 			f.opts.Logger.Debug("event stream ended", "error", err)
 		}
 	})

@@ -327,3 +327,19 @@ func TestEventsStreamWithoutAuthSeesEveryCall(t *testing.T) {
 	callTool(t, f, "carol", "wait_for", waitForArgs)
 	assert.Equal(t, "carol", nextFrame(t, frames).Principal)
 }
+
+// A shutdown's drain ends the event streams, so the HTTP server need not
+// wait for the subscribers to leave.
+func TestDrainEndsTheEventStreams(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true}))
+	t.Cleanup(srv.Close)
+	frames := subscribeEvents(t, srv.URL, "")
+	f.Drain(testContext(t))
+	select {
+	case _, open := <-frames:
+		assert.False(t, open, "no event, the stream ended")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream outlived the drain")
+	}
+}
