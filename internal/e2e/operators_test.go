@@ -376,6 +376,10 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	require.True(t, ok, errOut)
 	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
 	assert.Contains(t, table, id)
+	// The same through --temporal, as against a cluster.
+	table, errOut, ok = w.waits("list", "--temporal", w.owner().Engine, "--namespace", "default", "--running")
+	require.True(t, ok, errOut)
+	assert.Contains(t, table, id)
 
 	// show: the call, its state changes, the last observation.
 	var detail struct {
