@@ -321,7 +321,7 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
-		CallEvents: mcpfront.CallEventOptions{Hub: callevents.NewHub(0), ResultMaxLength: cfg.ToolResultMaxLength},
+		CallEvents: mcpfront.CallEventOptions{Hub: callevents.NewHub(0), ResultMaxLength: cfg.EventResultMaxLen},
 		Logger:     p.logger.With("component", "mcpfront"),
 		Version:    version,
 	})

@@ -38,9 +38,10 @@ type Config struct {
 	// LogFormat is "text" (logfmt-style key=value lines) or "json" (one
 	// JSON object per line).
 	LogFormat string `toml:"log_format"`
-	// ToolResultMaxLength cuts the tool results carried by GET /events to
-	// this many characters (a marker says how many were cut).
-	ToolResultMaxLength int `toml:"tool_result_max_length"`
+	// EventResultMaxLen (tool_result_max_length) cuts the tool results
+	// carried by GET /events to this many characters (a marker says how
+	// many were cut).
+	EventResultMaxLen int `toml:"tool_result_max_length"`
 	// DaemonIdleExitMin is how long the background daemon that stdio
 	// sessions share stays up with no client connected and no wait running;
 	// 0 keeps it up until `durawait stop`.
@@ -161,20 +162,20 @@ func (s MCPServer) Exposed() bool { return s.Expose == nil || *s.Expose }
 func Default() Config {
 	dataDir, _ := StateDir(os.Getenv)
 	return Config{
-		HTTP:                "127.0.0.1:8765",
-		DataDir:             dataDir,
-		DaemonIdleExitMin:   30,
-		HTTPReadTimeoutSec:  30,
-		Namespace:           "default",
-		TaskQueue:           "durawait",
-		EnginePort:          7233,
-		UIPort:              8233,
-		LogLevel:            "info",
-		LogFormat:           "text",
-		ToolResultMaxLength: 16384,
-		WaitFor:             WaitFor{HeartbeatTimeoutSec: 5},
-		Agents:              Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
-		Tmux:                Tmux{WaitMaxSec: 60},
+		HTTP:               "127.0.0.1:8765",
+		DataDir:            dataDir,
+		DaemonIdleExitMin:  30,
+		HTTPReadTimeoutSec: 30,
+		Namespace:          "default",
+		TaskQueue:          "durawait",
+		EnginePort:         7233,
+		UIPort:             8233,
+		LogLevel:           "info",
+		LogFormat:          "text",
+		EventResultMaxLen:  16384,
+		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5},
+		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
+		Tmux:               Tmux{WaitMaxSec: 60},
 	}
 }
 
@@ -263,8 +264,8 @@ func (c Config) Validate() error {
 	if !slices.Contains(LogFormats, c.LogFormat) {
 		bad("log_format: must be %s, got %q", strings.Join(LogFormats, " or "), c.LogFormat)
 	}
-	if c.ToolResultMaxLength < 1 {
-		bad("tool_result_max_length: must be at least 1 (characters), got %d", c.ToolResultMaxLength)
+	if c.EventResultMaxLen < 1 {
+		bad("tool_result_max_length: must be at least 1 (characters), got %d", c.EventResultMaxLen)
 	}
 	if c.WaitFor.HeartbeatTimeoutSec < 1 {
 		bad("wait_for.heartbeat_timeout_sec: must be at least 1, got %d", c.WaitFor.HeartbeatTimeoutSec)

@@ -70,7 +70,7 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	cfg.Namespace = ""
 	cfg.LogLevel = "loud"
 	cfg.LogFormat = "xml"
-	cfg.ToolResultMaxLength = 0
+	cfg.EventResultMaxLen = 0
 	cfg.UIPort = 70000
 	cfg.WaitFor.HeartbeatTimeoutSec = 0
 	cfg.MCPServers = []MCPServer{
