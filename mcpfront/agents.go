@@ -98,6 +98,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
 	}
+	noteWait(ctx, id, waitStarted)
 	return structuredResult(workflows.InvocationPayload{
 		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted,
 	}), nil
@@ -111,6 +112,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
 	}
+	noteWait(ctx, id, waitAttached)
 	events, unsubscribe := f.subscribe(id)
 	defer unsubscribe()
 	var (
@@ -128,8 +130,8 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	}()
 	token := progressToken(req)
 	report := func(ev workflows.WaitEvent) {
-		if p, ok := ev.(workflows.AgentProgress); ok && token != nil {
-			f.sendProgress(ctx, token, float64(p.Step), 0, p.Message)
+		if p, ok := ev.(workflows.AgentProgress); ok {
+			f.reportProgress(ctx, token, float64(p.Step), 0, p.Message)
 		}
 	}
 	for waiting := true; waiting; {

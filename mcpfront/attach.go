@@ -56,11 +56,13 @@ type sharedWait struct {
 func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan workflows.WaitEvent, func(), error) {
 	events, unsubscribe := f.subscribe(w.id)
 	f.waitSettled(ctx, w.id)
-	run, err := f.start(ctx, w)
+	report := &startReport{}
+	run, err := f.start(context.WithValue(ctx, startReportKey{}, report), w)
 	if err != nil {
 		unsubscribe()
 		return nil, nil, nil, err
 	}
+	noteWait(ctx, run.GetID(), report.how())
 	return run, events, unsubscribe, nil
 }
 

@@ -48,8 +48,10 @@ type Options struct {
 	// configured.
 	Agents AgentOptions
 	// Tmux configures the opt-in tmux tools.
-	Tmux   TmuxOptions
-	Logger *slog.Logger
+	Tmux TmuxOptions
+	// CallEvents configures the tool-call events and the wait log lines.
+	CallEvents CallEventOptions
+	Logger     *slog.Logger
 	// Version is reported to MCP clients.
 	Version string
 	// Telemetry records a span per tool call and the wait metrics.
@@ -171,6 +173,7 @@ func (f *Front) Refresh(ctx context.Context) {
 	}
 	for i := range tools {
 		tools[i].Handler = f.drainable(tools[i].Handler)
+		tools[i].Handler = f.callEvents(tools[i].Tool.Name, tools[i].Handler)
 		tools[i].Handler = f.observed(tools[i].Tool.Name, tools[i].Handler)
 	}
 	defs := make([]mcp.Tool, len(tools))

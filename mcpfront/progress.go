@@ -15,6 +15,16 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 	return req.Params.Meta.ProgressToken
 }
 
+// reportProgress reports one sample or state change of a call's wait: as a
+// tool-call event, and as a progress notification when the caller sent a
+// progress token (nil: none).
+func (f *Front) reportProgress(ctx context.Context, token mcp.ProgressToken, progress, total float64, message string) {
+	noteProgress(ctx, progress, total, message)
+	if token != nil {
+		f.sendProgress(ctx, token, progress, total, message)
+	}
+}
+
 // sendProgress sends one notifications/progress for the caller's token on
 // the caller's own stream; total 0 is left out.
 func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, progress, total float64, message string) {

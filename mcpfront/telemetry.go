@@ -49,8 +49,8 @@ const (
 	OutcomeClientGone = "client_gone"
 )
 
-// waitTools are the tools whose calls count as waits in the metrics.
-var waitTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
+// meteredWaitTools are the tools whose calls count as waits in the metrics.
+var meteredWaitTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
 
 // The span attributes of the tool-call spans (the names of the tools'
 // contracts).
@@ -100,10 +100,10 @@ func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHa
 // records nothing of its calls (no tracer, and no meter or a tool that is
 // no wait). warn reports an instrument the meter refused.
 func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
-	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !waitTools[name]) {
+	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !meteredWaitTools[name]) {
 		return nil
 	}
-	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: waitTools[name]}
+	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: meteredWaitTools[name]}
 	if tel.TracerProvider != nil {
 		t.tracer = tel.TracerProvider.Tracer(instrumentationName)
 	}

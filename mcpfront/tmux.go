@@ -117,9 +117,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 			out = e
 			return true
 		case workflows.BaselineRead:
-			if token != nil {
-				f.sendProgress(ctx, token, 1, 0, fmt.Sprintf("baseline of pane %s read (%d bytes); following its output", e.PaneID, e.Bytes))
-			}
+			f.reportProgress(ctx, token, 1, 0, fmt.Sprintf("baseline of pane %s read (%d bytes); following its output", e.PaneID, e.Bytes))
 		}
 		return false
 	})

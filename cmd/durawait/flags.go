@@ -25,6 +25,7 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 		enginePort = fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)")
 		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
 		logLevel   = fs.String("log-level", def.LogLevel, "debug, info, warn or error")
+		logFormat  = fs.String("log-format", def.LogFormat, "log line format: text or json")
 		tmuxSocket = fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)")
 		tools      []string
 	)
@@ -69,6 +70,8 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 			cfg.UIPort = *uiPort
 		case "log-level":
 			cfg.LogLevel = *logLevel
+		case "log-format":
+			cfg.LogFormat = *logFormat
 		case "tmux-socket":
 			cfg.Tmux.Socket = *tmuxSocket
 		case "tool":

@@ -6,6 +6,7 @@
 //	durawait front    an MCP front end only, against an existing Temporal
 //	durawait status   show the background daemon of a data dir
 //	durawait stop     stop it
+//	durawait waits    list, show and cancel waits (operators)
 //	durawait version  print the version
 package main
 
@@ -43,6 +44,7 @@ commands:
   front     run an MCP front end only, against --temporal HOST:PORT
   status    show the process that owns the data dir (the daemon of stdio sessions)
   stop      stop it
+  waits     list, show and cancel waits (durawait waits -h)
   version   print the version
 
 Run 'durawait <command> -h' for the flags of a command.
@@ -66,6 +68,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "stop":
 		return runStop(ctx, rest, stdout, stderr)
+	case "waits":
+		return runWaits(ctx, rest, stdout, stderr)
 	case "agent-supervise":
 		code, err := runSupervise(rest, stderr)
 		if err != nil {

@@ -14,11 +14,14 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/callevents"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
+	"github.com/durawait/durawait/internal/readiness"
 	"github.com/durawait/durawait/internal/samplehub"
 	"github.com/durawait/durawait/internal/telemetry"
 	"github.com/durawait/durawait/mcpfront"
@@ -53,8 +56,9 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		roles:  r,
 		cfg:    cfg,
 		level:  level,
-		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		logger: newLogger(cfg, stderr),
 		health: &healthState{},
+		ready:  &readiness.Handler{},
 	}
 	if err := p.checkRoles(name); err != nil {
 		return err
@@ -97,6 +101,7 @@ type process struct {
 
 	// Set by listenHTTP, when the process serves HTTP.
 	health       *healthState
+	ready        *readiness.Handler
 	mux          *http.ServeMux
 	mcpURL       string
 	shutdownHTTP func()
@@ -152,6 +157,7 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 	p.mux = http.NewServeMux()
 	p.mux.Handle("GET /healthz", p.health)
 	p.mux.Handle("GET /metrics", p.metricsHandler())
+	p.mux.Handle("GET /readyz", p.ready)
 	// Reading a request (headers and body) is bounded; writing is not, so a
 	// 300 s wait's stream is never cut. Idle keep-alive connections are
 	// closed after two minutes.
@@ -221,6 +227,8 @@ func (p *process) dialTemporal(ctx context.Context) (func(), error) {
 		HostPort:  p.temporalAddr,
 		Namespace: p.cfg.Namespace,
 		Logger:    sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk")),
+		// Tells the front end whether a call started its wait or attached.
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(mcpfront.StartReporter)}},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", p.temporalAddr, err)
@@ -319,9 +327,10 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
-		Logger:    p.logger.With("component", "mcpfront"),
-		Version:   version,
-		Telemetry: p.frontTelemetry(),
+		CallEvents: mcpfront.CallEventOptions{Hub: callevents.NewHub(0), ResultMaxLength: cfg.EventResultMaxLen},
+		Logger:     p.logger.With("component", "mcpfront"),
+		Version:    version,
+		Telemetry:  p.frontTelemetry(),
 	})
 	if p.roles.worker {
 		p.manager.OnChanged(func() { p.front.Refresh(ctx) })
@@ -336,6 +345,7 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 // calls before the steps stop.
 func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	status := p.downstreamStatus()
+	p.ready.SetChecks(readiness.Temporal(p.temporal, p.temporalAddr), readiness.Workers(p.temporal, p.cfg.TaskQueue, nil))
 	if p.front == nil {
 		p.health.setReady(p.temporalAddr, status)
 		<-ctx.Done()
@@ -366,17 +376,19 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	var mcpHandler http.Handler = p.front.HTTPHandlerWith("/mcp", mcpfront.HTTPOptions{
+	httpOpts := mcpfront.HTTPOptions{
 		Loopback:       p.cfg.HTTPLoopback(),
 		AllowedOrigins: p.cfg.AllowedOrigins,
 		Authenticate:   authenticate,
-	})
+	}
+	var mcpHandler http.Handler = p.front.HTTPHandlerWith("/mcp", httpOpts)
 	if p.roles.daemon && p.cfg.DaemonIdleExitMin > 0 {
 		idle := &activity{}
 		mcpHandler = idle.wrap(mcpHandler)
 		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
 	p.mux.Handle("/mcp", p.traced(mcpHandler))
+	p.mux.Handle("/events", p.front.EventsHandler(httpOpts))
 	p.health.setReady(p.temporalAddr, status)
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()

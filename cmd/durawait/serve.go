@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 
@@ -31,8 +30,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		all.daemon = true
 		return runRoles(ctx, "serve", all, cfg, stdin, stdout, stderr)
 	case cfg.Stdio && cfg.Temporal == "" && !noDaemon:
-		level, _ := cfg.SlogLevel()
-		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		logger := newLogger(cfg, stderr)
 		dir, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
 			return err

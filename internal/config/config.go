@@ -35,6 +35,13 @@ type Config struct {
 	// UIPort is the embedded Web UI's port; 0 disables it.
 	UIPort   int    `toml:"ui_port"`
 	LogLevel string `toml:"log_level"`
+	// LogFormat is "text" (logfmt-style key=value lines) or "json" (one
+	// JSON object per line).
+	LogFormat string `toml:"log_format"`
+	// EventResultMaxLen (tool_result_max_length) cuts the tool results
+	// carried by GET /events to this many characters (a marker says how
+	// many were cut).
+	EventResultMaxLen int `toml:"tool_result_max_length"`
 	// DaemonIdleExitMin is how long the background daemon that stdio
 	// sessions share stays up with no client connected and no wait running;
 	// 0 keeps it up until `durawait stop`.
@@ -164,6 +171,8 @@ func Default() Config {
 		EnginePort:         7233,
 		UIPort:             8233,
 		LogLevel:           "info",
+		LogFormat:          "text",
+		EventResultMaxLen:  16384,
 		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5},
 		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
 		Tmux:               Tmux{WaitMaxSec: 60},
@@ -252,6 +261,12 @@ func (c Config) Validate() error {
 	if _, err := c.SlogLevel(); err != nil {
 		bad("log_level: %v", err)
 	}
+	if !slices.Contains(LogFormats, c.LogFormat) {
+		bad("log_format: must be %s, got %q", strings.Join(LogFormats, " or "), c.LogFormat)
+	}
+	if c.EventResultMaxLen < 1 {
+		bad("tool_result_max_length: must be at least 1 (characters), got %d", c.EventResultMaxLen)
+	}
 	if c.WaitFor.HeartbeatTimeoutSec < 1 {
 		bad("wait_for.heartbeat_timeout_sec: must be at least 1, got %d", c.WaitFor.HeartbeatTimeoutSec)
 	}
@@ -298,6 +313,9 @@ func (c Config) Validate() error {
 	errs = append(errs, c.Agents.validate()...)
 	return errors.Join(errs...)
 }
+
+// LogFormats are the values of log_format.
+var LogFormats = []string{"text", "json"}
 
 // SlogLevel parses LogLevel.
 func (c Config) SlogLevel() (slog.Level, error) {

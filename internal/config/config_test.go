@@ -69,6 +69,8 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	cfg := Default()
 	cfg.Namespace = ""
 	cfg.LogLevel = "loud"
+	cfg.LogFormat = "xml"
+	cfg.EventResultMaxLen = 0
 	cfg.UIPort = 70000
 	cfg.WaitFor.HeartbeatTimeoutSec = 0
 	cfg.MCPServers = []MCPServer{
@@ -85,6 +87,8 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	for _, msg := range []string{
 		"namespace: must not be empty",
 		`log_level: must be debug, info, warn or error, got "loud"`,
+		`log_format: must be text or json, got "xml"`,
+		"tool_result_max_length: must be at least 1 (characters), got 0",
 		"ui_port: must be a TCP port or 0 to disable the UI, got 70000",
 		"wait_for.heartbeat_timeout_sec: must be at least 1, got 0",
 		"mcp_servers[0].name: must not be empty",

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/datadir"
+	"github.com/durawait/durawait/internal/waits"
+)
+
+const waitsUsage = `usage: durawait waits <list|show|cancel> [flags]
+
+  list [--running] [--tool T] [--caller C] [--limit N] [--json]
+                 the waits, newest first: ID, tool, state, caller, started, summary
+  show ID [--json]
+                 a wait's call, every state change, its last observation and result
+  cancel ID      cancel a running wait; its history names you as who cancelled it
+
+Every subcommand finds the engine of the data dir (--data-dir, or the config's
+data_dir) through its lock file, or talks to --temporal HOST:PORT (--namespace).
+`
+
+// waitsTimeout bounds one waits command.
+const waitsTimeout = 30 * time.Second
+
+// runWaits is `durawait waits`: the operator's view of the waits.
+func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, waitsUsage)
+		return errUsage
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("durawait waits "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := config.Default()
+	var (
+		file      = fs.String("config", "", "TOML config file (its data_dir, temporal and namespace)")
+		dataDir   = fs.String("data-dir", def.DataDir, "data dir whose running durawait's engine to use")
+		temporal  = fs.String("temporal", "", "HOST:PORT of a Temporal frontend, instead of the data dir's engine")
+		namespace = fs.String("namespace", def.Namespace, "Temporal namespace")
+		asJSON    = fs.Bool("json", false, "print JSON for scripts instead of a table")
+		opts      waits.ListOptions
+	)
+	switch sub {
+	case "list":
+		fs.BoolVar(&opts.Running, "running", false, "only the waits that run now")
+		fs.StringVar(&opts.Tool, "tool", "", "only one tool's waits (wait_for, wait_for_text, start_agent, ...)")
+		fs.StringVar(&opts.Caller, "caller", "", "only one caller's waits (its principal)")
+		fs.IntVar(&opts.Limit, "limit", waits.DefaultLimit, "at most this many waits, newest first")
+	case "show", "cancel":
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, waitsUsage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "durawait waits: unknown subcommand %q\n\n%s", sub, waitsUsage)
+		return errUsage
+	}
+	id, err := parseWithID(fs, rest, sub != "list")
+	if err != nil {
+		return err
+	}
+	if sub == "list" && opts.Limit < 1 {
+		return fmt.Errorf("--limit: must be at least 1, got %d", opts.Limit)
+	}
+
+	cfg := def
+	if *file != "" {
+		if cfg, err = config.Load(*file); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "data-dir":
+			cfg.DataDir = *dataDir
+		case "temporal":
+			cfg.Temporal = *temporal
+		case "namespace":
+			cfg.Namespace = *namespace
+		}
+	})
+	addr, err := waitsEngine(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
+	defer cancel()
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort: addr, Namespace: cfg.Namespace, Identity: waits.OperatorIdentity(),
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", addr, err)
+	}
+	defer tc.Close()
+
+	switch sub {
+	case "list":
+		ws, notes, err := waits.List(ctx, tc, cfg.Namespace, opts)
+		for _, n := range notes {
+			fmt.Fprintln(stderr, "note:", n)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if ws == nil {
+				ws = []waits.Wait{}
+			}
+			return waits.WriteJSON(stdout, ws)
+		}
+		return waits.WriteTable(stdout, ws)
+	case "show":
+		d, err := waits.Show(ctx, tc, id)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return waits.WriteJSON(stdout, d)
+		}
+		return waits.WriteDetail(stdout, d)
+	default: // cancel
+		if err := waits.Cancel(ctx, tc, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cancel requested for wait %s (as %s)\n", id, waits.OperatorIdentity())
+		return nil
+	}
+}
+
+// parseWithID parses a subcommand's flags, before or after its one
+// positional argument, the wait's ID, when it takes one.
+func parseWithID(fs *flag.FlagSet, args []string, wantID bool) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", errUsage // the flag package has printed why
+	}
+	var id string
+	if wantID && fs.NArg() > 0 {
+		id = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", errUsage
+		}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return "", fmt.Errorf("%s: unexpected arguments: %v", fs.Name(), fs.Args())
+	case wantID && id == "":
+		return "", fmt.Errorf("%s: the wait's ID is required (see durawait waits list)", fs.Name())
+	}
+	return id, nil
+}
+
+// waitsEngine is the Temporal address to use: --temporal, or the engine of
+// the durawait that owns the data dir.
+func waitsEngine(cfg config.Config) (string, error) {
+	if cfg.Temporal != "" {
+		return cfg.Temporal, nil
+	}
+	if cfg.DataDir == "" {
+		return "", errors.New("--data-dir: no data dir (set --data-dir, or --temporal HOST:PORT)")
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return "", err
+	}
+	owner, held, err := datadir.Inspect(dir)
+	if err != nil {
+		return "", err
+	}
+	if !held {
+		return "", fmt.Errorf("no durawait runs on data dir %s: start durawait serve there, or pass --temporal HOST:PORT", dir)
+	}
+	if owner.Engine == "" {
+		return "", fmt.Errorf("the durawait on data dir %s (pid %d) has no engine address yet (still starting?); try again", dir, owner.PID)
+	}
+	return owner.Engine, nil
+}

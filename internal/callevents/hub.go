@@ -1,0 +1,112 @@
+package callevents
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultBuffer is how many events a subscriber may fall behind before the
+// hub drops events for it.
+const DefaultBuffer = 256
+
+// Filter selects the events a subscriber receives.
+type Filter struct {
+	// Tools, when not empty, keeps only the events of these tools.
+	Tools map[string]bool
+	// AllPrincipals receives every caller's events; otherwise only those
+	// whose Principal equals Principal.
+	AllPrincipals bool
+	Principal     string
+}
+
+// Match reports whether ev passes the filter.
+func (f Filter) Match(ev Event) bool {
+	if len(f.Tools) > 0 && !f.Tools[ev.Tool] {
+		return false
+	}
+	return f.AllPrincipals || ev.Principal == f.Principal
+}
+
+// Hub fans tool-call events out to subscribers. Publish never blocks: a
+// subscriber whose buffer is full misses the event, and the miss is
+// counted (see Subscription.Dropped). The zero value is not usable; call
+// NewHub.
+type Hub struct {
+	buffer int
+	now    func() time.Time
+	seq    atomic.Uint64
+
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// NewHub returns a hub whose subscribers each buffer up to buffer events
+// (DefaultBuffer when buffer < 1).
+func NewHub(buffer int) *Hub {
+	if buffer < 1 {
+		buffer = DefaultBuffer
+	}
+	return &Hub{buffer: buffer, now: time.Now, subs: map[*Subscription]struct{}{}}
+}
+
+// Subscription is one subscriber's view of the hub.
+type Subscription struct {
+	filter  Filter
+	events  chan Event
+	dropped atomic.Int64
+}
+
+// Events delivers the subscriber's events in the order they were published.
+func (s *Subscription) Events() <-chan Event { return s.events }
+
+// TakeDropped returns how many events were dropped for this subscriber
+// since the last call, and resets the count.
+func (s *Subscription) TakeDropped() int64 { return s.dropped.Swap(0) }
+
+// Publish stamps ev with the next sequence number and the time (when not
+// set) and hands it to every subscriber whose filter it passes. It never
+// blocks.
+func (h *Hub) Publish(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = h.now().UTC()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Numbered under the lock, so every subscriber sees increasing IDs.
+	ev.Seq = h.seq.Add(1)
+	for s := range h.subs {
+		if !s.filter.Match(ev) {
+			continue
+		}
+		select {
+		case s.events <- ev:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// Subscribe adds a subscriber with filter; the returned function removes
+// it (the Events channel is not closed: stop reading when you unsubscribe).
+func (h *Hub) Subscribe(filter Filter) (*Subscription, func()) {
+	s := &Subscription{filter: filter, events: make(chan Event, h.buffer)}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return s, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, s)
+			h.mu.Unlock()
+		})
+	}
+}
+
+// Subscribers counts the current subscribers.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}

@@ -1,0 +1,117 @@
+package callevents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ToolParam is the query parameter that filters the stream by tool.
+const ToolParam = "tool"
+
+// ParseTools reads the tool filter of a subscription: every value of the
+// tool query parameter, each a tool name or a comma-separated list of them.
+// known says whether a tool name exists; an unknown one is an error that
+// names the parameter. No value: nil (every tool).
+func ParseTools(values []string, known func(string) bool) (map[string]bool, error) {
+	var tools map[string]bool
+	for _, v := range values {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				return nil, fmt.Errorf("query parameter %s: an empty tool name (give ?%s=wait_for or ?%s=wait_for,wait_agent)", ToolParam, ToolParam, ToolParam)
+			}
+			if !known(name) {
+				return nil, fmt.Errorf("query parameter %s: unknown tool %q", ToolParam, name)
+			}
+			if tools == nil {
+				tools = map[string]bool{}
+			}
+			tools[name] = true
+		}
+	}
+	return tools, nil
+}
+
+// WriteFrame writes ev as one Server-Sent Events frame: its sequence number
+// as the id (none for an event without one, such as TypeDropped), its type as the event name, and its JSON as one data line
+// (JSON encoding escapes newlines, so the data never spans lines).
+func WriteFrame(w io.Writer, ev Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	if ev.Seq > 0 {
+		if _, err := fmt.Fprintf(w, "id: %d\n", ev.Seq); err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, data)
+	return err
+}
+
+// DefaultHeartbeat is how often an idle stream sends a comment, so proxies
+// and clients see it is alive.
+const DefaultHeartbeat = 15 * time.Second
+
+// Stream writes sub's events to w as Server-Sent Events until ctx ends or a
+// write fails. It sends the response headers and a first comment at once
+// (a client may read it as "subscribed"), a comment every heartbeat while
+// idle, and, before the next event after a drop, a TypeDropped event that
+// counts what this subscriber missed.
+func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heartbeat time.Duration) error {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("the response writer cannot flush: no event stream possible")
+	}
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.WriteString(w, ": subscribed\n\n"); err != nil {
+		return err
+	}
+	flusher.Flush()
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return err
+			}
+			flusher.Flush()
+		case ev := <-sub.Events():
+			if n := sub.TakeDropped(); n > 0 {
+				if err := WriteFrame(w, Event{Type: TypeDropped, Time: ev.Time, Dropped: n}); err != nil {
+					return err
+				}
+			}
+			if err := WriteFrame(w, ev); err != nil {
+				return err
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+// Names lists a filter's tools in order, for logs.
+func (f Filter) Names() []string {
+	out := make([]string, 0, len(f.Tools))
+	for t := range f.Tools {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}

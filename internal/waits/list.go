@@ -1,0 +1,257 @@
+// Package waits is the operator's view of durawait's waits: `durawait
+// waits list`, `show` and `cancel`, against the embedded engine or a
+// Temporal cluster. It reads Temporal's visibility store (the search
+// attributes of attrs.go and the execution status), a wait's history, and
+// cancels a wait under an identity that names the operator.
+package waits
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// Wait is one row of `durawait waits list`.
+type Wait struct {
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	Tool  string `json:"tool"`
+	// State is AttrState when the workflow carries it, else its Temporal
+	// status in lower case (running, completed, canceled, ...).
+	State   string     `json:"state"`
+	Caller  string     `json:"caller,omitempty"`
+	Started time.Time  `json:"started"`
+	Closed  *time.Time `json:"closed,omitempty"`
+	Summary string     `json:"summary,omitempty"`
+}
+
+// ListOptions filter `durawait waits list`.
+type ListOptions struct {
+	// Running keeps the waits that run now (ExecutionStatus = 'Running').
+	Running bool
+	// Tool keeps one tool's waits (AttrTool).
+	Tool string
+	// Caller keeps one caller's waits (AttrCaller).
+	Caller string
+	// Limit bounds the rows, newest first; 0 is DefaultLimit.
+	Limit int
+}
+
+// DefaultLimit is how many waits list shows unless told otherwise.
+const DefaultLimit = 50
+
+// Query builds the visibility query of opts. registered says whether a
+// search attribute exists on the namespace: without AttrTool, --tool falls
+// back to the tool's workflow ID prefix (and says so in notes); without
+// AttrCaller, --caller is an error that names the missing attribute.
+// durawait's internal workflows (the catalog) are left out unless asked
+// for by tool.
+func Query(opts ListOptions, registered func(string) bool) (query string, notes []string, err error) {
+	var terms []string
+	if opts.Running {
+		terms = append(terms, "ExecutionStatus = 'Running'")
+	}
+	if opts.Tool != "" {
+		switch prefix, known := idPrefixes[opts.Tool]; {
+		case registered(AttrTool):
+			terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(opts.Tool)))
+		case known:
+			terms = append(terms, fmt.Sprintf("WorkflowId STARTS_WITH %s", quote(prefix)))
+			notes = append(notes, fmt.Sprintf("search attribute %s is not registered on this namespace: --tool filters by workflow ID prefix %q", AttrTool, prefix))
+		default:
+			return "", nil, fmt.Errorf("--tool %s: search attribute %s is not registered on this namespace, and %q is not one of durawait's own tools (%s) that can be found by workflow ID", opts.Tool, AttrTool, opts.Tool, strings.Join(ownTools(), ", "))
+		}
+	} else {
+		terms = append(terms, fmt.Sprintf("WorkflowType != %s", quote(workflows.CatalogWorkflowName)))
+	}
+	if opts.Caller != "" {
+		if !registered(AttrCaller) {
+			return "", nil, fmt.Errorf("--caller %s: search attribute %s is not registered on this namespace (temporal operator search-attribute create --name %s --type Keyword)", opts.Caller, AttrCaller, AttrCaller)
+		}
+		terms = append(terms, fmt.Sprintf("%s = %s", AttrCaller, quote(opts.Caller)))
+	}
+	return strings.Join(terms, " AND "), notes, nil
+}
+
+func ownTools() []string {
+	return []string{"list_panes", "start_agent", "wait_agent", "wait_for", "wait_for_text"}
+}
+
+// quote is a string literal of Temporal's visibility query language.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// Registered reads which search attributes the namespace has.
+func Registered(ctx context.Context, c client.Client) (func(string) bool, error) {
+	resp, err := c.GetSearchAttributes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the namespace's search attributes: %w", err)
+	}
+	keys := resp.GetKeys()
+	return func(name string) bool { _, ok := keys[name]; return ok }, nil
+}
+
+// List finds the waits that opts select, newest first, with their
+// summaries. notes say how the query had to be adapted to the namespace.
+func List(ctx context.Context, c client.Client, namespace string, opts ListOptions) ([]Wait, []string, error) {
+	registered, err := Registered(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	query, notes, err := Query(opts, registered)
+	if err != nil {
+		return nil, nil, err
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	var infos []*workflowpb.WorkflowExecutionInfo
+	var token []byte
+	for len(infos) < limit {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: namespace, Query: query, PageSize: int32(min(limit-len(infos), 1000)), NextPageToken: token,
+		})
+		if err != nil {
+			return nil, notes, fmt.Errorf("list waits (query %q): %w", query, err)
+		}
+		infos = append(infos, resp.GetExecutions()...)
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	if len(infos) > limit {
+		infos = infos[:limit]
+	}
+	out := make([]Wait, len(infos))
+	for i, info := range infos {
+		out[i] = waitOf(info)
+	}
+	summaries(ctx, c, out)
+	return out, notes, nil
+}
+
+// waitOf is the row of one execution.
+func waitOf(info *workflowpb.WorkflowExecutionInfo) Wait {
+	attrs := keywords(info.GetSearchAttributes())
+	w := Wait{
+		ID:      info.GetExecution().GetWorkflowId(),
+		RunID:   info.GetExecution().GetRunId(),
+		Tool:    attrs[AttrTool],
+		State:   attrs[AttrState],
+		Caller:  attrs[AttrCaller],
+		Started: info.GetStartTime().AsTime(),
+	}
+	if w.Tool == "" {
+		w.Tool = toolOfID(w.ID)
+	}
+	if w.State == "" {
+		w.State = statusName(info.GetStatus())
+	}
+	if w.Caller == "" {
+		// The memo's principal (written for authenticated callers).
+		if p, ok := decode(info.GetMemo().GetFields()["principal"]).(string); ok {
+			w.Caller = p
+		}
+	}
+	if info.GetCloseTime() != nil {
+		t := info.GetCloseTime().AsTime()
+		w.Closed = &t
+	}
+	return w
+}
+
+// summaries fills each wait's summary (the workflow's static summary,
+// which only DescribeWorkflowExecution returns), a few at a time.
+func summaries(ctx context.Context, c client.Client, ws []Wait) {
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range ws {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			d, err := c.DescribeWorkflowExecution(ctx, ws[i].ID, ws[i].RunID)
+			if err != nil {
+				return
+			}
+			if s, ok := decode(d.GetExecutionConfig().GetUserMetadata().GetSummary()).(string); ok {
+				ws[i].Summary = s
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// statusName is a Temporal execution status in lower case ("running").
+func statusName(s enumspb.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
+// keywords decodes the string-valued search attributes.
+func keywords(sa *commonpb.SearchAttributes) map[string]string {
+	out := map[string]string{}
+	for name, p := range sa.GetIndexedFields() {
+		switch v := decode(p).(type) {
+		case string:
+			out[name] = v
+		case []any:
+			if len(v) == 1 {
+				if s, ok := v[0].(string); ok {
+					out[name] = s
+				}
+			}
+		}
+	}
+	return out
+}
+
+// decode is a payload's value (JSON decoded), nil for none; a payload the
+// default converter cannot read is described by its encoding.
+func decode(p *commonpb.Payload) any {
+	if p == nil {
+		return nil
+	}
+	var v any
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &v); err != nil {
+		return fmt.Sprintf("<%s payload, %d bytes>", p.GetMetadata()["encoding"], len(p.GetData()))
+	}
+	return v
+}
+
+// decodeAll decodes each payload; one payload is returned as itself.
+func decodeAll(ps *commonpb.Payloads) any {
+	items := ps.GetPayloads()
+	switch len(items) {
+	case 0:
+		return nil
+	case 1:
+		return decode(items[0])
+	}
+	out := make([]any, len(items))
+	for i, p := range items {
+		out[i] = decode(p)
+	}
+	return out
+}
+
+// asJSON is v as indented JSON, for the table view.
+func asJSON(v any) string {
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

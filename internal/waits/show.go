@@ -1,0 +1,209 @@
+package waits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"sort"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// Detail is `durawait waits show`: the call, every state change, the last
+// observation and the result.
+type Detail struct {
+	Wait
+	WorkflowType string `json:"workflow_type"`
+	// Arguments is the workflow's input: the call's parsed arguments.
+	Arguments any            `json:"arguments"`
+	Memo      map[string]any `json:"memo,omitempty"`
+	Changes   []Change       `json:"changes"`
+	// LastObservation is what the wait saw last: a running wait's latest
+	// heartbeat (wait_for's probe loop records its progress there) or its
+	// state query (agents); a closed wait's result holds it.
+	LastObservation any `json:"last_observation,omitempty"`
+	// Result is a completed wait's result; Failure a failed, cancelled,
+	// timed-out or terminated one's reason.
+	Result  any    `json:"result,omitempty"`
+	Failure string `json:"failure,omitempty"`
+}
+
+// Change is one state change of a wait, from its history.
+type Change struct {
+	Time time.Time `json:"time"`
+	What string    `json:"what"`
+	// Identity is who caused it, when Temporal records it (a cancel's
+	// operator, the client that started it).
+	Identity string `json:"identity,omitempty"`
+}
+
+// ErrNotFound says no wait has the ID.
+var ErrNotFound = errors.New("no wait with this ID")
+
+// Show reads a wait's detail: its latest run's history, and while it
+// runs, its pending activities' heartbeats (or its state query).
+func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return Detail{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return Detail{}, fmt.Errorf("describe wait %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	d := Detail{Wait: waitOf(info), WorkflowType: info.GetType().GetName(), Memo: map[string]any{}}
+	if s, ok := decode(desc.GetExecutionConfig().GetUserMetadata().GetSummary()).(string); ok {
+		d.Summary = s
+	}
+	for k, p := range info.GetMemo().GetFields() {
+		d.Memo[k] = decode(p)
+	}
+	iter := c.GetWorkflowHistory(ctx, id, d.RunID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return Detail{}, fmt.Errorf("read the history of wait %s: %w", id, err)
+		}
+		d.apply(ev)
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		for _, pa := range desc.GetPendingActivities() {
+			if v := decodeAll(pa.GetHeartbeatDetails()); v != nil {
+				d.LastObservation = v
+			}
+		}
+		if d.WorkflowType == workflows.AgentWorkflowName {
+			if q, err := c.QueryWorkflow(ctx, id, d.RunID, workflows.AgentStateQuery); err == nil {
+				var state any
+				if q.Get(&state) == nil {
+					d.LastObservation = state
+				}
+			}
+		}
+	} else if m, ok := d.Result.(map[string]any); ok {
+		if obs, ok := m["last_observation"]; ok {
+			d.LastObservation = obs
+		}
+	}
+	return d, nil
+}
+
+// apply adds what one history event says to d.
+func (d *Detail) apply(ev *historypb.HistoryEvent) {
+	at := ev.GetEventTime().AsTime()
+	add := func(what, identity string) {
+		d.Changes = append(d.Changes, Change{Time: at, What: what, Identity: identity})
+	}
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+		a := ev.GetWorkflowExecutionStartedEventAttributes()
+		d.Arguments = decodeAll(a.GetInput())
+		what := "started"
+		if kw := keywords(a.GetSearchAttributes()); len(kw) > 0 {
+			what += " with " + attrList(kw)
+		}
+		add(what, a.GetIdentity())
+	case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+		add("search attributes: "+attrList(keywords(ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes())), "")
+	case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+		fields := ev.GetWorkflowPropertiesModifiedEventAttributes().GetUpsertedMemo().GetFields()
+		parts := make([]string, 0, len(fields))
+		for k, p := range fields {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, decode(p)))
+		}
+		sort.Strings(parts)
+		add("memo: "+strings.Join(parts, ", "), "")
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+		add("activity "+ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()+" scheduled", "")
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+		add("activity failed: "+ev.GetActivityTaskFailedEventAttributes().GetFailure().GetMessage(), "")
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+		add("activity timed out: "+ev.GetActivityTaskTimedOutEventAttributes().GetFailure().GetMessage(), "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+		a := ev.GetWorkflowExecutionSignaledEventAttributes()
+		add("signal "+a.GetSignalName(), a.GetIdentity())
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+		add("update "+ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName()+" accepted", "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+		a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
+		add("cancel requested", a.GetIdentity())
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		d.Result = decodeAll(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult())
+		add("completed", "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+		d.Failure = ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
+		add("failed: "+d.Failure, "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		d.Failure = "canceled"
+		if details := decodeAll(ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails()); details != nil {
+			d.Failure = fmt.Sprintf("canceled: %v", details)
+		}
+		add(d.Failure, "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+		d.Failure = "timed out (Temporal's workflow timeout)"
+		add(d.Failure, "")
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+		a := ev.GetWorkflowExecutionTerminatedEventAttributes()
+		d.Failure = "terminated: " + a.GetReason()
+		add(d.Failure, a.GetIdentity())
+	}
+}
+
+func attrList(kw map[string]string) string {
+	parts := make([]string, 0, len(kw))
+	for k, v := range kw {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// OperatorIdentity is the client identity `durawait waits` acts under, so
+// a cancelled wait names who cancelled it: durawait-waits:<user>@<host>.
+func OperatorIdentity() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	return "durawait-waits:" + name + "@" + host
+}
+
+// Cancel requests the cancellation of a running wait. The client's
+// identity (dial it with OperatorIdentity) is recorded in the wait's
+// history as who cancelled it. A wait that is not running is an error that
+// says its state.
+func Cancel(ctx context.Context, c client.Client, id string) error {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return fmt.Errorf("describe wait %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return fmt.Errorf("wait %s is not running (it is %s): nothing to cancel", id, statusName(info.GetStatus()))
+	}
+	if err := c.CancelWorkflow(ctx, id, info.GetExecution().GetRunId()); err != nil {
+		return fmt.Errorf("cancel wait %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package waits
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func registered(names ...string) func(string) bool {
+	return func(n string) bool {
+		for _, x := range names {
+			if x == n {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func TestQueryUsesTheSearchAttributes(t *testing.T) {
+	q, notes, err := Query(ListOptions{Running: true, Tool: "wait_for", Caller: "o'brien"}, registered(AttrTool, AttrCaller))
+	require.NoError(t, err)
+	assert.Equal(t, `ExecutionStatus = 'Running' AND DurawaitTool = 'wait_for' AND DurawaitCaller = 'o\'brien'`, q)
+	assert.Empty(t, notes)
+
+	q, _, err = Query(ListOptions{}, registered(AttrTool))
+	require.NoError(t, err)
+	assert.Equal(t, `WorkflowType != 'DownstreamCatalog'`, q, "the internal catalog workflows are left out")
+}
+
+func TestQueryFallsBackToTheIDPrefixWithoutTheToolAttribute(t *testing.T) {
+	q, notes, err := Query(ListOptions{Running: true, Tool: "wait_for"}, registered())
+	require.NoError(t, err)
+	assert.Equal(t, `ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH 'wait_for/'`, q)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "DurawaitTool is not registered")
+
+	_, _, err = Query(ListOptions{Tool: "demo.read_file"}, registered())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--tool demo.read_file")
+
+	_, _, err = Query(ListOptions{Caller: "alice"}, registered(AttrTool))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--caller alice: search attribute DurawaitCaller is not registered")
+	assert.Contains(t, err.Error(), "temporal operator search-attribute create --name DurawaitCaller --type Keyword")
+}
+
+func TestToolOfID(t *testing.T) {
+	assert.Equal(t, "wait_for", toolOfID("wait_for/p0123/abc"))
+	assert.Equal(t, "wait_for_text", toolOfID("wait_for_text/abc"))
+	assert.Equal(t, "start_agent", toolOfID("agent/abc"))
+	assert.Equal(t, "", toolOfID("something-else"))
+}
+
+func TestTableAndDetail(t *testing.T) {
+	started := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, []Wait{{ID: "wait_for/abc", Tool: "wait_for", State: "running", Started: started,
+		Summary: "wait_for read_file until matches /READY/\n(every 1s)"}}))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(lines[0]))
+	assert.Contains(t, lines[1], "wait_for/abc")
+	assert.Contains(t, lines[1], " - ", "no caller is a dash")
+	assert.Contains(t, lines[1], "until matches /READY/ (every 1s)", "the summary on one line")
+
+	b.Reset()
+	closed := started.Add(3 * time.Second)
+	require.NoError(t, WriteDetail(&b, Detail{
+		Wait:      Wait{ID: "wait_for/abc", State: "canceled", Started: started, Closed: &closed},
+		Arguments: map[string]any{"spec": map[string]any{"poll_sec": 1}},
+		Changes: []Change{{Time: started, What: "started"},
+			{Time: closed, What: "cancel requested", Identity: "durawait-waits:ops@host"}},
+		Failure: "canceled",
+	}))
+	out := b.String()
+	for _, want := range []string{"wait:     wait_for/abc", "closed:", "(after 3s)", `"poll_sec": 1`, "cancel requested (by durawait-waits:ops@host)", "result: canceled"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestOperatorIdentityNamesUserAndHost(t *testing.T) {
+	id := OperatorIdentity()
+	assert.True(t, strings.HasPrefix(id, "durawait-waits:"), id)
+	assert.Contains(t, id, "@")
+}

@@ -1,0 +1,367 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/grpc"
+
+	"github.com/durawait/durawait/internal/callevents"
+)
+
+// CallEventOptions configure the per-call log lines and tool-call events.
+type CallEventOptions struct {
+	// Hub receives the tool-call events of GET /events; nil publishes none
+	// (the log lines are written regardless).
+	Hub *callevents.Hub
+	// ResultMaxLength is tool_result_max_length: results in events are cut
+	// to this many characters; 0 or less is callevents.DefaultResultMaxLength.
+	ResultMaxLength int
+}
+
+// waitStartingTools are the tools whose calls start, attach to or wait on a wait:
+// their started event waits for the wait's ID (noteWait), and they get the
+// wait log lines.
+var waitStartingTools = map[string]bool{"wait_for": true, "wait_for_text": true, "start_agent": true, "wait_agent": true}
+
+// How a call came to its wait, in the started event's wait_start and the
+// log line's message.
+const (
+	waitStarted  = "started"
+	waitAttached = "attached"
+	// waitUnknown: Temporal's answer did not say (the Temporal client was
+	// dialed without StartReporter).
+	waitUnknown = "started_or_attached"
+)
+
+// callEvents wraps a tool's handler: every call gets a fresh call ID, its
+// started, progress and ended events go to the hub, and a call on a wait
+// logs one line when the wait is started or attached to and one when the
+// call ends.
+func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: clientName(ctx)}
+		if !waitStartingTools[tool] {
+			c.startOnce()
+		}
+		res, err := h(context.WithValue(ctx, toolCallKey{}, c), req)
+		c.end(ctx, res, err)
+		return res, err
+	}
+}
+
+// toolCall is one tools/call in flight.
+type toolCall struct {
+	f      *Front
+	tool   string
+	id     string
+	begun  time.Time
+	who    caller
+	client string
+
+	mu        sync.Mutex
+	started   bool
+	waitID    string
+	waitStart string
+}
+
+type toolCallKey struct{}
+
+func callFrom(ctx context.Context) *toolCall {
+	c, _ := ctx.Value(toolCallKey{}).(*toolCall)
+	return c
+}
+
+// noteWait records the wait a call started (how: waitStarted) or attached
+// to (waitAttached): the call's started event goes out with the wait's ID,
+// and the wait's log line is written.
+func noteWait(ctx context.Context, waitID, how string) {
+	c := callFrom(ctx)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.waitID != "" {
+		c.mu.Unlock()
+		return
+	}
+	c.waitID, c.waitStart = waitID, how
+	c.mu.Unlock()
+	msg := "wait " + how
+	if how == waitUnknown {
+		msg = "wait started or attached"
+	}
+	c.f.opts.Logger.Info(msg, c.logAttrs()...)
+	c.startOnce()
+}
+
+// noteProgress publishes a sample or state change of the call's wait.
+func noteProgress(ctx context.Context, progress, total float64, message string) {
+	c := callFrom(ctx)
+	if c == nil {
+		return
+	}
+	c.startOnce()
+	ev := c.event(callevents.TypeProgress)
+	ev.Progress, ev.Total, ev.Message = progress, total, message
+	c.publish(ev)
+}
+
+// startOnce publishes the call's started event, once.
+func (c *toolCall) startOnce() {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return
+	}
+	c.started = true
+	c.mu.Unlock()
+	ev := c.event(callevents.TypeStarted)
+	ev.Time = c.begun.UTC()
+	c.publish(ev)
+}
+
+// end publishes the ended event with the (truncated) result, and logs the
+// end of a call that had a wait.
+func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
+	c.startOnce()
+	took := time.Since(c.begun)
+	ev := c.event(callevents.TypeEnded)
+	ev.Outcome = callOutcome(ctx, res, err)
+	ev.DurationMS = took.Milliseconds()
+	switch {
+	case err != nil:
+		ev.IsError = true
+		ev.Result, ev.ResultCut = callevents.Truncate(err.Error(), c.maxLength())
+	case res != nil:
+		ev.IsError = res.IsError
+		if b, merr := json.Marshal(res); merr == nil {
+			ev.Result, ev.ResultCut = callevents.Truncate(string(b), c.maxLength())
+		}
+	}
+	c.publish(ev)
+	c.mu.Lock()
+	waitID := c.waitID
+	c.mu.Unlock()
+	if waitID != "" {
+		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration_ms", took.Milliseconds())...)
+	}
+}
+
+func (c *toolCall) maxLength() int {
+	if n := c.f.opts.CallEvents.ResultMaxLength; n > 0 {
+		return n
+	}
+	return callevents.DefaultResultMaxLength
+}
+
+// event is an event of type typ with the call's identity.
+func (c *toolCall) event(typ string) callevents.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return callevents.Event{
+		Type: typ, Tool: c.tool, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart,
+		Principal: c.who.principal, Session: baseSession(c.who.session), Client: c.client,
+	}
+}
+
+func (c *toolCall) publish(ev callevents.Event) {
+	if hub := c.f.opts.CallEvents.Hub; hub != nil {
+		hub.Publish(ev)
+	}
+}
+
+// logAttrs are the fields of a wait's log lines.
+func (c *toolCall) logAttrs() []any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	principal := c.who.principal
+	if principal == "" {
+		principal = "local"
+	}
+	return []any{"tool", c.tool, "wait_id", c.waitID, "call_id", c.id,
+		slog.Group("caller", "principal", principal, "client", c.client, "session", baseSession(c.who.session))}
+}
+
+// callOutcome names how a call ended: the wait's status or reason from the
+// structured result, "error" for an error result, "caller_left" when the
+// caller went away (the wait runs on), "ok" otherwise.
+func callOutcome(ctx context.Context, res *mcp.CallToolResult, err error) string {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return "caller_left"
+	case err != nil || res == nil || res.IsError:
+		return "error"
+	}
+	var fields map[string]any
+	if b, merr := json.Marshal(res.StructuredContent); merr == nil {
+		_ = json.Unmarshal(b, &fields)
+	}
+	for _, key := range []string{"status", "reason"} {
+		if s, ok := fields[key].(string); ok && s != "" {
+			return s
+		}
+	}
+	if m, ok := fields["matched"].(bool); ok {
+		if m {
+			return "matched"
+		}
+		return "not_matched"
+	}
+	return "ok"
+}
+
+// baseSession is the client's MCP session ID, without the per-request
+// suffix httpFront adds.
+func baseSession(id string) string {
+	base, _, _ := strings.Cut(id, perCallSuffix)
+	return base
+}
+
+// clientName is the MCP client's name/version from its initialize, when
+// the transport's session knows it.
+func clientName(ctx context.Context) string {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return ""
+	}
+	info := s.GetClientInfo()
+	if info.Name == "" {
+		return ""
+	}
+	if info.Version == "" {
+		return info.Name
+	}
+	return info.Name + "/" + info.Version
+}
+
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call-" + hex.EncodeToString(b[:])
+}
+
+// startReport is where StartReporter tells a wait's start what Temporal
+// answered.
+type startReport struct {
+	mu      sync.Mutex
+	seen    bool
+	started bool
+}
+
+type startReportKey struct{}
+
+// how says whether the start started the workflow or attached to it.
+func (r *startReport) how() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case !r.seen:
+		return waitUnknown
+	case r.started:
+		return waitStarted
+	}
+	return waitAttached
+}
+
+// StartReporter is a gRPC client interceptor for the front end's Temporal
+// connection: it tells a wait's start whether Temporal started a new
+// workflow (StartWorkflowExecutionResponse.started) or attached the call to
+// the running one (conflict policy USE_EXISTING), which the SDK's
+// ExecuteWorkflow does not say. Dial the Temporal client with
+// grpc.WithChainUnaryInterceptor(mcpfront.StartReporter); without it the
+// wait's log line says "started or attached".
+func StartReporter(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	r, ok := ctx.Value(startReportKey{}).(*startReport)
+	if !ok || err != nil {
+		return err
+	}
+	if resp, ok := reply.(*workflowservice.StartWorkflowExecutionResponse); ok {
+		r.mu.Lock()
+		r.seen, r.started = true, resp.GetStarted()
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// EventsHandler serves GET /events: the tool-call events as Server-Sent
+// Events (see docs/operations.md), behind the same Origin check and
+// authentication as /mcp (opts as for HTTPHandlerWith). A principal sees
+// only its own calls' events; the local user (no authentication) sees
+// every call. ?tool= filters by tool (repeatable, or a comma list). Drain
+// ends the streams.
+func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
+	origins := map[string]bool{}
+	for _, o := range opts.AllowedOrigins {
+		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	check := &httpFront{f: f, opts: opts, origins: origins}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !check.originAllowed(origin) {
+			http.Error(w, "Origin "+origin+" is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "/events takes GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		principal := ""
+		if opts.Authenticate != nil {
+			p, ok := opts.Authenticate(w, r)
+			if !ok {
+				return
+			}
+			principal = p
+		}
+		hub := f.opts.CallEvents.Hub
+		if hub == nil {
+			http.Error(w, "tool-call events are not enabled in this process", http.StatusNotFound)
+			return
+		}
+		tools, err := callevents.ParseTools(r.URL.Query()[callevents.ToolParam], f.knownTool)
+		if err != nil {
+			http.Error(w, err.Error()+" (known tools: "+strings.Join(f.knownTools(), ", ")+")", http.StatusBadRequest)
+			return
+		}
+		filter := callevents.Filter{Tools: tools, Principal: principal, AllPrincipals: opts.Authenticate == nil}
+		sub, unsubscribe := hub.Subscribe(filter)
+		defer unsubscribe()
+		// A shutdown ends the stream (Drain), so the listener closes at
+		// once instead of waiting for the subscriber to leave.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(f.drain.stop, cancel)()
+		if err := callevents.Stream(ctx, w, sub, 0); err != nil && !errors.Is(err, context.Canceled) {
+			f.opts.Logger.Debug("event stream ended", "error", err)
+		}
+	})
+}
+
+// knownTools are the tool names /events accepts in its filter: durawait's
+// own tools (served or not) and the re-exposed ones listed now.
+func (f *Front) knownTools() []string {
+	names := slices.Clone(nativeToolNames)
+	if cat := f.catalog(); cat != nil {
+		for name := range cat.exposed {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (f *Front) knownTool(name string) bool { return slices.Contains(f.knownTools(), name) }

@@ -1,0 +1,345 @@
+package mcpfront
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/callevents"
+	"github.com/durawait/durawait/internal/samplehub"
+	"github.com/durawait/durawait/workflows"
+)
+
+// lockedBuffer is a log destination that tests read while handlers write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// eventsFront is a Front on a fake Temporal whose wait_for runs report two
+// samples and a match through the in-process feed; its tool-call events go
+// to hub and its logs to logs.
+func eventsFront(t *testing.T, handler func(*lockedBuffer) slog.Handler, maxLen int) (*Front, *callevents.Hub, *lockedBuffer) {
+	t.Helper()
+	tc, feed := newFakeTemporal(), samplehub.New()
+	tc.onStart = func(run *fakeRun) {
+		feed.Observe(run.id, workflows.Sample{Number: 1, Expected: 60, Observation: "building"})
+		feed.Observe(run.id, workflows.Sample{Number: 2, Expected: 60, Observation: "all READY"})
+		feed.Observe(run.id, workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Condition: workflows.ConditionMatches,
+			LastObservation: strings.Repeat("READY ", 20), Samples: 2, EffectiveMaxWaitSec: 60})
+	}
+	hub, logs := callevents.NewHub(0), &lockedBuffer{}
+	f := New(Options{
+		Temporal: tc, Events: feed, TaskQueue: "q",
+		Workers:    fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}, expose: map[string]bool{"demo": true}},
+		CallEvents: CallEventOptions{Hub: hub, ResultMaxLength: maxLen},
+		Logger:     slog.New(handler(logs)),
+	})
+	return f, hub, logs
+}
+
+// callTool calls a tool through the MCP server as a transport would, as
+// principal.
+func callTool(t *testing.T, f *Front, principal, tool string, args map[string]any) mcp.CallToolResult {
+	t.Helper()
+	params, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	require.NoError(t, err)
+	ctx := withCaller(testContext(t), caller{principal: principal, session: "sess-1" + perCallSuffix + "7"})
+	resp := f.mcp.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+string(params)+`}`))
+	res, ok := resp.(mcp.JSONRPCResponse)
+	require.True(t, ok, "%#v", resp)
+	b, err := json.Marshal(res.Result)
+	require.NoError(t, err)
+	var out mcp.CallToolResult
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+var waitForArgs = map[string]any{
+	"probe": map[string]any{"tool": "read_file", "args": map[string]any{"path": "/tmp/status"}},
+	"until": map[string]any{"matches": "READY"}, "poll_sec": 1, "max_wait_sec": 60,
+}
+
+func jsonLogs(w *lockedBuffer) slog.Handler { return slog.NewJSONHandler(w, nil) }
+func textLogs(w *lockedBuffer) slog.Handler { return slog.NewTextHandler(w, nil) }
+
+// drainEvents takes what the subscription holds now.
+func drainEvents(sub *callevents.Subscription) []callevents.Event {
+	var out []callevents.Event
+	for {
+		select {
+		case ev := <-sub.Events():
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func TestAWaitForCallPublishesStartedSamplesAndEnded(t *testing.T) {
+	f, hub, _ := eventsFront(t, jsonLogs, 40)
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+
+	res := callTool(t, f, "alice", "wait_for", waitForArgs)
+	require.False(t, res.IsError)
+
+	evs := drainEvents(sub)
+	require.Len(t, evs, 4, "%+v", evs)
+	types := []string{evs[0].Type, evs[1].Type, evs[2].Type, evs[3].Type}
+	assert.Equal(t, []string{callevents.TypeStarted, callevents.TypeProgress, callevents.TypeProgress, callevents.TypeEnded}, types)
+	for _, ev := range evs {
+		assert.Equal(t, "wait_for", ev.Tool, "the tool the client called, not the probe")
+		assert.Equal(t, evs[0].CallID, ev.CallID)
+		assert.True(t, strings.HasPrefix(ev.WaitID, workflows.WaitForIDPrefix), ev.WaitID)
+		assert.Equal(t, evs[0].WaitID, ev.WaitID)
+		assert.Equal(t, "alice", ev.Principal)
+		assert.Equal(t, "sess-1", ev.Session, "the client's session, not the per-request one")
+	}
+	assert.True(t, strings.HasPrefix(evs[0].CallID, "call-"))
+	assert.Equal(t, waitUnknown, evs[0].WaitStart, "the fake Temporal has no gRPC answer to read")
+	assert.Equal(t, float64(1), evs[1].Progress)
+	assert.Equal(t, float64(60), evs[1].Total)
+	assert.Equal(t, "sample 2: all READY", evs[2].Message)
+	ended := evs[3]
+	assert.Equal(t, "matched", ended.Outcome)
+	assert.False(t, ended.IsError)
+	whole, err := json.Marshal(res)
+	require.NoError(t, err)
+	assert.Greater(t, len(whole), 40)
+	assert.Greater(t, ended.ResultCut, 0)
+	assert.Contains(t, ended.Result, "…[truncated: ")
+	assert.Contains(t, ended.Result, " more characters]")
+
+	// A second call is another call ID for the same kind of wait.
+	callTool(t, f, "alice", "wait_for", map[string]any{
+		"probe": map[string]any{"tool": "read_file", "args": map[string]any{"path": "/tmp/other"}},
+		"until": map[string]any{"matches": "READY"}, "poll_sec": 1, "max_wait_sec": 60,
+	})
+	again := drainEvents(sub)
+	require.NotEmpty(t, again)
+	assert.NotEqual(t, evs[0].CallID, again[0].CallID)
+}
+
+func TestABadCallEndsWithAnErrorEventAndNoWaitLogLine(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 0)
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	res := callTool(t, f, "", "wait_for", map[string]any{"probe": map[string]any{"tool": ""}})
+	require.True(t, res.IsError)
+	evs := drainEvents(sub)
+	require.Len(t, evs, 2)
+	assert.Equal(t, callevents.TypeStarted, evs[0].Type)
+	assert.Empty(t, evs[0].WaitID, "no wait was started")
+	assert.Equal(t, "error", evs[1].Outcome)
+	assert.True(t, evs[1].IsError)
+	assert.Contains(t, evs[1].Result, "probe.tool")
+	assert.NotContains(t, logs.String(), "wait call ended", "no wait, no wait log line")
+}
+
+func TestWaitLogLinesAsJSON(t *testing.T) {
+	f, _, logs := eventsFront(t, jsonLogs, 0)
+	callTool(t, f, "alice", "wait_for", waitForArgs)
+
+	var lines []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "every line is JSON: %q", line)
+		if m["tool"] == "wait_for" {
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 2, "one line when the wait is started (or attached), one when the call ends: %s", logs.String())
+	start, ended := lines[0], lines[1]
+	assert.Equal(t, "INFO", start["level"])
+	assert.Equal(t, "wait started or attached", start["msg"])
+	assert.Equal(t, "wait call ended", ended["msg"])
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l["wait_id"].(string), workflows.WaitForIDPrefix))
+		assert.Equal(t, map[string]any{"principal": "alice", "client": "", "session": "sess-1"}, l["caller"])
+		assert.NotEmpty(t, l["call_id"])
+	}
+	assert.Equal(t, "matched", ended["outcome"])
+	assert.Contains(t, ended, "duration_ms")
+}
+
+func TestWaitLogLinesAsText(t *testing.T) {
+	f, _, logs := eventsFront(t, textLogs, 0)
+	callTool(t, f, "", "wait_for", waitForArgs)
+	var ended string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="wait call ended"`) {
+			ended = line
+		}
+	}
+	require.NotEmpty(t, ended, logs.String())
+	for _, want := range []string{"level=INFO", "tool=wait_for", "wait_id=wait_for/", "caller.principal=local", "caller.session=sess-1", "outcome=matched", "duration_ms="} {
+		assert.Contains(t, ended, want)
+	}
+}
+
+// tokenAuth authenticates "Bearer <principal>" and answers 401 otherwise.
+func tokenAuth(w http.ResponseWriter, r *http.Request) (string, bool) {
+	p, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || p == "" {
+		http.Error(w, "no token", http.StatusUnauthorized)
+		return "", false
+	}
+	return p, true
+}
+
+// subscribeEvents opens GET /events as who and returns its frames.
+func subscribeEvents(t *testing.T, url, who string) <-chan map[string]string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+who)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ": subscribed\n", line)
+	frames := make(chan map[string]string, 64)
+	go func() {
+		defer resp.Body.Close()
+		defer close(frames)
+		fields := map[string]string{}
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "" && len(fields) > 0:
+				frames <- fields
+				fields = map[string]string{}
+			case line == "" || strings.HasPrefix(line, ":"):
+			default:
+				k, v, _ := strings.Cut(line, ": ")
+				fields[k] = v
+			}
+		}
+	}()
+	return frames
+}
+
+func nextFrame(t *testing.T, frames <-chan map[string]string) callevents.Event {
+	t.Helper()
+	select {
+	case f, ok := <-frames:
+		require.True(t, ok, "stream ended")
+		var ev callevents.Event
+		require.NoError(t, json.Unmarshal([]byte(f["data"]), &ev))
+		assert.Equal(t, f["event"], ev.Type)
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event")
+	}
+	return callevents.Event{}
+}
+
+func TestEventsStreamIsPerPrincipalAndFiltersByTool(t *testing.T) {
+	f, hub, _ := eventsFront(t, jsonLogs, 0)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(srv.Close) // after the streams' contexts end
+
+	alice := subscribeEvents(t, srv.URL, "alice")
+	bob := subscribeEvents(t, srv.URL, "bob")
+	aliceAgents := subscribeEvents(t, srv.URL+"?tool=wait_agent", "alice")
+	require.Eventually(t, func() bool { return hub.Subscribers() == 3 }, 10*time.Second, 10*time.Millisecond)
+
+	callTool(t, f, "alice", "wait_for", waitForArgs)
+	for _, want := range []string{callevents.TypeStarted, callevents.TypeProgress, callevents.TypeProgress, callevents.TypeEnded} {
+		ev := nextFrame(t, alice)
+		assert.Equal(t, want, ev.Type)
+		assert.Equal(t, "alice", ev.Principal)
+	}
+	// Bob's own call is the first thing bob sees: alice's, published
+	// before it, never reached him.
+	callTool(t, f, "bob", "wait_for", waitForArgs)
+	ev := nextFrame(t, bob)
+	assert.Equal(t, "bob", ev.Principal)
+	assert.Equal(t, callevents.TypeStarted, ev.Type)
+	// The wait_agent filter let no wait_for event through: a sentinel
+	// published straight to the hub is alice's first frame there.
+	hub.Publish(callevents.Event{Type: callevents.TypeStarted, Tool: "wait_agent", Principal: "alice", CallID: "sentinel"})
+	assert.Equal(t, "sentinel", nextFrame(t, aliceAgents).CallID)
+}
+
+func TestEventsStreamRefusals(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(srv.Close) // after the streams' contexts end
+	get := func(path string, header map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	status, _ := get("/events", nil)
+	assert.Equal(t, http.StatusUnauthorized, status, "behind the same authentication as /mcp")
+	status, body := get("/events?tool=wait_for,nope", map[string]string{"Authorization": "Bearer alice"})
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, body, `query parameter tool: unknown tool "nope"`)
+	assert.Contains(t, body, "known tools: cancel_agent, list_agents, list_panes, read_file, ", "the known tools are listed")
+	status, _ = get("/events", map[string]string{"Authorization": "Bearer alice", "Origin": "https://evil.example"})
+	assert.Equal(t, http.StatusForbidden, status)
+}
+
+// Without authentication every caller is the local user and sees all.
+func TestEventsStreamWithoutAuthSeesEveryCall(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true}))
+	t.Cleanup(srv.Close) // after the streams' contexts end
+	frames := subscribeEvents(t, srv.URL+"?tool=wait_for", "")
+	callTool(t, f, "carol", "wait_for", waitForArgs)
+	assert.Equal(t, "carol", nextFrame(t, frames).Principal)
+}
+
+// A shutdown's drain ends the event streams, so the HTTP server need not
+// wait for the subscribers to leave.
+func TestDrainEndsTheEventStreams(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true}))
+	t.Cleanup(srv.Close)
+	frames := subscribeEvents(t, srv.URL, "")
+	f.Drain(testContext(t))
+	select {
+	case _, open := <-frames:
+		assert.False(t, open, "no event, the stream ended")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream outlived the drain")
+	}
+}
