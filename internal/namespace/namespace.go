@@ -104,7 +104,7 @@ type EmbeddedOptions struct {
 // PrepareEmbedded registers the search attributes the namespace lacks (a
 // data dir created by an earlier release has none) and sets its retention,
 // on the embedded engine, before any worker starts. It returns once every
-// search attribute is listed or ctx ends.
+// search attribute is usable (see awaitUsable) or ctx ends.
 func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
 	missing, err := Missing(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
 	if err != nil {
@@ -120,7 +120,7 @@ func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
 		}); err != nil {
 			return fmt.Errorf("register search attributes %s on namespace %q: %w", strings.Join(missing, ", "), o.Namespace, err)
 		}
-		if err := awaitListed(ctx, s.Operator, o); err != nil {
+		if err := awaitUsable(ctx, s, o); err != nil {
 			return err
 		}
 	}
@@ -130,23 +130,36 @@ func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
 	return nil
 }
 
-// awaitListed polls until every search attribute is listed.
-func awaitListed(ctx context.Context, op operatorservice.OperatorServiceClient, o EmbeddedOptions) error {
+// awaitUsable polls until every search attribute is listed and a
+// visibility query accepts it: the engine's services read the namespace
+// from a cache refreshed every few seconds, and a workflow that starts with
+// or upserts one the cache does not know yet is refused.
+func awaitUsable(ctx context.Context, s Services, o EmbeddedOptions) error {
 	poll := o.Poll
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
+	clauses := make([]string, len(o.Names))
+	for i, name := range o.Names {
+		clauses[i] = name + ` = ""`
+	}
+	query := strings.Join(clauses, " OR ")
 	for {
-		missing, err := Missing(ctx, op, o.Namespace, o.SearchAttributes, o.Names)
+		missing, err := Missing(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
 		if err != nil {
 			return err
 		}
 		if len(missing) == 0 {
-			return nil
+			if _, err = s.Workflow.CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+				Namespace: o.Namespace, Query: query,
+			}); err == nil {
+				return nil
+			}
+			missing = o.Names
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("search attributes %s of namespace %q were registered but are not listed yet: %w",
+			return fmt.Errorf("search attributes %s of namespace %q were registered but are not usable yet: %w",
 				strings.Join(missing, ", "), o.Namespace, ctx.Err())
 		case <-time.After(poll):
 		}
