@@ -10,14 +10,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	commonpb "go.temporal.io/api/common/v1"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 )
@@ -219,7 +220,9 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		require.NoError(t, err)
 		defer operator.Close()
 		require.NoError(t, operator.CancelWorkflow(context.Background(), waitForID, ""))
+		t0 := time.Now()
 		res := <-waitForDone
+		t.Logf("wait_for answered %s after the cancel", time.Since(t0))
 		require.True(t, res.IsError, "a cancelled wait did not reach its condition")
 		var got struct {
 			Reason    string `json:"reason"`
@@ -245,7 +248,9 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		w.findEverywhere(t, tc, `DurawaitTool = "wait_for" AND DurawaitState = "cancelled"`, waitForID)
 
 		require.NoError(t, operator.CancelWorkflow(context.Background(), textID, ""))
+		t0 = time.Now()
 		text := <-textDone
+		t.Logf("wait_for_text answered %s after the cancel", time.Since(t0))
 		require.True(t, text.IsError)
 		var tr struct {
 			Error struct {
