@@ -183,7 +183,7 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 	if payload.Status == workflows.AgentRunning {
 		payload = workflows.AssemblePayload(payload, f.pendingActivities(ctx, id), time.Now())
 	}
-	return structuredResult(payload)
+	return structuredResult(f.namedCanceller(ctx, payload))
 }
 
 // agentMemo is an invocation's memo: start_agent's arguments (the prompt
@@ -214,7 +214,7 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 		if isCanceled(err) {
 			// An operator cancelled it through Temporal (cancel_agent
 			// ends it as Completed, with its payload).
-			return f.cancelledInvocation(ctx, id), nil
+			return f.cancelledInvocation(ctx, id, err), nil
 		}
 		return workflows.InvocationPayload{}, fmt.Errorf("the invocation's workflow ended without a result: %v", workflowErrorMessage(err))
 	}

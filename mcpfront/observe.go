@@ -140,11 +140,19 @@ const cancellationTimeout = 5 * time.Second
 // cancellation reads who cancelled a workflow run, and how long it ran
 // until then, from its history.
 func (f *Front) cancellation(ctx context.Context, id, runID string) (Cancellation, time.Duration) {
+	c, ran, _ := f.cancelRequest(ctx, id, runID)
+	return c, ran
+}
+
+// cancelRequest is cancellation, and whether the history holds a cancel
+// request at all (an agent stopped by cancel_agent has none).
+func (f *Front) cancelRequest(ctx context.Context, id, runID string) (Cancellation, time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
 	defer cancel()
 	c := Cancellation{By: "unknown"}
 	var started time.Time
 	var ran time.Duration
+	requested := false
 	iter := f.opts.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
@@ -156,6 +164,7 @@ func (f *Front) cancellation(ctx context.Context, id, runID string) (Cancellatio
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			started = ev.GetEventTime().AsTime()
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+			requested = true
 			a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
 			if a.GetIdentity() != "" {
 				c.By = a.GetIdentity()
@@ -168,7 +177,7 @@ func (f *Front) cancellation(ctx context.Context, id, runID string) (Cancellatio
 			}
 		}
 	}
-	return c, ran
+	return c, ran, requested
 }
 
 // cancelledWaitFor is wait_for's answer when an operator cancelled the
@@ -209,13 +218,30 @@ func (f *Front) cancelledText(ctx context.Context, id, runID string) *mcp.CallTo
 const TextErrCancelled workflows.TextErrorCode = "cancelled"
 
 // cancelledInvocation is the payload of an invocation an operator cancelled
-// through Temporal (not cancel_agent): status cancelled, reason finished,
-// and an error naming who cancelled.
-func (f *Front) cancelledInvocation(ctx context.Context, id string) workflows.InvocationPayload {
+// through Temporal (not cancel_agent): the payload the workflow left in the
+// cancellation's details (its output so far), else a bare one; status
+// cancelled, reason finished, and an error naming who cancelled.
+func (f *Front) cancelledInvocation(ctx context.Context, id string, err error) workflows.InvocationPayload {
 	c, ran := f.cancellation(ctx, id, "")
-	return workflows.InvocationPayload{
-		InvocationID: id, Status: workflows.AgentCancelled, Reason: workflows.AgentReasonFinished,
-		ElapsedMs: ran.Milliseconds(),
-		Error:     &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()},
+	p := workflows.InvocationPayload{InvocationID: id, ElapsedMs: ran.Milliseconds()}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) && canceled.HasDetails() {
+		_ = canceled.Details(&p)
 	}
+	p.InvocationID, p.Status, p.Reason = id, workflows.AgentCancelled, workflows.AgentReasonFinished
+	p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+	return p
+}
+
+// namedCanceller adds who cancelled to the payload of an invocation an
+// operator cancelled through Temporal; any other payload is returned as it
+// is (cancel_agent's cancel is the caller's own and names no one).
+func (f *Front) namedCanceller(ctx context.Context, p workflows.InvocationPayload) workflows.InvocationPayload {
+	if p.Status != workflows.AgentCancelled || p.Error != nil {
+		return p
+	}
+	if c, _, ok := f.cancelRequest(ctx, p.InvocationID, ""); ok {
+		p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+	}
+	return p
 }

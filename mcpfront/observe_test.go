@@ -92,11 +92,14 @@ func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
 	assert.Equal(t, map[string]any{"code": "cancelled", "message": "the wait was cancelled by operator-alice (the deploy was rolled back)",
 		"effects": "none", "retryable": false}, out["error"])
 
-	res = structuredResult(f.cancelledInvocation(context.Background(), "agent/abc"))
+	partial := "half done"
+	res = structuredResult(f.cancelledInvocation(context.Background(), "agent/abc",
+		temporal.NewCanceledError(workflows.InvocationPayload{InvocationID: "agent/abc", Status: workflows.AgentCancelled, ElapsedMs: 12000, Output: &partial})))
 	out = validates(t, invocationOutputSchema, res)
 	assert.Equal(t, "cancelled", out["status"])
 	assert.Equal(t, "finished", out["reason"])
 	assert.Equal(t, 12000.0, out["elapsed_ms"])
+	assert.Equal(t, "half done", out["output"], "the output so far, from the cancellation's details")
 	assert.Equal(t, map[string]any{"code": "cancelled", "message": "the invocation was cancelled by operator-alice (the deploy was rolled back)"}, out["error"])
 }
 

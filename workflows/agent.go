@@ -151,6 +151,11 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		return st.payload(ctx, id, AgentReasonWaitElapsed)
 	}
 	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
+		if obs {
+			// An operator's cancel of the workflow does not fail a wait
+			// in flight: it answers with the cancelled run's payload.
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+		}
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
 			return InvocationPayload{}, err
 		}
@@ -219,7 +224,14 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return InvocationPayload{}, err
 	}
-	return st.payload(ctx, id, AgentReasonFinished), nil
+	final := st.payload(ctx, id, AgentReasonFinished)
+	if obs && ctx.Err() != nil {
+		// An operator cancelled the workflow itself (cancel_agent is a
+		// signal): it ends Canceled, its payload in the cancellation's
+		// details for wait_agent.
+		return final, temporal.NewCanceledError(final)
+	}
+	return final, nil
 }
 
 // finalFrom maps the run's outcome to how the invocation ended.

@@ -140,6 +140,23 @@ func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
 		assert.Equal(t, []string{"running", "failed"}, u.states)
 		assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
 	})
+	t.Run("cancelled by an operator", func(t *testing.T) {
+		env := newAgentEnv(t)
+		u := recordUpserts(env)
+		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+			Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{}))
+		env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+		var canceled *temporal.CanceledError
+		require.ErrorAs(t, env.GetWorkflowError(), &canceled, "an operator's cancel ends it Canceled")
+		var p InvocationPayload
+		require.True(t, canceled.HasDetails())
+		require.NoError(t, canceled.Details(&p), "the payload rides in the details")
+		assert.Equal(t, AgentCancelled, p.Status)
+		assert.Equal(t, AgentReasonFinished, p.Reason)
+		assert.Equal(t, []string{"running", "cancelled"}, u.states)
+		assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
+	})
 	t.Run("cancelled by cancel_agent", func(t *testing.T) {
 		env := newAgentEnv(t)
 		u := recordUpserts(env)

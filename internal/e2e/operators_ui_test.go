@@ -105,13 +105,18 @@ func foundInUI(t testing.TB, ui, query string) []string {
 func (w *operatorWorld) findEverywhere(t *testing.T, tc sdkclient.Client, query string, want ...string) {
 	t.Helper()
 	var got, inUI []string
-	eventually(t, "visibility to find "+query, func() bool {
+	deadline := time.Now().Add(testTimeout)
+	for time.Now().Before(deadline) {
 		got = found(t, tc, query)
 		inUI = foundInUI(t, w.ui, query)
-		return assert.ObjectsAreEqual(want, got) && assert.ObjectsAreEqual(want, inUI)
-	})
-	assert.Equal(t, want, got, query)
-	assert.Equal(t, want, inUI, query)
+		if assert.ObjectsAreEqual(want, got) && assert.ObjectsAreEqual(want, inUI) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, want, got, "visibility API: %s", query)
+	assert.Equal(t, want, inUI, "UI HTTP API: %s", query)
+	t.FailNow()
 }
 
 // callInBackground calls tool and delivers its result when it answers.
@@ -285,6 +290,32 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		p := legacy.waitUntilFinished(t, agentID)
 		require.Equal(t, "succeeded", p.Status)
 		w.findEverywhere(t, tc, `DurawaitAgentStatus = "succeeded" AND DurawaitState = "matched"`, agentID)
+	})
+
+	t.Run("an operator's cancel of an agent is Canceled and wait_agent names the operator", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(w.path("scripts/hold2.script"), []byte(strings.Join([]string{
+			`{"type":"system","subtype":"init","session_id":"{session}"}`,
+			`@wait never`,
+		}, "\n")+"\n"), 0o644))
+		id := legacy.startAgent(t, "fake", "hold2", map[string]any{"cwd": w.path("work")})
+		w.findEverywhere(t, tc, fmt.Sprintf(`WorkflowId = %q AND DurawaitAgentStatus = "running"`, id), id)
+		operator, err := sdkclient.Dial(sdkclient.Options{HostPort: w.engine, Namespace: "default", Identity: "operator-bob"})
+		require.NoError(t, err)
+		defer operator.Close()
+		require.NoError(t, operator.CancelWorkflow(context.Background(), id, ""))
+		var p payload
+		eventually(t, "wait_agent to report the cancel", func() bool {
+			p = legacy.waitAgent(t, id)
+			return p.Reason == "finished"
+		})
+		assert.Equal(t, "cancelled", p.Status)
+		require.NotNil(t, p.Error)
+		assert.Equal(t, "cancelled", p.Error.Code)
+		assert.Contains(t, p.Error.Message, "cancelled by operator-bob")
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		require.NoError(t, err)
+		assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.WorkflowExecutionInfo.Status)
+		w.findEverywhere(t, tc, `DurawaitAgentStatus = "cancelled" AND DurawaitState = "cancelled"`, id)
 	})
 
 	t.Run("retention is the configured one", func(t *testing.T) {
