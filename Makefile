@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e fuzz vet fmt-check bench clean
+.PHONY: all build run test unit e2e fuzz vet fmt-check bench screenshot clean
 
 all: build
 
@@ -64,6 +64,10 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench 'ColdStart|Detection|Latency|Overhead' -benchtime 10x -timeout 30m ./internal/e2e/ | tee bench-report.txt
 	$(GO) test -run '^$$' -bench 'ConcurrentWaits' -benchtime 1x -timeout 30m ./internal/e2e/ | tee -a bench-report.txt
+
+## screenshot: the Temporal UI's list of waits, by headless Chromium, into docs/img/ui-list.png
+screenshot:
+	DURAWAIT_SCREENSHOT=$(CURDIR)/docs/img/ui-list.png $(GO) test -count=1 -run 'TestScreenshotOfTheUIList' ./internal/e2e/
 
 clean:
 	rm -rf $(BIN)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -30,7 +31,7 @@ import (
 // (DURAWAIT_REPLAY_PREFIX names the files' prefix, e.g. "v2_").
 func TestRecordReplayHistories(t *testing.T) {
 	e, err := engine.Start(engine.Options{
-		DataDir: t.TempDir(), Namespace: "default",
+		DataDir: t.TempDir(), Namespace: "default", SearchAttributes: SearchAttributes(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
 	})
 	require.NoError(t, err)
@@ -93,7 +94,8 @@ func TestRecordReplayHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := func(id, name string, in any) client.WorkflowRun {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, StaticSummary: "replay " + id}, name, in)
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, StaticSummary: "replay " + id,
+			TypedSearchAttributes: temporal.NewSearchAttributes(KeyTool.ValueSet("replay"))}, name, in)
 		require.NoError(t, err)
 		return run
 	}
