@@ -46,17 +46,24 @@ func TestScreenshotOfTheUIList(t *testing.T) {
 	})
 
 	query := `DurawaitTool IN ("wait_for", "wait_for_text", "start_agent")`
-	page := fmt.Sprintf("%s/namespaces/default/workflows?query=%s", w.ui, url.QueryEscape(query))
-	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+	list := fmt.Sprintf("%s/namespaces/default/workflows?query=%s", w.ui, url.QueryEscape(query))
+	screenshot(t, chromium, w.dir, list, out, 700)
+
+}
+
+// screenshot renders page with headless Chromium into file.
+func screenshot(t *testing.T, chromium, dir, page, file string, height int) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	shot := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--window-size=1600,700", "--virtual-time-budget=15000", "--screenshot="+out, page)
-	shot.Dir = w.dir
+		fmt.Sprintf("--window-size=1600,%d", height), "--virtual-time-budget=15000", "--screenshot="+file, page)
+	shot.Dir = dir
 	b, err := shot.CombinedOutput()
 	require.NoError(t, err, "chromium: %s", b)
-	info, err := os.Stat(out)
+	info, err := os.Stat(file)
 	require.NoError(t, err)
 	require.Greater(t, info.Size(), int64(10_000), "a rendered page, not a blank one")
-	t.Logf("screenshot of %s in %s", page, out)
+	t.Logf("screenshot of %s in %s", page, file)
 }
