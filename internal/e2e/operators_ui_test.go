@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -100,15 +101,18 @@ func foundInUI(t testing.TB, ui, query string) []string {
 	return ids
 }
 
-// findEverywhere waits until query finds exactly want, through the
-// visibility API and through the UI's HTTP API.
+// findEverywhere waits until query finds exactly want (in any order),
+// through the visibility API and through the UI's HTTP API.
 func (w *operatorWorld) findEverywhere(t *testing.T, tc sdkclient.Client, query string, want ...string) {
 	t.Helper()
+	sort.Strings(want)
 	var got, inUI []string
 	deadline := time.Now().Add(testTimeout)
 	for time.Now().Before(deadline) {
 		got = found(t, tc, query)
 		inUI = foundInUI(t, w.ui, query)
+		sort.Strings(got)
+		sort.Strings(inUI)
 		if assert.ObjectsAreEqual(want, got) && assert.ObjectsAreEqual(want, inUI) {
 			return
 		}
@@ -199,7 +203,7 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 			{`DurawaitCaller = "anonymous" AND DurawaitState = "running" AND DurawaitTool IN ("wait_for", "wait_for_text")`, nil},
 		} {
 			want := tc2.want
-			if want == nil { // the last: both waits, in the list's order (newest first)
+			if want == nil { // the last: both waits
 				want = []string{textID, waitForID}
 			}
 			w.findEverywhere(t, tc, tc2.query, want...)
