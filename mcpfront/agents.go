@@ -90,10 +90,11 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	_, err = f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:            id,
 		TaskQueue:     f.opts.TaskQueue,
-		StaticSummary: fmt.Sprintf("agent %s in %s: %s", spec.Provider, spec.Cwd, shorten(spec.Prompt, 100)),
-		Memo: principalMemo(map[string]any{
-			"provider": spec.Provider, "cwd": spec.Cwd, "prompt": shorten(spec.Prompt, 200), "status": string(workflows.AgentRunning),
-		}, principal),
+		StaticSummary: workflows.AgentSummary(spec),
+		StaticDetails: workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
+		Memo:          principalMemo(agentMemo(spec), principal),
+		TypedSearchAttributes: f.startAttributes(ctx, &req, "start_agent",
+			workflows.KeyAgentProvider.ValueSet(workflows.KeywordValue(spec.Provider))),
 	}, workflows.AgentWorkflowName, workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
@@ -184,7 +185,17 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 	if payload.Status == workflows.AgentRunning {
 		payload = workflows.AssemblePayload(payload, f.pendingActivities(ctx, id), time.Now())
 	}
-	return structuredResult(payload)
+	return structuredResult(f.namedCanceller(ctx, payload))
+}
+
+// agentMemo is an invocation's memo: start_agent's arguments (the prompt
+// cut to its start, as list_agents shows it) and its status, which the
+// workflow updates when the run ends.
+func agentMemo(spec workflows.AgentSpec) map[string]any {
+	m := workflows.AgentMemo(spec)
+	m["prompt"] = shorten(spec.Prompt, 200)
+	m["status"] = string(workflows.AgentRunning)
+	return m
 }
 
 // finalPayload reads a closed invocation's result, or explains why not.
@@ -202,6 +213,11 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 	}
 	var payload workflows.InvocationPayload
 	if err := f.opts.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &payload); err != nil {
+		if isCanceled(err) {
+			// An operator cancelled it through Temporal (cancel_agent
+			// ends it as Completed, with its payload).
+			return f.cancelledInvocation(ctx, id, err), nil
+		}
 		return workflows.InvocationPayload{}, fmt.Errorf("the invocation's workflow ended without a result: %v", workflowErrorMessage(err))
 	}
 	return payload, nil
@@ -297,6 +313,8 @@ func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (
 			case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 				item.Status = string(workflows.AgentRunning)
 			case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+				item.Status = string(workflows.AgentCancelled)
 			default:
 				item.Status = string(workflows.AgentFailed)
 			}

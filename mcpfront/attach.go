@@ -7,6 +7,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -40,9 +41,13 @@ import (
 // feed (a front with no worker in its process) steps 1, 4's early answer and
 // 5 do nothing; a task-augmented call (createTask) does steps 2 and 3 only.
 type sharedWait struct {
-	id       string
-	summary  string
-	memo     map[string]any
+	id      string
+	summary string
+	details string
+	memo    map[string]any
+	// attrs are the search attributes the workflow starts with (an
+	// attaching call's are ignored: the first call's stay).
+	attrs    temporal.SearchAttributes
 	workflow string
 	input    any
 	// pollMs is how often a task's status is worth asking for.
@@ -75,7 +80,9 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            w.summary,
+		StaticDetails:            w.details,
 		Memo:                     w.memo,
+		TypedSearchAttributes:    w.attrs,
 	}, w.workflow, w.input)
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/durawait/durawait/internal/callevents"
+	"github.com/durawait/durawait/workflows"
 )
 
 // CallEventOptions configure the per-call log lines and tool-call events.
@@ -52,7 +53,7 @@ const (
 // call ends.
 func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: clientName(ctx)}
+		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
 		if !waitStartingTools[tool] {
 			c.startOnce()
 		}
@@ -187,12 +188,8 @@ func (c *toolCall) publish(ev callevents.Event) {
 func (c *toolCall) logAttrs() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	principal := c.who.principal
-	if principal == "" {
-		principal = "local"
-	}
 	return []any{"tool", c.tool, "wait_id", c.waitID, "call_id", c.id,
-		slog.Group("caller", "principal", principal, "client", c.client, "session", baseSession(c.who.session))}
+		slog.Group("caller", "principal", workflows.CallerValue(c.who.principal), "client", c.client, "session", baseSession(c.who.session))}
 }
 
 // callOutcome names how a call ended: the wait's status or reason from the
@@ -228,23 +225,6 @@ func callOutcome(ctx context.Context, res *mcp.CallToolResult, err error) string
 func baseSession(id string) string {
 	base, _, _ := strings.Cut(id, perCallSuffix)
 	return base
-}
-
-// clientName is the MCP client's name/version from its initialize, when
-// the transport's session knows it.
-func clientName(ctx context.Context) string {
-	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	if !ok {
-		return ""
-	}
-	info := s.GetClientInfo()
-	if info.Name == "" {
-		return ""
-	}
-	if info.Version == "" {
-		return info.Name
-	}
-	return info.Name + "/" + info.Version
 }
 
 func newCallID() string {

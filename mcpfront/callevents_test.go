@@ -196,7 +196,7 @@ func TestWaitLogLinesAsText(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, ended, logs.String())
-	for _, want := range []string{"level=INFO", "tool=wait_for", "wait_id=wait_for/", "caller.principal=local", "caller.session=sess-1", "outcome=matched", "duration_ms="} {
+	for _, want := range []string{"level=INFO", "tool=wait_for", "wait_id=wait_for/", "caller.principal=anonymous", "caller.session=sess-1", "outcome=matched", "duration_ms="} {
 		assert.Contains(t, ended, want)
 	}
 }

@@ -81,6 +81,8 @@ type Front struct {
 	settling sync.Map
 	// attached counts the callers attached to each wait_for_text wait.
 	attached holds
+	// clients are the names of the sessions' clients (DurawaitClient).
+	clients clientNames
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.
@@ -103,6 +105,7 @@ func New(opts Options) *Front {
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(argumentsObject),
+		server.WithHooks(f.clients.hooks()),
 	)
 	f.Refresh(context.Background())
 	return f

@@ -375,6 +375,9 @@ func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult 
 	case "wait_agent":
 		var payload workflows.InvocationPayload
 		err := run.Get(ctx, &payload)
+		if errors.As(err, &canceled) {
+			return structuredResult(f.cancelledInvocation(ctx, ref.workflowID, err))
+		}
 		if err != nil {
 			return mcp.NewToolResultError("wait_agent: the invocation's workflow ended without a result: " + workflowErrorMessage(err))
 		}

@@ -136,6 +136,9 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 		}
 		return nil, ctx.Err()
 	}
+	if isCanceled(err) {
+		return f.cancelledText(ctx, run.GetID(), run.GetRunID()), nil
+	}
 	return textAnswer(out, err), nil
 }
 
@@ -152,10 +155,14 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		return sharedWait{}, textError(*bad)
 	}
 	principal := principalFrom(ctx)
+	maxWaitSec := int(f.opts.Tmux.MaxWait / time.Second)
 	return sharedWait{
-		id:       spec.WorkflowID(f.opts.Tmux.Socket, principal),
-		memo:     principalMemo(nil, principal),
-		summary:  "wait_for_text in pane " + spec.Target.PaneID + ": " + shorten(spec.Text, 80),
+		id:      spec.WorkflowID(f.opts.Tmux.Socket, principal),
+		memo:    principalMemo(workflows.TextWaitMemo(spec, maxWaitSec), principal),
+		summary: workflows.TextWaitSummary(spec, maxWaitSec),
+		details: workflows.TextWaitDetails(spec, maxWaitSec),
+		attrs: f.startAttributes(ctx, &req, "wait_for_text",
+			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID))),
 		workflow: workflows.WaitForTextWorkflowName,
 		input: workflows.WaitForTextInput{
 			Spec: spec, HostQueue: queue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,

@@ -61,6 +61,9 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		// The caller went away; the wait runs on to its own bound.
 		return nil, ctx.Err()
 	}
+	if isCanceled(err) {
+		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID(), w.input.(workflows.WaitForInput).Spec.MaxWaitSec), nil
+	}
 	return waitForAnswer(result, err), nil
 }
 
@@ -74,9 +77,12 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 	}
 	principal := principalFrom(ctx)
 	return sharedWait{
-		id:       spec.WorkflowID(principal),
-		summary:  waitSummary(spec),
-		memo:     principalMemo(map[string]any{"probe_tool": spec.Probe.Tool, "probe_args": string(spec.Probe.Args), "until": spec.Until}, principal),
+		id:      spec.WorkflowID(principal),
+		summary: workflows.WaitForSummary(spec),
+		details: workflows.WaitForDetails(spec),
+		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
+		attrs: f.startAttributes(ctx, &req, "wait_for",
+			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool))),
 		workflow: workflows.WaitForWorkflowName,
 		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
 		pollMs:   int64(spec.PollSec) * 1000,
@@ -94,18 +100,4 @@ func waitForAnswer(result workflows.WaitForResult, err error) *mcp.CallToolResul
 // startFailed answers a call whose wait could not be started.
 func startFailed(tool string, err error) *mcp.CallToolResult {
 	return mcp.NewToolResultError(fmt.Sprintf("%s: could not start the wait (Temporal engine unavailable?): %v", tool, err))
-}
-
-func waitSummary(spec workflows.WaitForSpec) string {
-	cond := string(spec.Until.Kind)
-	switch spec.Until.Kind {
-	case workflows.ConditionQuietForSec:
-		cond = fmt.Sprintf("quiet for %ds", spec.Until.QuietForSec)
-	default:
-		cond = fmt.Sprintf("%s /%s/", spec.Until.Kind, spec.Until.Pattern)
-	}
-	if spec.Until.FailPattern != "" {
-		cond += fmt.Sprintf(", fail on /%s/", spec.Until.FailPattern)
-	}
-	return fmt.Sprintf("wait_for %s until %s (every %ds, at most %ds)", spec.Probe.Tool, cond, spec.PollSec, spec.MaxWaitSec)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -57,7 +58,7 @@ func (w TemporalWorkers) Catalog(ctx context.Context) (workflows.DownstreamCatal
 // Temporal.
 func (w TemporalWorkers) CallTool(ctx context.Context, in workflows.DownstreamCall, _ func(mcp.ProgressNotificationParams)) (workflows.DownstreamCallResult, error) {
 	var out workflows.DownstreamCallResult
-	err := w.execute(ctx, workflows.DownstreamCallID, "call "+in.Server+"."+in.Tool,
+	err := w.execute(ctx, workflows.DownstreamCallID, in.Server+"."+in.Tool, "call "+in.Server+"."+in.Tool,
 		workflows.DownstreamCallWorkflowTimeout, workflows.CallDownstreamToolWorkflowName, in, &out)
 	return out, err
 }
@@ -66,22 +67,23 @@ func (w TemporalWorkers) CallTool(ctx context.Context, in workflows.DownstreamCa
 // answer.
 func (w TemporalWorkers) ListPanes(ctx context.Context, in workflows.ListPanesInput) (workflows.ListPanesOutput, error) {
 	var out workflows.ListPanesOutput
-	err := w.execute(ctx, workflows.ListPanesID, "list_panes on task queue "+in.HostQueue,
+	err := w.execute(ctx, workflows.ListPanesID, "list_panes", "list_panes on task queue "+in.HostQueue,
 		workflows.ListPanesWorkflowTimeout, workflows.ListPanesWorkflowName, in, &out)
 	return out, err
 }
 
 // execute runs one short workflow of the caller's (its ID is newID of the
 // caller's principal and a random nonce) and decodes its result into out. The
-// workflow is cancelled when the caller cancels.
-func (w TemporalWorkers) execute(ctx context.Context, newID func(principal string, nonce [12]byte) string, summary string, timeout time.Duration, workflow string, in, out any) error {
+// workflow is cancelled when the caller cancels. Its DurawaitTool is tool.
+func (w TemporalWorkers) execute(ctx context.Context, newID func(principal string, nonce [12]byte) string, tool, summary string, timeout time.Duration, workflow string, in, out any) error {
 	principal := principalFrom(ctx)
 	run, err := w.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       newID(principal, nonce()),
 		TaskQueue:                w.TaskQueue,
 		WorkflowExecutionTimeout: timeout,
-		StaticSummary:            summary,
+		StaticSummary:            workflows.TruncateUTF8(summary, workflows.MaxSummaryBytes),
 		Memo:                     principalMemo(nil, principal),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(callerAttributes(ctx, workflows.KeywordValue(tool))...),
 	}, workflow, in)
 	if err != nil {
 		return fmt.Errorf("start %s (Temporal engine unavailable?): %w", workflow, err)

@@ -44,6 +44,10 @@ func TestTemporalWorkersCallToolRunsAWorkflowOfTheCaller(t *testing.T) {
 	assert.Equal(t, "q", opts.TaskQueue)
 	assert.Equal(t, "call demo.read_file", opts.StaticSummary)
 	assert.Equal(t, map[string]any{"principal": "alice"}, opts.Memo)
+	tool, _ := opts.TypedSearchAttributes.GetKeyword(workflows.KeyTool)
+	assert.Equal(t, "demo.read_file", tool, "DurawaitTool: the re-exposed tool")
+	who, _ := opts.TypedSearchAttributes.GetKeyword(workflows.KeyCaller)
+	assert.Equal(t, "alice", who)
 	tc.AssertExpectations(t)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -88,6 +89,7 @@ func (p *CatalogPublisher) publish(ctx context.Context) error {
 			TaskQueue:             p.taskQueue,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:         "downstream catalog of task queue " + p.taskQueue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KeyTool.ValueSet("internal")),
 		}, workflows.CatalogWorkflowName, workflows.DownstreamCatalog{})
 	if err != nil {
 		return fmt.Errorf("signal the catalog workflow %s: %w", workflows.CatalogWorkflowID(p.taskQueue), err)

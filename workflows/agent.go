@@ -122,9 +122,19 @@ func (s *agentState) payload(ctx workflow.Context, id string, reason AgentReason
 // spooled on that host's disk). Blockers arrive as signals; wait_agent is an
 // update that returns when the run finishes, when a blocker category is seen
 // for the first time, or when its window passes.
+//
+// A run begun by this release upserts DurawaitState (running, then
+// agentEndState) and DurawaitAgentStatus (running; blocked when a blocker
+// is seen; then the final status), so a failed or blocked agent reads as
+// such in the list although its workflow completes (it must, for wait_agent
+// to read its payload).
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	st := &agentState{started: workflow.Now(ctx)}
+	obs := observable(ctx)
+	if obs {
+		setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
+	}
 
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
 	answer := func(ctx workflow.Context) InvocationPayload {
@@ -141,6 +151,11 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		return st.payload(ctx, id, AgentReasonWaitElapsed)
 	}
 	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
+		if obs {
+			// An operator's cancel of the workflow does not fail a wait
+			// in flight: it answers with the cancelled run's payload.
+			ctx, _ = workflow.NewDisconnectedContext(ctx)
+		}
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
 			return InvocationPayload{}, err
 		}
@@ -156,7 +171,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 
 	// Claim a host: the first worker to take this activity runs the CLI.
 	var hostQueue string
-	claimCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	claimCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, Summary: "claim a host for the " + in.Spec.Provider + " CLI"})
 	if err := workflow.ExecuteActivity(claimCtx, ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
 		return InvocationPayload{}, err
 	}
@@ -167,6 +182,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		StartToCloseTimeout: in.MaxRun,
 		HeartbeatTimeout:    AgentHeartbeatTimeout,
 		WaitForCancellation: true,
+		Summary:             TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        5 * time.Second,
@@ -186,6 +202,9 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		var b AgentError
 		c.Receive(ctx, &b)
 		st.addBlocker(b)
+		if obs {
+			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
+		}
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -198,11 +217,21 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		sel.Select(ctx)
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{"status": string(st.final.Status)})
+	if obs {
+		setState(ctx, agentEndState(st.final), KeyAgentStatus.ValueSet(string(st.final.Status)))
+	}
 	// Let every wait_agent in flight answer before the workflow closes.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return InvocationPayload{}, err
 	}
-	return st.payload(ctx, id, AgentReasonFinished), nil
+	final := st.payload(ctx, id, AgentReasonFinished)
+	if obs && ctx.Err() != nil {
+		// An operator cancelled the workflow itself (cancel_agent is a
+		// signal): it ends Canceled, its payload in the cancellation's
+		// details for wait_agent.
+		return final, temporal.NewCanceledError(final)
+	}
+	return final, nil
 }
 
 // finalFrom maps the run's outcome to how the invocation ended.
@@ -232,4 +261,21 @@ func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
 		code, msg = ErrCodeAgentError, "the run exceeded agents.max_run_sec"
 	}
 	return &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: code, Message: msg}}
+}
+
+// agentEndState is the DurawaitState of an invocation that ended so: a run
+// that succeeded is "matched" (what was waited for happened), one that
+// failed or ended blocked is "failed", a cancelled one "cancelled", and one
+// whose worker was lost "error".
+func agentEndState(final *AgentFinal) WaitState {
+	switch final.Status {
+	case AgentSucceeded:
+		return StateMatched
+	case AgentCancelled:
+		return StateCancelled
+	}
+	if final.Error != nil && final.Error.Code == ErrCodeWorkerLost {
+		return StateError
+	}
+	return StateFailed
 }

@@ -85,8 +85,15 @@ func deadlineGrace(heartbeat time.Duration) time.Duration {
 // server-side timer, which ends the wait even if no worker is left to run
 // the activity; the timeout carries the last heartbeat, so the result still
 // holds every sample taken.
-func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
+//
+// A run begun by this release upserts its DurawaitState: running at once,
+// then how it ended (matched, settled, failed, timeout, cancelled, error).
+func WaitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err error) {
 	started := workflow.Now(ctx)
+	if observable(ctx) {
+		setState(ctx, StateRunning)
+		defer func() { setState(ctx, waitForEndState(result, err)) }()
+	}
 	maxWait := in.Spec.MaxWait()
 	heartbeat := in.HeartbeatTimeout
 	if heartbeat <= 0 {
@@ -95,6 +102,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ScheduleToCloseTimeout: maxWait + deadlineGrace(heartbeat),
 		HeartbeatTimeout:       heartbeat,
+		Summary:                PollSummary(in.Spec),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -107,8 +115,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 	})
 
 	input := NewPollInput(in.Spec, started)
-	var result WaitForResult
-	err := workflow.ExecuteActivity(ctx, PollProbeActivityName, input).Get(ctx, &result)
+	err = workflow.ExecuteActivity(ctx, PollProbeActivityName, input).Get(ctx, &result)
 	if err == nil {
 		return result, nil
 	}
@@ -133,4 +140,17 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 			ErrTypeNoSample, err)
 	}
 	return progress.Result(in.Spec, WaitReasonTimeout, "", elapsed), nil
+}
+
+// waitForEndState is the DurawaitState of a wait_for that returned result
+// and err.
+func waitForEndState(result WaitForResult, err error) WaitState {
+	var canceled *temporal.CanceledError
+	switch {
+	case err == nil:
+		return WaitState(result.Reason) // the reasons are states of the same names
+	case errors.As(err, &canceled):
+		return StateCancelled
+	}
+	return StateError
 }

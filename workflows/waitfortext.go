@@ -192,17 +192,25 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 // in one heartbeating activity on the task queue of the host that owns the
 // tmux server. A watch retried after a restart starts over with a fresh
 // baseline (continuity "reset"), so text printed meanwhile is still found.
-func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
+//
+// A run begun by this release upserts its DurawaitState: running at once,
+// then matched, timeout (the bound passed without the text), error (the
+// pane or tmux failed) or cancelled.
+func WaitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome, err error) {
 	started := workflow.Now(ctx)
+	if observable(ctx) {
+		setState(ctx, StateRunning)
+		defer func() { setState(ctx, textEndState(out, err)) }()
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              in.HostQueue,
 		ScheduleToCloseTimeout: in.MaxWait + deadlineGrace(TmuxHeartbeatTimeout),
 		HeartbeatTimeout:       TmuxHeartbeatTimeout,
 		WaitForCancellation:    true,
+		Summary:                WatchPaneSummary(in.Spec),
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
 	})
-	var out TextWaitOutcome
-	err := workflow.ExecuteActivity(actx, WatchPaneActivityName, WatchPaneInput{
+	err = workflow.ExecuteActivity(actx, WatchPaneActivityName, WatchPaneInput{
 		Spec: in.Spec, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
 	}).Get(ctx, &out)
 	var timeoutErr *temporal.TimeoutError
@@ -213,4 +221,19 @@ func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, er
 		}}, nil
 	}
 	return out, err
+}
+
+// textEndState is the DurawaitState of a wait_for_text that returned out
+// and err.
+func textEndState(out TextWaitOutcome, err error) WaitState {
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &canceled):
+		return StateCancelled
+	case err != nil || out.Error != nil || out.Result == nil:
+		return StateError
+	case out.Result.Matched:
+		return StateMatched
+	}
+	return StateTimeout
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
+	"github.com/durawait/durawait/internal/namespace"
 	"github.com/durawait/durawait/internal/readiness"
 	"github.com/durawait/durawait/internal/samplehub"
 	"github.com/durawait/durawait/internal/telemetry"
@@ -48,6 +49,7 @@ type roles struct {
 //	listenHTTP    yes     yes      yes     (not with --stdio; /healthz answers 503 at once)
 //	startEngine   yes     -        -       (not with --temporal)
 //	dialTemporal  yes     yes      yes
+//	prepareNS     yes     yes      yes     (registers search attributes + retention on the embedded engine; checks a cluster)
 //	startWorker   yes     yes      -       (downstream servers, tmux, agents, catalog)
 //	startFront    yes     -        yes     (the MCP front end)
 func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -73,7 +75,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			stops[i]()
 		}
 	}()
-	for _, start := range []startStep{p.startTelemetry, p.listenHTTP, p.startEngine, p.dialTemporal, p.startWorker, p.startFront} {
+	for _, start := range []startStep{p.startTelemetry, p.listenHTTP, p.startEngine, p.dialTemporal, p.prepareNamespace, p.startWorker, p.startFront} {
 		stop, err := start(ctx)
 		if err != nil {
 			return err
@@ -195,13 +197,17 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		return nil, err
 	}
 	eng, err := engine.Start(engine.Options{
-		DataDir:      p.cfg.DataDir,
-		Port:         p.cfg.EnginePort,
-		UIPort:       p.cfg.UIPort,
-		Namespace:    p.cfg.Namespace,
-		Logger:       p.logger,
-		LogLevel:     max(p.level, slog.LevelWarn),
-		SpanExporter: p.engineSpans(),
+		DataDir:   p.cfg.DataDir,
+		Port:      p.cfg.EnginePort,
+		UIPort:    p.cfg.UIPort,
+		Namespace: p.cfg.Namespace,
+		// A new namespace is created with them; prepareNamespace adds
+		// them to one an earlier release created.
+		SearchAttributes: workflows.SearchAttributes(),
+		Retention:        p.cfg.Retention(),
+		Logger:           p.logger,
+		LogLevel:         max(p.level, slog.LevelWarn),
+		SpanExporter:     p.engineSpans(),
 	})
 	if err != nil {
 		lock.Release()
@@ -235,6 +241,35 @@ func (p *process) dialTemporal(ctx context.Context) (func(), error) {
 	}
 	p.temporal = tc
 	return tc.Close, nil
+}
+
+// prepareNamespaceTimeout bounds the namespace's preparation at start-up.
+const prepareNamespaceTimeout = 30 * time.Second
+
+// prepareNamespace makes sure the namespace has durawait's search
+// attributes before any worker or front end uses them (a workflow that
+// upserts an unregistered one stalls). On the embedded engine it registers
+// the missing ones (a data dir of an earlier release has none) and sets the
+// retention of closed waits (retention_hours); on a cluster it only checks,
+// and refuses to start with the exact `temporal operator search-attribute
+// create` lines for what is missing.
+func (p *process) prepareNamespace(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, prepareNamespaceTimeout)
+	defer cancel()
+	services := namespace.Services{Operator: p.temporal.OperatorService(), Workflow: p.temporal.WorkflowService()}
+	if !p.roles.engine {
+		if err := namespace.CheckCluster(ctx, services, p.cfg.Namespace, workflows.SearchAttributes(), workflows.SearchAttributeNames); err != nil {
+			return nil, fmt.Errorf("Temporal at %s: %w", p.temporalAddr, err)
+		}
+		return nil, nil
+	}
+	if err := namespace.PrepareEmbedded(ctx, services, namespace.EmbeddedOptions{
+		Namespace: p.cfg.Namespace, SearchAttributes: workflows.SearchAttributes(),
+		Names: workflows.SearchAttributeNames, Retention: p.cfg.Retention(),
+	}); err != nil {
+		return nil, fmt.Errorf("embedded engine: %w", err)
+	}
+	return nil, nil
 }
 
 // startWorker starts the worker's side: the downstream servers, the

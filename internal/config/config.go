@@ -33,8 +33,12 @@ type Config struct {
 	// EnginePort is the embedded engine's gRPC port.
 	EnginePort int `toml:"engine_port"`
 	// UIPort is the embedded Web UI's port; 0 disables it.
-	UIPort   int    `toml:"ui_port"`
-	LogLevel string `toml:"log_level"`
+	UIPort int `toml:"ui_port"`
+	// RetentionHours is how long the embedded engine keeps closed waits
+	// (their history, for the UI and `durawait waits`); on a cluster the
+	// namespace's own retention applies.
+	RetentionHours int    `toml:"retention_hours"`
+	LogLevel       string `toml:"log_level"`
 	// LogFormat is "text" (logfmt-style key=value lines) or "json" (one
 	// JSON object per line).
 	LogFormat string `toml:"log_format"`
@@ -170,6 +174,7 @@ func Default() Config {
 		TaskQueue:          "durawait",
 		EnginePort:         7233,
 		UIPort:             8233,
+		RetentionHours:     24,
 		LogLevel:           "info",
 		LogFormat:          "text",
 		EventResultMaxLen:  16384,
@@ -252,6 +257,10 @@ func (c Config) Validate() error {
 	if c.UIPort < 0 || c.UIPort > 65535 {
 		bad("ui_port: must be a TCP port or 0 to disable the UI, got %d", c.UIPort)
 	}
+	if c.RetentionHours < MinRetentionHours || c.RetentionHours > MaxRetentionHours {
+		errs = append(errs, fmt.Errorf("retention_hours: %w: must be %d to %d, got %d",
+			ErrRetentionHours, MinRetentionHours, MaxRetentionHours, c.RetentionHours))
+	}
 	if c.HTTPReadTimeoutSec < 1 {
 		bad("http_read_timeout_sec: must be at least 1, got %d", c.HTTPReadTimeoutSec)
 	}
@@ -316,6 +325,20 @@ func (c Config) Validate() error {
 
 // LogFormats are the values of log_format.
 var LogFormats = []string{"text", "json"}
+
+// The bounds of retention_hours: Temporal's minimum for a local
+// namespace (1 h) and a year.
+const (
+	MinRetentionHours = 1
+	MaxRetentionHours = 365 * 24
+)
+
+// ErrRetentionHours is the error (wrapped, naming the value) of a
+// retention_hours out of its bounds.
+var ErrRetentionHours = errors.New("retention out of bounds")
+
+// Retention of closed waits on the embedded engine.
+func (c Config) Retention() time.Duration { return time.Duration(c.RetentionHours) * time.Hour }
 
 // SlogLevel parses LogLevel.
 func (c Config) SlogLevel() (slog.Level, error) {

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -244,4 +246,18 @@ probe_tools = ["delete_file", "*"]
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `mcp_servers[0].probe_tools[0]: must be a tool name or "*"`)
 	assert.Contains(t, err.Error(), "http_read_timeout_sec: must be at least 1, got 0")
+}
+
+func TestRetentionHoursIsBoundedWithANamedError(t *testing.T) {
+	assert.Equal(t, 24*time.Hour, Default().Retention())
+	for _, hours := range []int{0, -1, MaxRetentionHours + 1} {
+		cfg := Default()
+		cfg.RetentionHours = hours
+		err := cfg.Validate()
+		require.ErrorIs(t, err, ErrRetentionHours)
+		assert.Contains(t, err.Error(), fmt.Sprintf("retention_hours: retention out of bounds: must be 1 to 8760, got %d", hours))
+	}
+	cfg := Default()
+	cfg.RetentionHours = 1
+	assert.NoError(t, cfg.Validate())
 }

@@ -228,23 +228,14 @@ func (w *workspace) startServeAt(config, addr string) *instance {
 
 func (w *workspace) startServeAtEnv(config, addr string, env []string) *instance {
 	w.t.Helper()
-	return w.startServeCommand(addr, env, serveArgs(config, addr))
+	return w.startServeWith(config, addr, env)
 }
 
-// startServeArgs is startServe with extra flags after the usual ones (the
-// last of a repeated flag wins).
-func (w *workspace) startServeArgs(config string, extra ...string) *instance {
-	w.t.Helper()
-	addr := freeAddr(w.t)
-	return w.startServeCommand(addr, nil, append(serveArgs(config, addr), extra...))
-}
-
-// startServeCommand runs durawait with args, serving HTTP on addr, and
-// waits for /healthz to answer 200.
-func (w *workspace) startServeCommand(addr string, env, args []string) *instance {
+// startServeWith is startServeAtEnv with more flags (later flags win).
+func (w *workspace) startServeWith(config, addr string, env []string, flags ...string) *instance {
 	w.t.Helper()
 	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
-	inst.cmd = exec.Command(bin.durawait, args...)
+	inst.cmd = exec.Command(bin.durawait, append(serveArgs(config, inst.http), flags...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
 	require.NoError(w.t, inst.cmd.Start())
@@ -296,6 +287,12 @@ type mcpClient struct {
 
 func initialize(t testing.TB, c *client.Client) *mcpClient {
 	t.Helper()
+	return initializeAt(t, c, mcp.LATEST_PROTOCOL_VERSION)
+}
+
+// initializeAt initializes c offering protocol version.
+func initializeAt(t testing.TB, c *client.Client, version string) *mcpClient {
+	t.Helper()
 	mc := &mcpClient{Client: c, progress: map[string][]float64{}, messages: map[string][]string{}}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method != "notifications/progress" {
@@ -317,7 +314,7 @@ func initialize(t testing.TB, c *client.Client) *mcpClient {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ProtocolVersion = version
 	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-e2e", Version: "1"}
 	res, err := c.Initialize(ctx, req)
 	require.NoError(t, err)

@@ -314,7 +314,7 @@ func TestOpsReadyzAndJSONLogs(t *testing.T) {
 		case "wait call ended":
 			sawEnd = true
 			assert.Equal(t, "matched", m["outcome"])
-			assert.Equal(t, "local", m["caller"].(map[string]any)["principal"])
+			assert.Equal(t, "anonymous", m["caller"].(map[string]any)["principal"])
 		}
 	}
 	assert.True(t, sawStart)

@@ -22,7 +22,7 @@ const screenshotEnv = "DURAWAIT_SCREENSHOTS"
 
 // operatorQuery is the saved view docs/operations.md recommends: every
 // wait_for still waiting.
-const operatorQuery = `WorkflowType = "WaitFor" AND ExecutionStatus = "Running"`
+const operatorQuery = `DurawaitTool = "wait_for" AND DurawaitState = "running"`
 
 // operatorViewName is the saved view's name in the UI.
 const operatorViewName = "Waiting now"
@@ -50,7 +50,7 @@ func TestUIScreenshot(t *testing.T) {
 	config := w.writeConfig(w.demoServer("ci"))
 	uiAddr := freeAddr(t)
 	_, uiPort, _ := strings.Cut(uiAddr, ":")
-	inst := w.startServeArgs(config, "--ui-port", uiPort)
+	inst := w.startServeWith(config, freeAddr(t), nil, "--ui-port", uiPort)
 	c := inst.client(t)
 
 	// Three waits that keep waiting, on different files and patterns, and

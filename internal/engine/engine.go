@@ -31,6 +31,7 @@ import (
 	"go.temporal.io/server/common/primitives"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const (
@@ -52,8 +53,14 @@ type Options struct {
 	UIPort int
 	// Namespace to create at first start.
 	Namespace string
-	// SearchAttributes to register on the namespace when it is created.
+	// SearchAttributes to register on the namespace when it is created (a
+	// namespace created earlier gets the ones it lacks through the operator
+	// service once the engine runs: see internal/namespace).
 	SearchAttributes map[string]enumspb.IndexedValueType
+	// Retention of closed workflows, given to the namespace when it is
+	// created; 24 h when zero. (An existing namespace's retention is
+	// updated once the engine runs: see internal/namespace.)
+	Retention time.Duration
 	// Logger receives the engine's logs at LogLevel and above.
 	Logger   *slog.Logger
 	LogLevel slog.Level
@@ -192,6 +199,9 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
 	if err != nil {
 		return nil, fmt.Errorf("engine: namespace %q: %w", opts.Namespace, err)
+	}
+	if opts.Retention > 0 {
+		ns.Detail.Config.Retention = durationpb.New(opts.Retention)
 	}
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
 		return nil, damaged(file, fmt.Errorf("create namespace %q: %w", opts.Namespace, err))

@@ -1,28 +1,17 @@
 package waits
 
-import enumspb "go.temporal.io/api/enums/v1"
+import "github.com/durawait/durawait/workflows"
 
-// The search attributes durawait's workflows carry (all Keyword). They are
-// named here, in one place, until the workflows package defines them
-// (workflows/searchattrs.go); then these become those constants.
+// The search attributes durawait's workflows carry (workflows/searchattrs.go)
+// that the operator command filters on and shows.
 const (
-	AttrTool      = "DurawaitTool"
-	AttrState     = "DurawaitState"
-	AttrProbeTool = "DurawaitProbeTool"
-	AttrCaller    = "DurawaitCaller"
-	AttrClient    = "DurawaitClient"
-	AttrSession   = "DurawaitSession"
+	AttrTool      = workflows.SearchAttrTool
+	AttrState     = workflows.SearchAttrState
+	AttrProbeTool = workflows.SearchAttrProbeTool
+	AttrCaller    = workflows.SearchAttrCaller
+	AttrClient    = workflows.SearchAttrClient
+	AttrSession   = workflows.SearchAttrSession
 )
-
-// SearchAttributes are the attributes above with their types, as the
-// embedded engine's option (engine.Options.SearchAttributes) takes them.
-func SearchAttributes() map[string]enumspb.IndexedValueType {
-	out := map[string]enumspb.IndexedValueType{}
-	for _, name := range []string{AttrTool, AttrState, AttrProbeTool, AttrCaller, AttrClient, AttrSession} {
-		out[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	return out
-}
 
 // idPrefixes maps a tool to the prefix of its workflow IDs (see
 // workflows/ids.go): the fallback of --tool on a namespace where

@@ -1,0 +1,186 @@
+// Package namespace prepares the Temporal namespace durawait runs in: its
+// search attributes (registered on the embedded engine, checked on a
+// cluster) and, on the embedded engine, the retention of closed waits.
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Services are the Temporal services Prepare uses: a client's
+// OperatorService() and WorkflowService().
+type Services struct {
+	Operator operatorservice.OperatorServiceClient
+	Workflow workflowservice.WorkflowServiceClient
+}
+
+// ErrMissingSearchAttributes is returned (wrapped, with the commands that
+// create them) when a cluster's namespace lacks search attributes.
+var ErrMissingSearchAttributes = errors.New("the namespace lacks durawait's search attributes")
+
+// Missing lists the search attributes of want that namespace ns has not
+// registered (or has with another type), in names order.
+func Missing(ctx context.Context, op operatorservice.OperatorServiceClient, ns string, want map[string]enumspb.IndexedValueType, names []string) ([]string, error) {
+	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return nil, fmt.Errorf("list the search attributes of namespace %q: %w", ns, err)
+	}
+	have := resp.GetCustomAttributes()
+	var missing []string
+	for _, name := range names {
+		if t, ok := have[name]; !ok || t != want[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
+// CreateLines are the Temporal CLI commands that create the missing search
+// attributes on namespace ns, one a line.
+func CreateLines(ns string, missing []string, want map[string]enumspb.IndexedValueType) string {
+	var b strings.Builder
+	for _, name := range missing {
+		fmt.Fprintf(&b, "temporal operator search-attribute create --namespace %s --name %s --type %s\n",
+			ns, name, typeName(want[name]))
+	}
+	return b.String()
+}
+
+// typeName is a search attribute type as the Temporal CLI spells it.
+func typeName(t enumspb.IndexedValueType) string {
+	name := strings.TrimPrefix(t.String(), "INDEXED_VALUE_TYPE_")
+	if name == "" {
+		return "Keyword"
+	}
+	// KEYWORD_LIST -> KeywordList, DATETIME -> Datetime.
+	var b strings.Builder
+	for _, part := range strings.Split(strings.ToLower(name), "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+// CheckCluster refuses (ErrMissingSearchAttributes, with the exact create
+// commands) when namespace ns of a cluster lacks any of the search
+// attributes: a workflow that upserts an unregistered one stalls, so
+// durawait does not start rather than stall. It changes nothing on the
+// cluster.
+func CheckCluster(ctx context.Context, s Services, ns string, want map[string]enumspb.IndexedValueType, names []string) error {
+	missing, err := Missing(ctx, s.Operator, ns, want, names)
+	if err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): create them with the Temporal CLI, then start durawait again:\n%s",
+		ErrMissingSearchAttributes, strings.Join(missing, ", "), CreateLines(ns, missing, want))
+}
+
+// EmbeddedOptions say what the embedded engine's namespace must have.
+type EmbeddedOptions struct {
+	Namespace        string
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Names lists SearchAttributes' names in order.
+	Names []string
+	// Retention of closed workflows; unchanged when zero.
+	Retention time.Duration
+	// Poll is how often a just-registered search attribute is looked for
+	// until it is listed; 100 ms when zero.
+	Poll time.Duration
+}
+
+// PrepareEmbedded registers the search attributes the namespace lacks (a
+// data dir created by an earlier release has none) and sets its retention,
+// on the embedded engine, before any worker starts. It returns once every
+// search attribute is usable (see awaitUsable) or ctx ends.
+func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
+	missing, err := Missing(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		add := map[string]enumspb.IndexedValueType{}
+		for _, name := range missing {
+			add[name] = o.SearchAttributes[name]
+		}
+		if _, err := s.Operator.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+			Namespace: o.Namespace, SearchAttributes: add,
+		}); err != nil {
+			return fmt.Errorf("register search attributes %s on namespace %q: %w", strings.Join(missing, ", "), o.Namespace, err)
+		}
+		if err := awaitUsable(ctx, s, o); err != nil {
+			return err
+		}
+	}
+	if o.Retention > 0 {
+		return setRetention(ctx, s.Workflow, o.Namespace, o.Retention)
+	}
+	return nil
+}
+
+// awaitUsable polls until every search attribute is listed and a
+// visibility query accepts it: the engine's services read the namespace
+// from a cache refreshed every few seconds, and a workflow that starts with
+// or upserts one the cache does not know yet is refused.
+func awaitUsable(ctx context.Context, s Services, o EmbeddedOptions) error {
+	poll := o.Poll
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	clauses := make([]string, len(o.Names))
+	for i, name := range o.Names {
+		clauses[i] = name + ` = ""`
+	}
+	query := strings.Join(clauses, " OR ")
+	for {
+		missing, err := Missing(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			if _, err = s.Workflow.CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+				Namespace: o.Namespace, Query: query,
+			}); err == nil {
+				return nil
+			}
+			missing = o.Names
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("search attributes %s of namespace %q were registered but are not usable yet: %w",
+				strings.Join(missing, ", "), o.Namespace, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// setRetention updates the namespace's retention when it differs.
+func setRetention(ctx context.Context, ws workflowservice.WorkflowServiceClient, ns string, retention time.Duration) error {
+	desc, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+	if err != nil {
+		return fmt.Errorf("describe namespace %q: %w", ns, err)
+	}
+	if desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() == retention {
+		return nil
+	}
+	cfg := desc.GetConfig()
+	cfg.WorkflowExecutionRetentionTtl = durationpb.New(retention)
+	if _, err := ws.UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{
+		Namespace: ns, Config: cfg,
+	}); err != nil {
+		return fmt.Errorf("set the retention of namespace %q to %s: %w", ns, retention, err)
+	}
+	return nil
+}

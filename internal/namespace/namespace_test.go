@@ -1,0 +1,98 @@
+package namespace
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/internal/engine"
+)
+
+var (
+	want  = map[string]enumspb.IndexedValueType{"DurawaitTool": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "DurawaitState": enumspb.INDEXED_VALUE_TYPE_KEYWORD}
+	names = []string{"DurawaitTool", "DurawaitState"}
+)
+
+// startEngine starts an embedded engine on dir whose namespace was created
+// with attrs (none: as the previous release created it).
+func startEngine(t *testing.T, dir string, attrs map[string]enumspb.IndexedValueType) (Services, client.Client, func()) {
+	t.Helper()
+	e, err := engine.Start(engine.Options{DataDir: dir, Namespace: "default", SearchAttributes: attrs,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
+	require.NoError(t, err)
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
+	require.NoError(t, err)
+	return Services{Operator: c.OperatorService(), Workflow: c.WorkflowService()}, c, func() { c.Close(); e.Stop() }
+}
+
+// A data dir created by the previous release (its namespace has no
+// search attributes, 24 h retention) gets them and the configured
+// retention at boot; a cluster that lacks them is refused with the exact
+// create lines.
+func TestAnEarlierNamespaceGetsTheSearchAttributesAndRetention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, c, stop := startEngine(t, t.TempDir(), nil)
+	defer stop()
+
+	err := CheckCluster(ctx, s, "default", want, names)
+	require.ErrorIs(t, err, ErrMissingSearchAttributes)
+	assert.Contains(t, err.Error(), "(DurawaitTool, DurawaitState)")
+	assert.Contains(t, err.Error(), "temporal operator search-attribute create --namespace default --name DurawaitTool --type Keyword\n"+
+		"temporal operator search-attribute create --namespace default --name DurawaitState --type Keyword\n")
+
+	require.NoError(t, PrepareEmbedded(ctx, s, EmbeddedOptions{Namespace: "default", SearchAttributes: want, Names: names, Retention: 72 * time.Hour}))
+	require.NoError(t, CheckCluster(ctx, s, "default", want, names), "every search attribute is registered")
+	desc, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	require.NoError(t, err)
+	assert.Equal(t, 72*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
+
+	// A workflow starts with them at once (the engine's caches know them)
+	// and is found by them.
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "w", TaskQueue: "none",
+		TypedSearchAttributes: temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword("DurawaitTool").ValueSet("wait_for"))}, "SomeWorkflow")
+	require.NoError(t, err)
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `DurawaitTool = "wait_for"`})
+		require.NoError(t, err)
+		if len(resp.Executions) == 1 {
+			break
+		}
+		require.NoError(t, ctx.Err(), "the workflow is never found by DurawaitTool")
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Idempotent: a second boot changes nothing and succeeds.
+	require.NoError(t, PrepareEmbedded(ctx, s, EmbeddedOptions{Namespace: "default", SearchAttributes: want, Names: names, Retention: 72 * time.Hour}))
+}
+
+// A namespace created by this release has them from the start, with the
+// retention given to the engine.
+func TestANewNamespaceIsCreatedWithThemAndItsRetention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	e, err := engine.Start(engine.Options{DataDir: dir, Namespace: "default", SearchAttributes: want, Retention: 5 * time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
+	require.NoError(t, err)
+	defer e.Stop()
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
+	require.NoError(t, err)
+	defer c.Close()
+	s := Services{Operator: c.OperatorService(), Workflow: c.WorkflowService()}
+	missing, err := Missing(ctx, s.Operator, "default", want, names)
+	require.NoError(t, err)
+	assert.Empty(t, missing)
+	desc, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
+}

@@ -1,0 +1,247 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// What operators see of a call in the Temporal UI: the search attributes a
+// workflow starts with (the workflows upsert their state as they move; see
+// workflows/searchattrs.go), and the structured answer a caller gets when an
+// operator cancelled its wait.
+
+// clientNames remembers, by MCP session ID, the name/version of the client
+// that initialized it (for DurawaitClient).
+type clientNames struct{ m sync.Map }
+
+// hooks records each session's client at initialize.
+func (c *clientNames) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if s := server.ClientSessionFromContext(ctx); s != nil && req != nil {
+			if name := clientName(req.Params.ClientInfo); name != "" {
+				c.m.Store(s.SessionID(), name)
+			}
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { c.m.Delete(s.SessionID()) })
+	return h
+}
+
+// clientName is "name/version" of a client ("" when it sent no name).
+func clientName(info mcp.Implementation) string {
+	if info.Name == "" {
+		return ""
+	}
+	if info.Version == "" {
+		return info.Name
+	}
+	return info.Name + "/" + info.Version
+}
+
+// client is the name/version of the client making req: from its _meta
+// (protocol 2026-07-28), else from its session's initialize.
+func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
+	if req != nil && req.Params.Meta != nil {
+		if info := req.Params.Meta.ClientInfo(); info != nil && info.Name != "" {
+			return clientName(*info)
+		}
+	}
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		if name := clientName(s.GetClientInfo()); name != "" {
+			return name
+		}
+	}
+	if sid := sessionOf(ctx); sid != "" {
+		if name, ok := f.clients.m.Load(sid); ok {
+			return name.(string)
+		}
+	}
+	return ""
+}
+
+// sessionOf is the caller's MCP session ID (the client's, not one
+// request's), or "".
+func sessionOf(ctx context.Context) string {
+	sid, _, _ := strings.Cut(callerFrom(ctx).session, perCallSuffix)
+	if sid == "" {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			sid, _, _ = strings.Cut(s.SessionID(), perCallSuffix)
+		}
+	}
+	return sid
+}
+
+// startAttributes are the search attributes a workflow of tool starts with:
+// the tool, the caller, and the client and session when known, plus more.
+func (f *Front) startAttributes(ctx context.Context, req *mcp.CallToolRequest, tool string, more ...temporal.SearchAttributeUpdate) temporal.SearchAttributes {
+	updates := append(callerAttributes(ctx, tool), more...)
+	if name := f.client(ctx, req); name != "" {
+		updates = append(updates, workflows.KeyClient.ValueSet(workflows.KeywordValue(name)))
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
+
+// callerAttributes are the tool, the caller and the session of a call.
+func callerAttributes(ctx context.Context, tool string) []temporal.SearchAttributeUpdate {
+	updates := []temporal.SearchAttributeUpdate{
+		workflows.KeyTool.ValueSet(tool),
+		workflows.KeyCaller.ValueSet(workflows.KeywordValue(workflows.CallerValue(principalFrom(ctx)))),
+	}
+	if sid := sessionOf(ctx); sid != "" {
+		updates = append(updates, workflows.KeySession.ValueSet(workflows.KeywordValue(sid)))
+	}
+	return updates
+}
+
+// Cancellation says who cancelled a wait, from the cancel request Temporal
+// recorded (the WorkflowExecutionCancelRequested event): the identity of the
+// client that asked (the Temporal UI's user, `temporal workflow cancel`'s
+// identity, or the operator `durawait waits cancel` names) and its reason.
+type Cancellation struct {
+	// By is the identity of whoever asked; "unknown" when none was recorded.
+	By string `json:"by"`
+	// Cause is the reason given with the request, when one was.
+	Cause string `json:"cause,omitempty"`
+	// At is when the cancel was requested (RFC 3339).
+	At string `json:"at,omitempty"`
+}
+
+// String is the cancellation in words.
+func (c Cancellation) String() string {
+	s := "cancelled by " + c.By
+	if c.Cause != "" {
+		s += " (" + c.Cause + ")"
+	}
+	return s
+}
+
+// isCanceled reports whether a workflow's result error says it was
+// cancelled.
+func isCanceled(err error) bool {
+	var canceled *temporal.CanceledError
+	return errors.As(err, &canceled)
+}
+
+// cancellationTimeout bounds the read of who cancelled.
+const cancellationTimeout = 5 * time.Second
+
+// cancellation reads who cancelled a workflow run, and how long it ran
+// until then, from its history.
+func (f *Front) cancellation(ctx context.Context, id, runID string) (Cancellation, time.Duration) {
+	c, ran, _ := f.cancelRequest(ctx, id, runID)
+	return c, ran
+}
+
+// cancelRequest is cancellation, and whether the history holds a cancel
+// request at all (an agent stopped by cancel_agent has none).
+func (f *Front) cancelRequest(ctx context.Context, id, runID string) (Cancellation, time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
+	defer cancel()
+	c := Cancellation{By: "unknown"}
+	var started time.Time
+	var ran time.Duration
+	requested := false
+	iter := f.opts.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			f.opts.Logger.Warn("read who cancelled a wait", "workflow_id", id, "error", err)
+			break
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			started = ev.GetEventTime().AsTime()
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+			requested = true
+			a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
+			if a.GetIdentity() != "" {
+				c.By = a.GetIdentity()
+			}
+			c.Cause = a.GetCause()
+			at := ev.GetEventTime().AsTime()
+			c.At = at.UTC().Format(time.RFC3339Nano)
+			if !started.IsZero() {
+				ran = at.Sub(started)
+			}
+		}
+	}
+	return c, ran, requested
+}
+
+// cancelledWaitFor is wait_for's answer when an operator cancelled the
+// wait. It validates against wait_for's output schema: reason "failed"
+// without a condition (fail_matches sets one), the fields the schema
+// requires, and a "cancelled" object saying who and why; isError is set, so
+// a caller does not read it as its condition.
+func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string, maxWaitSec int) *mcp.CallToolResult {
+	c, ran := f.cancellation(ctx, id, runID)
+	res := structuredResult(map[string]any{
+		"reason":                 workflows.WaitReasonFailed,
+		"last_observation":       "",
+		"elapsed_sec":            ran.Seconds(),
+		"samples":                0,
+		"effective_max_wait_sec": maxWaitSec,
+		"cancelled":              c,
+	})
+	res.IsError = true
+	res.Content = []mcp.Content{mcp.NewTextContent(fmt.Sprintf("wait_for: the wait was %s; it did not reach its condition. Call again to start a new wait.", c))}
+	return res
+}
+
+// cancelledText is wait_for_text's answer when an operator cancelled the
+// wait: its error variant with code "cancelled", plus who and why.
+func (f *Front) cancelledText(ctx context.Context, id, runID string) *mcp.CallToolResult {
+	c, _ := f.cancellation(ctx, id, runID)
+	res := structuredResult(map[string]any{
+		"error": workflows.TextWaitError{Code: TextErrCancelled, Effects: "none", Retryable: false,
+			Message: "the wait was " + c.String()},
+		"cancelled": c,
+	})
+	res.IsError = true
+	return res
+}
+
+// TextErrCancelled is the error code of a wait_for_text an operator
+// cancelled.
+const TextErrCancelled workflows.TextErrorCode = "cancelled"
+
+// cancelledInvocation is the payload of an invocation an operator cancelled
+// through Temporal (not cancel_agent): the payload the workflow left in the
+// cancellation's details (its output so far), else a bare one; status
+// cancelled, reason finished, and an error naming who cancelled.
+func (f *Front) cancelledInvocation(ctx context.Context, id string, err error) workflows.InvocationPayload {
+	c, ran := f.cancellation(ctx, id, "")
+	p := workflows.InvocationPayload{InvocationID: id, ElapsedMs: ran.Milliseconds()}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) && canceled.HasDetails() {
+		_ = canceled.Details(&p)
+	}
+	p.InvocationID, p.Status, p.Reason = id, workflows.AgentCancelled, workflows.AgentReasonFinished
+	p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+	return p
+}
+
+// namedCanceller adds who cancelled to the payload of an invocation an
+// operator cancelled through Temporal; any other payload is returned as it
+// is (cancel_agent's cancel is the caller's own and names no one).
+func (f *Front) namedCanceller(ctx context.Context, p workflows.InvocationPayload) workflows.InvocationPayload {
+	if p.Status != workflows.AgentCancelled || p.Error != nil {
+		return p
+	}
+	if c, _, ok := f.cancelRequest(ctx, p.InvocationID, ""); ok {
+		p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+	}
+	return p
+}

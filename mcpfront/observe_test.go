@@ -1,0 +1,147 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// events iterates over a fixed history.
+type events struct{ list []*historypb.HistoryEvent }
+
+func (e *events) HasNext() bool { return len(e.list) > 0 }
+func (e *events) Next() (*historypb.HistoryEvent, error) {
+	ev := e.list[0]
+	e.list = e.list[1:]
+	return ev, nil
+}
+
+// cancelledHistory is a run started at t0 that an operator cancelled 12 s
+// later.
+func cancelledHistory(t0 time.Time) client.HistoryEventIterator {
+	return &events{list: []*historypb.HistoryEvent{
+		{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, EventTime: timestamppb.New(t0)},
+		{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, EventTime: timestamppb.New(t0.Add(12 * time.Second)),
+			Attributes: &historypb.HistoryEvent_WorkflowExecutionCancelRequestedEventAttributes{
+				WorkflowExecutionCancelRequestedEventAttributes: &historypb.WorkflowExecutionCancelRequestedEventAttributes{
+					Identity: "operator-alice", Cause: "the deploy was rolled back",
+				}}},
+	}}
+}
+
+// validates checks a result's structured content against a tool's output
+// schema.
+func validates(t *testing.T, schema []byte, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("output.json", doc))
+	s, err := c.Compile("output.json")
+	require.NoError(t, err)
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate(v), "the output schema validates %s", raw)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	return out
+}
+
+// An operator's cancel answers each tool with a result its output schema
+// validates, naming who cancelled and why.
+func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tc := &mocks.Client{}
+	tc.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).
+		Return(func(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			return cancelledHistory(t0)
+		})
+	f := New(Options{Temporal: tc, TaskQueue: "q"})
+
+	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
+	assert.True(t, res.IsError)
+	out := validates(t, waitForOutputSchema, res)
+	assert.Equal(t, "failed", out["reason"])
+	assert.NotContains(t, out, "condition", "no condition: not a fail_matches failure")
+	assert.Equal(t, 12.0, out["elapsed_sec"])
+	assert.Equal(t, map[string]any{"by": "operator-alice", "cause": "the deploy was rolled back", "at": "2026-12-01T10:00:12Z"}, out["cancelled"])
+	text, _ := mcp.AsTextContent(res.Content[0])
+	assert.Equal(t, "wait_for: the wait was cancelled by operator-alice (the deploy was rolled back); it did not reach its condition. Call again to start a new wait.", text.Text)
+
+	res = f.cancelledText(context.Background(), "wait_for_text/abc", "run-1")
+	assert.True(t, res.IsError)
+	out = validates(t, waitForTextOutputSchema, res)
+	assert.Equal(t, map[string]any{"code": "cancelled", "message": "the wait was cancelled by operator-alice (the deploy was rolled back)",
+		"effects": "none", "retryable": false}, out["error"])
+
+	partial := "half done"
+	res = structuredResult(f.cancelledInvocation(context.Background(), "agent/abc",
+		temporal.NewCanceledError(workflows.InvocationPayload{InvocationID: "agent/abc", Status: workflows.AgentCancelled, ElapsedMs: 12000, Output: &partial})))
+	out = validates(t, invocationOutputSchema, res)
+	assert.Equal(t, "cancelled", out["status"])
+	assert.Equal(t, "finished", out["reason"])
+	assert.Equal(t, 12000.0, out["elapsed_ms"])
+	assert.Equal(t, "half done", out["output"], "the output so far, from the cancellation's details")
+	assert.Equal(t, map[string]any{"code": "cancelled", "message": "the invocation was cancelled by operator-alice (the deploy was rolled back)"}, out["error"])
+}
+
+// A wait starts with its tool, caller, session, client and probe tool as
+// search attributes, a summary within 200 bytes, Markdown details, and a
+// memo in wait_for's own argument names.
+func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
+	f := New(Options{TaskQueue: "q", Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
+	f.clients.m.Store("sess-1", "claude-code/2.1")
+	ctx := withCaller(context.Background(), caller{session: "sess-1~call-7", principal: "alice"})
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_for"
+	req.Params.Arguments = map[string]any{
+		"probe": map[string]any{"tool": "demo.read_file", "args": map[string]any{}},
+		"until": map[string]any{"matches": "READY"}, "poll_sec": 2, "max_wait_sec": 300,
+	}
+	w, bad := f.prepareWaitFor(ctx, req)
+	require.Nil(t, bad)
+	get := func(k temporal.SearchAttributeKeyKeyword) string {
+		v, _ := w.attrs.GetKeyword(k)
+		return v
+	}
+	assert.Equal(t, "wait_for", get(workflows.KeyTool))
+	assert.Equal(t, "alice", get(workflows.KeyCaller))
+	assert.Equal(t, "sess-1", get(workflows.KeySession), "the client's session, not one request's")
+	assert.Equal(t, "claude-code/2.1", get(workflows.KeyClient))
+	assert.Equal(t, "demo.read_file", get(workflows.KeyProbeTool))
+	_, hasState := w.attrs.GetKeyword(workflows.KeyState)
+	assert.False(t, hasState, "the workflow upserts its state (a worker of the previous release would never end it)")
+	assert.Equal(t, `wait_for read_file until matches "READY" (every 2 s, ≤300 s)`, w.summary)
+	assert.Contains(t, w.details, "### wait_for")
+	assert.Equal(t, map[string]any{"matches": "READY"}, w.memo["until"])
+	assert.Equal(t, "alice", w.memo["principal"])
+
+	// Over the stateless protocol the client names itself in _meta.
+	req.Params.Meta = &mcp.Meta{}
+	req.Params.Meta.SetClientInfo(mcp.Implementation{Name: "codex", Version: "0.9"})
+	w, _ = f.prepareWaitFor(withCaller(context.Background(), caller{}), req)
+	v, _ := w.attrs.GetKeyword(workflows.KeyClient)
+	assert.Equal(t, "codex/0.9", v)
+	v, _ = w.attrs.GetKeyword(workflows.KeyCaller)
+	assert.Equal(t, "anonymous", v)
+	_, hasSession := w.attrs.GetKeyword(workflows.KeySession)
+	assert.False(t, hasSession)
+}

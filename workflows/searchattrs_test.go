@@ -1,0 +1,220 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// upserts records what a workflow upserts: its DurawaitState and
+// DurawaitAgentStatus after each upsert ("-" when unset).
+type upserts struct{ states, agentStatuses []string }
+
+func recordUpserts(env *testsuite.TestWorkflowEnvironment) *upserts {
+	u := &upserts{}
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		get := func(k temporal.SearchAttributeKeyKeyword) string {
+			if v, ok := sa.GetKeyword(k); ok {
+				return v
+			}
+			return "-"
+		}
+		u.states = append(u.states, get(KeyState))
+		u.agentStatuses = append(u.agentStatuses, get(KeyAgentStatus))
+	}).Return(nil)
+	return u
+}
+
+func TestSearchAttributesAreKeywordsWithTheSharedNames(t *testing.T) {
+	want := []string{"DurawaitTool", "DurawaitState", "DurawaitProbeTool", "DurawaitCaller", "DurawaitClient",
+		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitPane"}
+	assert.Equal(t, want, SearchAttributeNames)
+	attrs := SearchAttributes()
+	assert.Len(t, attrs, len(want))
+	for _, name := range want {
+		assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, attrs[name], name)
+	}
+	assert.Equal(t, "anonymous", CallerValue(""))
+	assert.Equal(t, "alice", CallerValue("alice"))
+}
+
+func TestWaitForUpsertsRunningThenHowItEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		result WaitForResult
+		err    error
+		want   WaitState
+	}{
+		{"matched", WaitForResult{Reason: WaitReasonMatched}, nil, StateMatched},
+		{"settled", WaitForResult{Reason: WaitReasonSettled}, nil, StateSettled},
+		{"timeout", WaitForResult{Reason: WaitReasonTimeout}, nil, StateTimeout},
+		{"failed", WaitForResult{Reason: WaitReasonFailed}, nil, StateFailed},
+		{"error", WaitForResult{}, temporal.NewNonRetryableApplicationError("probe failed", ErrTypeProbeReturnedError, nil), StateError},
+		{"lost loop timeout", WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil,
+			PollProgress{Samples: 2, HasObservation: true, LastObservation: "Pending"}), StateTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			u := recordUpserts(env)
+			env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).Return(tc.result, tc.err)
+			env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+			require.True(t, env.IsWorkflowCompleted())
+			assert.Equal(t, []string{"running", string(tc.want)}, u.states)
+		})
+	}
+}
+
+func TestAnOperatorsCancelEndsWaitForAsCanceledWithStateCancelled(t *testing.T) {
+	env := newEnv(t)
+	u := recordUpserts(env)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).After(time.Minute).Return(WaitForResult{Reason: WaitReasonMatched}, nil)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Second)
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+	require.True(t, env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, env.GetWorkflowError(), &canceled, "the workflow ends Canceled, not Completed")
+	assert.Equal(t, []string{"running", "cancelled"}, u.states)
+}
+
+func watchPaneStub(context.Context, WatchPaneInput) (TextWaitOutcome, error) { panic("mocked") }
+
+func TestWaitForTextUpsertsRunningThenHowItEnded(t *testing.T) {
+	spec := TextWaitSpec{Target: PaneTarget{PaneID: "%3", Generation: "g"}, Text: "ready"}
+	for _, tc := range []struct {
+		name string
+		out  TextWaitOutcome
+		want WaitState
+	}{
+		{"matched", TextWaitOutcome{Result: NewTextResult(spec, true, "output", "same")}, StateMatched},
+		{"timeout", TextWaitOutcome{Result: NewTextResult(spec, false, "output", "same")}, StateTimeout},
+		{"error", TextWaitOutcome{Error: &TextWaitError{Code: TextErrPaneDied}}, StateError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterWorkflowWithOptions(WaitForText, workflow.RegisterOptions{Name: WaitForTextWorkflowName})
+			env.RegisterActivityWithOptions(watchPaneStub, activity.RegisterOptions{Name: WatchPaneActivityName})
+			u := recordUpserts(env)
+			env.OnActivity(WatchPaneActivityName, mock.Anything, mock.Anything).Return(tc.out, nil)
+			env.ExecuteWorkflow(WaitForTextWorkflowName, WaitForTextInput{Spec: spec, HostQueue: "q", MaxWait: time.Minute})
+			require.True(t, env.IsWorkflowCompleted())
+			assert.Equal(t, []string{"running", string(tc.want)}, u.states)
+		})
+	}
+}
+
+func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
+	t.Run("blocked, then succeeded", func(t *testing.T) {
+		env := newAgentEnv(t)
+		u := recordUpserts(env)
+		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Minute).
+			Return(AgentFinal{Status: AgentSucceeded}, nil)
+		env.RegisterDelayedCallback(func() {
+			env.SignalWorkflow(AgentBlockerSignal, AgentError{Code: BlockerPermission, Message: "needs approval"})
+		}, 10*time.Second)
+		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+		require.True(t, env.IsWorkflowCompleted())
+		assert.Equal(t, []string{"running", "running", "matched"}, u.states)
+		assert.Equal(t, []string{"running", "blocked", "succeeded"}, u.agentStatuses)
+	})
+	t.Run("failed to start", func(t *testing.T) {
+		env := newAgentEnv(t)
+		u := recordUpserts(env)
+		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).
+			Return(AgentFinal{}, temporal.NewNonRetryableApplicationError("no such cwd", ErrTypeAgentInvalidCwd, nil))
+		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+		require.NoError(t, env.GetWorkflowError(), "a failed run completes, so wait_agent reads its payload")
+		assert.Equal(t, []string{"running", "failed"}, u.states)
+		assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
+	})
+	t.Run("cancelled by an operator", func(t *testing.T) {
+		env := newAgentEnv(t)
+		u := recordUpserts(env)
+		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+			Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{}))
+		env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+		var canceled *temporal.CanceledError
+		require.ErrorAs(t, env.GetWorkflowError(), &canceled, "an operator's cancel ends it Canceled")
+		var p InvocationPayload
+		require.True(t, canceled.HasDetails())
+		require.NoError(t, canceled.Details(&p), "the payload rides in the details")
+		assert.Equal(t, AgentCancelled, p.Status)
+		assert.Equal(t, AgentReasonFinished, p.Reason)
+		assert.Equal(t, []string{"running", "cancelled"}, u.states)
+		assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
+	})
+	t.Run("cancelled by cancel_agent", func(t *testing.T) {
+		env := newAgentEnv(t)
+		u := recordUpserts(env)
+		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+			Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{}))
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, nil) }, 30*time.Second)
+		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+		require.NoError(t, env.GetWorkflowError())
+		assert.Equal(t, []string{"running", "cancelled"}, u.states)
+		assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
+	})
+}
+
+func TestWaitForSummaryReadsAsASentenceWithinTheCap(t *testing.T) {
+	spec := WaitForSpec{Probe: Probe{Tool: "k8s.kubectl_get", Args: []byte(`{"name":"web"}`)},
+		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 300}
+	assert.Equal(t, `wait_for kubectl_get until matches "Running" (every 2 s, ≤300 s)`, WaitForSummary(spec))
+
+	quiet := spec
+	quiet.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 30}
+	assert.Equal(t, `wait_for kubectl_get until quiet for 30 s (every 2 s, ≤300 s)`, WaitForSummary(quiet))
+
+	long := spec
+	long.Until = Until{Kind: ConditionNotMatches, Pattern: strings.Repeat("é|Pending\n", 400), FailPattern: "Crash"}
+	s := WaitForSummary(long)
+	assert.LessOrEqual(t, len(s), MaxSummaryBytes)
+	assert.True(t, utf8.ValidString(s), "cut on a rune boundary")
+	assert.NotContains(t, s, "\n", "one line")
+	assert.True(t, strings.HasSuffix(s, `…", fail_matches set (every 2 s, ≤300 s)`), s)
+
+	for _, text := range []string{strings.Repeat("日本", 400), strings.Repeat("x", 1024)} {
+		ts := TextWaitSummary(TextWaitSpec{Target: PaneTarget{PaneID: "%12"}, Text: text}, 60)
+		assert.LessOrEqual(t, len(ts), MaxSummaryBytes)
+		assert.True(t, utf8.ValidString(ts))
+		assert.True(t, strings.HasSuffix(ts, `…" (≤60 s)`), ts)
+		as := AgentSummary(AgentSpec{Provider: "claude", Cwd: "/srv/work", Prompt: text})
+		assert.LessOrEqual(t, len(as), MaxSummaryBytes)
+		assert.True(t, utf8.ValidString(as))
+	}
+	assert.Equal(t, "ab…", TruncateUTF8("abcdef", 5))
+	assert.Equal(t, "é…", TruncateUTF8("ééé", 5), "never half a rune")
+}
+
+func TestMemosUseTheToolsOwnArgumentNames(t *testing.T) {
+	spec := WaitForSpec{Probe: Probe{Tool: "k8s.kubectl_get", Args: []byte(`{"name":"web"}`)},
+		Until: Until{Kind: ConditionMatches, Pattern: "Running", FailPattern: "Crash"}, PollSec: 2, MaxWaitSec: 120}
+	got, err := json.Marshal(WaitForMemo(spec))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"probe":{"tool":"k8s.kubectl_get","args":{"name":"web"}},
+		"until":{"matches":"Running","fail_matches":"Crash"},"poll_sec":2,"max_wait_sec":120}`, string(got))
+	assert.Contains(t, WaitForDetails(spec), "```json\n")
+	assert.Contains(t, WaitForDetails(spec), `"matches": "Running"`)
+
+	text, err := json.Marshal(TextWaitMemo(TextWaitSpec{Target: PaneTarget{PaneID: "%3", Generation: "g1"}, Text: "ready"}, 60))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"target":{"paneId":"%3","generation":"g1"},"text":"ready","max_wait_sec":60}`, string(text))
+
+	agent, err := json.Marshal(AgentMemo(AgentSpec{Provider: "claude", Prompt: "fix it", Cwd: "/srv", Model: "opus"}))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"provider":"claude","prompt":"fix it","cwd":"/srv","model":"opus"}`, string(agent))
+}
