@@ -371,7 +371,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	assert.True(t, strings.HasPrefix(id, "wait_for/"), id)
 	assert.Equal(t, "wait_for", rows[0].Tool)
 	assert.Equal(t, "running", rows[0].State)
-	assert.Contains(t, rows[0].Summary, "wait_for demo.read_file until matches /READY/")
+	assert.Contains(t, rows[0].Summary, `wait_for read_file until matches "READY"`)
 	table, errOut, ok := w.waits("list", "--data-dir", w.path("data"), "--running")
 	require.True(t, ok, errOut)
 	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
