@@ -81,6 +81,9 @@ type Front struct {
 	settling sync.Map
 	// attached counts the callers attached to each wait_for_text wait.
 	attached holds
+	// taskTel holds the instrumentation of task-augmented calls, by tool
+	// (a *toolTelemetry, or nil when nothing is recorded).
+	taskTel sync.Map
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.

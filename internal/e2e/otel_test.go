@@ -229,7 +229,7 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	tool := chain[len(chain)-2]
 	assert.Equal(t, tracepb.Span_SPAN_KIND_INTERNAL, tool.Kind)
 	assert.Equal(t, map[string]any{"wait_condition": "matches", "probe_tool": "read_file",
-		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5)}, spanAttrs(tool))
+		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5), "wait_start": "started"}, spanAttrs(tool))
 	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, chain[0].Kind, "the probe call is a client span")
 
 	// The _meta trace: the tool span is a server span under the caller's.
