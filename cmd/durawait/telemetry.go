@@ -32,7 +32,7 @@ const telemetryShutdownTimeout = 5 * time.Second
 // environment (docs/observability.md); its stop, the last to run, flushes
 // them.
 func (p *process) startTelemetry(ctx context.Context) (func(), error) {
-	tel, err := telemetry.New(ctx, telemetry.Options{Version: version})
+	tel, err := telemetry.New(ctx, telemetry.Options{Version: version, Logger: p.logger})
 	if err != nil {
 		return nil, err
 	}
