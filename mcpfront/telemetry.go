@@ -110,8 +110,9 @@ func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHa
 }
 
 // newToolTelemetry builds the instruments of one tool; nil when tel
-// records nothing of its calls (no tracer, and no meter or a tool that is
-// no wait). warn reports an instrument the meter refused.
+// records nothing of its calls (no tracer, and no meter or a tool that
+// neither waits nor starts a wait). warn reports an instrument the meter
+// refused.
 func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
 	metered := meteredWaitTools[name] || waitStartingTools[name]
 	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !metered) {
