@@ -313,9 +313,11 @@ func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, err
 		err error
 	}
 	done := make(chan answer, 1)
+	// The span's attributes are read here: the goroutine may outlive this
+	// call (abandoned on the deadline) while the loop moves on.
+	attrs := []attribute.KeyValue{attribute.String("probe_tool", l.in.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts)}
 	go func() {
-		spanCtx, span := startCallSpan(callCtx, "probe "+l.in.Spec.Probe.Tool,
-			attribute.String("probe_tool", l.in.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts))
+		spanCtx, span := startCallSpan(callCtx, "probe "+l.in.Spec.Probe.Tool, attrs...)
 		out, err := l.poller.Prober.CallProbe(spanCtx, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args)
 		endCallSpan(span, err, out.IsError)
 		done <- answer{out, err}

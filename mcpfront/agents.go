@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -208,6 +209,7 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 		}
 		return workflows.InvocationPayload{}, fmt.Errorf("could not reach the invocation (Temporal engine unavailable?): %v", err)
 	}
+	noteAgentProvider(ctx, memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider"))
 	if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return workflows.InvocationPayload{}, errors.New("the invocation is running but did not answer; call again")
 	}
@@ -230,6 +232,7 @@ func (f *Front) pendingActivities(ctx context.Context, id string) []*workflowpb.
 	if err != nil {
 		return nil
 	}
+	noteAgentProvider(ctx, memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider"))
 	return desc.PendingActivities
 }
 
@@ -330,4 +333,13 @@ func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].StartedAt > items[j].StartedAt })
 	return structuredResult(map[string]any{"invocations": items}), nil
+}
+
+// memoString is the string memo field key, or "".
+func memoString(memo *commonpb.Memo, key string) string {
+	var s string
+	if p := memo.GetFields()[key]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &s)
+	}
+	return s
 }

@@ -87,8 +87,10 @@ func callFrom(ctx context.Context) *toolCall {
 
 // noteWait records the wait a call started (how: waitStarted) or attached
 // to (waitAttached): the call's started event goes out with the wait's ID,
-// and the wait's log line is written.
+// the wait's log line is written, and the wait metrics count it
+// (noteWaitStart).
 func noteWait(ctx context.Context, waitID, how string) {
+	noteWaitStart(ctx, how)
 	c := callFrom(ctx)
 	if c == nil {
 		return

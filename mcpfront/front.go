@@ -83,6 +83,9 @@ type Front struct {
 	attached holds
 	// clients are the names of the sessions' clients (DurawaitClient).
 	clients clientNames
+	// taskTel holds the instrumentation of task-augmented calls, by tool
+	// (a *toolTelemetry, or nil when nothing is recorded).
+	taskTel sync.Map
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.

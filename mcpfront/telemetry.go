@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,6 +41,13 @@ const (
 	MetricWaitsInFlight    = "durawait.waits.in_flight"
 	MetricWaitDuration     = "durawait.wait.duration"
 	MetricDetectionLatency = "durawait.wait_for.detection_latency"
+	// MetricWaitStarts counts how each call came to its wait: by tool and
+	// wait_start (started: a new wait workflow or agent invocation;
+	// attached: the running one; started_or_attached: Temporal's answer
+	// did not say). Distinct waits are its wait_start=started points;
+	// durawait.waits.started counts calls, re-calls after a client's
+	// timeout included.
+	MetricWaitStarts = "durawait.waits.start_or_attach"
 )
 
 // The outcomes of a wait that are not read from its result: the tool
@@ -69,6 +78,8 @@ const (
 	attrSource        = attribute.Key("source")
 	attrTool          = attribute.Key("tool")
 	attrOutcome       = attribute.Key("outcome")
+	attrWaitStart     = attribute.Key("wait_start")
+	attrTask          = attribute.Key("task")
 )
 
 // toolTelemetry instruments the calls of one tool.
@@ -81,8 +92,10 @@ type toolTelemetry struct {
 
 	started, ended metric.Int64Counter
 	inFlight       metric.Int64UpDownCounter
-	duration       metric.Float64Histogram
-	detection      metric.Float64Histogram
+	// starts counts the calls' wait_start (MetricWaitStarts).
+	starts    metric.Int64Counter
+	duration  metric.Float64Histogram
+	detection metric.Float64Histogram
 }
 
 // observed wraps the handler of the tool called name: one span per call,
@@ -97,22 +110,33 @@ func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHa
 }
 
 // newToolTelemetry builds the instruments of one tool; nil when tel
-// records nothing of its calls (no tracer, and no meter or a tool that is
-// no wait). warn reports an instrument the meter refused.
+// records nothing of its calls (no tracer, and no meter or a tool that
+// neither waits nor starts a wait). warn reports an instrument the meter
+// refused.
 func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
-	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !meteredWaitTools[name]) {
+	metered := meteredWaitTools[name] || waitStartingTools[name]
+	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !metered) {
 		return nil
 	}
 	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: meteredWaitTools[name]}
 	if tel.TracerProvider != nil {
 		t.tracer = tel.TracerProvider.Tracer(instrumentationName)
 	}
-	if tel.MeterProvider != nil && t.wait {
+	if tel.MeterProvider != nil && metered {
 		m := tel.MeterProvider.Meter(instrumentationName)
 		t.toolAttr = metric.WithAttributeSet(attribute.NewSet(attrTool.String(name)))
 		var errs []error
 		add := func(err error) { errs = append(errs, err) }
 		var err error
+		t.starts, err = m.Int64Counter(MetricWaitStarts, metric.WithUnit("{call}"),
+			metric.WithDescription("How wait tool calls came to their wait, by tool and wait_start (started, attached, started_or_attached)."))
+		add(err)
+		if !t.wait {
+			if err := errors.Join(errs...); err != nil {
+				warn("a wait metric could not be created; it records nothing", "tool", name, "error", err)
+			}
+			return t
+		}
 		t.started, err = m.Int64Counter(MetricWaitsStarted, metric.WithUnit("{wait}"),
 			metric.WithDescription("Wait tool calls started (wait_for, wait_for_text, wait_agent), by tool."))
 		add(err)
@@ -137,34 +161,54 @@ func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *to
 	return t
 }
 
-// handle is the instrumented handler.
+// handle is the instrumented handler. The span, the in-flight count and
+// the measurements end in a deferred function, so a handler that panics
+// (mcp-go's recovery catches it outside this wrapper) still ends them: its
+// outcome is an error, and the panic goes on.
 func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// A no-op span unless there is a tracer.
-		span := trace.SpanFromContext(context.Background())
-		if t.tracer != nil {
-			var kind trace.SpanKind
-			ctx, kind = t.parent(ctx, req)
-			ctx, span = t.tracer.Start(ctx, t.name, trace.WithSpanKind(kind))
-		}
-		rec := &callRecord{}
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		ctx, span := t.startSpan(ctx, req)
+		rec := &callRecord{t: t}
 		ctx = context.WithValue(ctx, callRecordKey{}, rec)
 		start := time.Now()
 		if t.wait {
 			t.count(ctx, t.started, 1)
 			t.upDown(ctx, 1)
 		}
-
-		res, err := next(ctx, req)
-
-		answered := time.Now()
-		outcome := t.finishSpan(span, req, res, err)
-		if t.wait {
-			t.upDown(ctx, -1)
-			t.measure(ctx, outcome, answered.Sub(start), rec, answered)
-		}
+		returned := false
+		defer func() {
+			answered := time.Now()
+			outcomeErr := err
+			var panicked any
+			if !returned {
+				// A panic, or runtime.Goexit (recover returns nil).
+				panicked = recover()
+				outcomeErr = fmt.Errorf("the %s handler panicked: %v", t.name, panicked)
+				res = nil
+			}
+			outcome := t.finishSpan(span, req, res, outcomeErr, rec)
+			if t.wait {
+				t.upDown(ctx, -1)
+				t.measure(ctx, outcome, answered.Sub(start), rec, answered)
+			}
+			if panicked != nil {
+				panic(panicked)
+			}
+		}()
+		res, err = next(ctx, req)
+		returned = true
 		return res, err
 	}
+}
+
+// startSpan starts the call's span, named after the tool, under the
+// parent that parent picks; a no-op span without a tracer.
+func (t *toolTelemetry) startSpan(ctx context.Context, req mcp.CallToolRequest) (context.Context, trace.Span) {
+	if t.tracer == nil {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	ctx, kind := t.parent(ctx, req)
+	return t.tracer.Start(ctx, t.name, trace.WithSpanKind(kind))
 }
 
 // parent picks the call span's parent: W3C trace context in the request's
@@ -208,8 +252,12 @@ func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
 }
 
 // finishSpan sets the tool's attributes and the status on span, ends it,
-// and returns the call's outcome for the metrics.
-func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error) string {
+// and returns the call's outcome for the metrics. An isError answer's
+// outcome is its error code when the result names one (wait_for_text's
+// pane_not_found, say), else OutcomeError. The status of an isError answer
+// is a fixed message with that outcome, never the result's text (which
+// may hold probe output or a downstream server's error).
+func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error, rec *callRecord) string {
 	attrs, outcome := callAttributes(t.name, req, res, span.IsRecording())
 	switch {
 	case err != nil:
@@ -220,14 +268,34 @@ func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	case res != nil && res.IsError:
-		outcome = OutcomeError
-		span.SetStatus(codes.Error, shorten(resultText(res), 512))
+		if outcome == "" {
+			outcome = OutcomeError
+		}
+		span.SetStatus(codes.Error, "the tool answered with isError: "+outcome)
+	}
+	if span.IsRecording() {
+		if how := rec.waitStart(); how != "" {
+			attrs = append(attrs, attrWaitStart.String(how))
+		}
+		if p := rec.agentProvider(); p != "" && !hasKey(attrs, attrProvider) {
+			attrs = append(attrs, attrProvider.String(p))
+		}
 	}
 	if len(attrs) > 0 {
 		span.SetAttributes(attrs...)
 	}
 	span.End()
 	return outcome
+}
+
+// hasKey reports whether attrs set key.
+func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
+	for _, kv := range attrs {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // count, upDown and measure record the wait metrics (when the meter gave
@@ -252,14 +320,28 @@ func (t *toolTelemetry) measure(ctx context.Context, outcome string, took time.D
 	if t.duration != nil {
 		t.duration.Record(ctx, took.Seconds(), withOutcome)
 	}
-	if t.detection != nil && rec.detected && !rec.sampleAt.IsZero() {
-		t.detection.Record(ctx, answered.Sub(rec.sampleAt).Seconds(),
+	rec.mu.Lock()
+	detected, sampleAt := rec.detected, rec.sampleAt
+	rec.mu.Unlock()
+	if t.detection != nil && detected && !sampleAt.IsZero() {
+		t.detection.Record(ctx, answered.Sub(sampleAt).Seconds(),
 			metric.WithAttributeSet(attribute.NewSet(attrOutcome.String(outcome))))
 	}
 }
 
 // callRecord is what a handler tells the instrumentation about its call.
+// The handler and the deferred end of the call read and write it, maybe
+// from different goroutines (a panic's), so it has a lock.
 type callRecord struct {
+	// t is the call's instrumentation.
+	t  *toolTelemetry
+	mu sync.Mutex
+	// how is the call's wait_start, once known (noteWaitStart).
+	how string
+	// provider is an agent invocation's provider, when the handler read it.
+	provider string
+	// task marks a task-augmented call (observedTask).
+	task bool
 	// sampleAt is when the call learnt of the wait's latest sample.
 	sampleAt time.Time
 	// detected says the answer is a condition met (not a timeout).
@@ -268,20 +350,85 @@ type callRecord struct {
 
 type callRecordKey struct{}
 
+func recordFrom(ctx context.Context) *callRecord {
+	rec, _ := ctx.Value(callRecordKey{}).(*callRecord)
+	return rec
+}
+
+// waitStart is the call's wait_start, or "".
+func (r *callRecord) waitStart() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.how
+}
+
+// agentProvider is the agent invocation's provider, or "".
+func (r *callRecord) agentProvider() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.provider
+}
+
+// noteWaitStart tells the instrumentation of ctx's call how it came to its
+// wait (waitStarted, waitAttached or waitUnknown), and counts that in
+// MetricWaitStarts, once per call.
+func noteWaitStart(ctx context.Context, how string) {
+	rec := recordFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	first := rec.how == ""
+	if first {
+		rec.how = how
+	}
+	rec.mu.Unlock()
+	if first {
+		rec.t.countStart(ctx, how, rec.task)
+	}
+}
+
+// noteAgentProvider tells the instrumentation of ctx's call the provider
+// of its agent invocation (read from the invocation's memo).
+func noteAgentProvider(ctx context.Context, provider string) {
+	if rec := recordFrom(ctx); rec != nil && provider != "" {
+		rec.mu.Lock()
+		rec.provider = provider
+		rec.mu.Unlock()
+	}
+}
+
+// countStart counts one call's wait_start; task marks a task-augmented
+// call.
+func (t *toolTelemetry) countStart(ctx context.Context, how string, task bool) {
+	if t.starts == nil {
+		return
+	}
+	kvs := []attribute.KeyValue{attrTool.String(t.name), attrWaitStart.String(how)}
+	if task {
+		kvs = append(kvs, attrTask.Bool(true))
+	}
+	t.starts.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(kvs...)))
+}
+
 // noteSample tells the instrumentation of ctx's call that a sample of its
 // wait arrived now (the in-process feed delivers it the moment the worker
 // holds the probe's answer).
 func noteSample(ctx context.Context) {
-	if rec, ok := ctx.Value(callRecordKey{}).(*callRecord); ok {
+	if rec := recordFrom(ctx); rec != nil {
+		rec.mu.Lock()
 		rec.sampleAt = time.Now()
+		rec.mu.Unlock()
 	}
 }
 
 // noteDetected tells the instrumentation of ctx's call that its answer is
 // a condition met on the latest sample.
 func noteDetected(ctx context.Context, result workflows.WaitForResult) {
-	if rec, ok := ctx.Value(callRecordKey{}).(*callRecord); ok && result.Reason != workflows.WaitReasonTimeout {
+	if rec := recordFrom(ctx); rec != nil && result.Reason != workflows.WaitReasonTimeout {
+		rec.mu.Lock()
 		rec.detected = true
+		rec.mu.Unlock()
 	}
 }
 
@@ -425,4 +572,56 @@ func asResult[T any](structured any, v *T) bool {
 		return false
 	}
 	return json.Unmarshal(raw, v) == nil
+}
+
+// observedTask runs createTask for a task-augmented call, instrumented
+// like a plain call of the tool: a span named after the tool (parent as
+// for a plain call: _meta's trace context, else the request's span), so
+// the Temporal start and the wait's workflow are in the caller's trace;
+// the call counts in durawait.waits.started and
+// durawait.waits.start_or_attach with task=true. The task's end is not
+// counted (ended, in_flight, duration): the task is answered later, by
+// tasks/result on any front end, or never read at all.
+func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+	t := f.taskTelemetry(req.Params.Name)
+	if t == nil {
+		return f.createTask(ctx, req)
+	}
+	ctx, span := t.startSpan(ctx, req)
+	rec := &callRecord{t: t, task: true}
+	ctx = context.WithValue(ctx, callRecordKey{}, rec)
+	if t.started != nil {
+		t.started.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrTask.Bool(true))))
+	}
+	defer func() {
+		if !span.IsRecording() {
+			span.End()
+			return
+		}
+		attrs, _ := callAttributes(t.name, req, nil, true)
+		attrs = append(attrs, attrTask.Bool(true))
+		if how := rec.waitStart(); how != "" {
+			attrs = append(attrs, attrWaitStart.String(how))
+		}
+		if err == nil {
+			attrs = append(attrs, attribute.String("task_id", task.TaskId))
+		} else {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.SetAttributes(attrs...)
+		span.End()
+	}()
+	return f.createTask(ctx, req)
+}
+
+// taskTelemetry is the instrumentation of the task-augmented calls of
+// tool, built once; nil when nothing is recorded.
+func (f *Front) taskTelemetry(tool string) *toolTelemetry {
+	if v, ok := f.taskTel.Load(tool); ok {
+		return v.(*toolTelemetry)
+	}
+	t := newToolTelemetry(f.opts.Telemetry, tool, f.opts.Logger.Warn)
+	v, _ := f.taskTel.LoadOrStore(tool, t)
+	return v.(*toolTelemetry)
 }

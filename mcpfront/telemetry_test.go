@@ -3,11 +3,14 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -17,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -111,7 +115,7 @@ func TestAWaitForErrorSetsTheSpanStatus(t *testing.T) {
 	require.NoError(t, err)
 	span := r.lastSpan(t, "wait_for")
 	assert.Equal(t, codes.Error, span.Status().Code)
-	assert.Equal(t, "wait_for: until: is required", span.Status().Description)
+	assert.Equal(t, "the tool answered with isError: error", span.Status().Description, "a fixed message, never the result's text")
 	assert.Equal(t, map[string]any{"probe_tool": "clock"}, attrs(span), "only what the arguments say")
 
 	_, err = r.call(t, context.Background(), "wait_for", nil, nil,
@@ -384,4 +388,170 @@ func BenchmarkToolCallInstrumentation(b *testing.B) {
 			}
 		})
 	}
+}
+
+// wait_for_text's error codes are its outcomes (docs/observability.md),
+// not a bare "error"; the span's status names the code, not the message.
+func TestWaitForTextErrorsCountByTheirCode(t *testing.T) {
+	r := newRecorded(t)
+	for _, code := range []workflows.TextErrorCode{workflows.TextErrPaneNotFound, workflows.TextErrPaneNotFound, workflows.TextErrTmuxUnavailable} {
+		_, err := r.call(t, context.Background(), "wait_for_text", nil, nil,
+			answerWith(textError(workflows.TextWaitError{Code: code, Message: "secret pane output", Effects: "none"})))
+		require.NoError(t, err)
+	}
+	_, err := r.call(t, context.Background(), "wait_for_text", nil, nil, answerWith(mcp.NewToolResultError("wait_for_text: text: is required")))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		"outcome=pane_not_found,tool=wait_for_text": 2, "outcome=tmux_unavailable,tool=wait_for_text": 1,
+		"outcome=error,tool=wait_for_text": 1,
+	}, metricPoints(t, r.reader, MetricWaitsEnded))
+	spans := r.spans.Ended()
+	assert.Equal(t, "the tool answered with isError: tmux_unavailable", spans[2].Status().Description)
+	assert.NotContains(t, spans[2].Status().Description, "secret")
+}
+
+// A caller that goes away is client_gone (the wait runs on); any other
+// handler error is an error.
+func TestAGoneCallerIsClientGone(t *testing.T) {
+	r := newRecorded(t)
+	for _, fail := range []error{context.Canceled, context.DeadlineExceeded, errors.New("boom")} {
+		_, err := r.call(t, context.Background(), "wait_for", nil, nil,
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, fail })
+		require.ErrorIs(t, err, fail)
+	}
+	assert.Equal(t, map[string]float64{"outcome=client_gone,tool=wait_for": 2, "outcome=error,tool=wait_for": 1},
+		metricPoints(t, r.reader, MetricWaitsEnded))
+	assert.Equal(t, map[string]float64{"tool=wait_for": 0}, metricPoints(t, r.reader, MetricWaitsInFlight))
+}
+
+// wait_agent's outcome is the invocation's status.
+func TestWaitAgentOutcomesAreTheStatus(t *testing.T) {
+	r := newRecorded(t)
+	for _, status := range []workflows.AgentStatus{workflows.AgentRunning, workflows.AgentBlocked, workflows.AgentBlocked} {
+		_, err := r.call(t, context.Background(), "wait_agent", map[string]any{"invocation_id": "agent/x"}, nil,
+			answerWith(structuredResult(workflows.InvocationPayload{InvocationID: "agent/x", Status: status})))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, map[string]float64{"outcome=running,tool=wait_agent": 1, "outcome=blocked,tool=wait_agent": 2},
+		metricPoints(t, r.reader, MetricWaitsEnded))
+}
+
+// A handler that panics still ends its span and leaves nothing in flight;
+// the panic goes on to mcp-go's recovery.
+func TestAPanickingHandlerEndsItsCall(t *testing.T) {
+	r := newRecorded(t)
+	assert.PanicsWithValue(t, "kaboom", func() {
+		_, _ = r.call(t, context.Background(), "wait_for", nil, nil,
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { panic("kaboom") })
+	})
+	span := r.lastSpan(t, "wait_for")
+	assert.Equal(t, codes.Error, span.Status().Code)
+	assert.Contains(t, span.Status().Description, "kaboom")
+	assert.Equal(t, map[string]float64{"tool=wait_for": 0}, metricPoints(t, r.reader, MetricWaitsInFlight))
+	assert.Equal(t, map[string]float64{"outcome=error,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsEnded))
+}
+
+// The detection latency is the time from the sample that met the
+// condition to the answer: recorded in seconds, within the bounds of the
+// call.
+func TestDetectionLatencyIsTheSampleToAnswerTime(t *testing.T) {
+	r := newRecorded(t)
+	var before time.Time
+	_, err := r.call(t, context.Background(), "wait_for", nil, nil, func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		before = time.Now()
+		noteSample(ctx)
+		res := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Samples: 1}
+		noteDetected(ctx, res)
+		return structuredResult(res), nil
+	})
+	end := time.Now()
+	require.NoError(t, err)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.reader.Collect(context.Background(), &rm))
+	var got *metricdata.HistogramDataPoint[float64]
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == MetricDetectionLatency {
+				got = &m.Data.(metricdata.Histogram[float64]).DataPoints[0]
+			}
+		}
+	}
+	require.NotNil(t, got)
+	require.Equal(t, uint64(1), got.Count)
+	assert.GreaterOrEqual(t, got.Sum, 0.0)
+	assert.LessOrEqual(t, got.Sum, end.Sub(before).Seconds(), "no longer than from the sample to the call's return")
+	assert.Less(t, got.Sum, 1.0, "seconds, not milliseconds")
+}
+
+// How a call came to its wait: the wait_start attribute of its span and
+// durawait.waits.start_or_attach, once per call; start_agent counts too.
+func TestWaitStartsAreCountedApart(t *testing.T) {
+	r := newRecorded(t)
+	ctx := context.Background()
+	started := func(how string) server.ToolHandlerFunc {
+		return func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			noteWait(ctx, "wait_for/x", how)
+			noteWait(ctx, "wait_for/x", how) // once per call
+			return structuredResult(workflows.WaitForResult{Reason: workflows.WaitReasonMatched}), nil
+		}
+	}
+	for _, how := range []string{waitStarted, waitAttached, waitAttached, waitUnknown} {
+		_, err := r.call(t, ctx, "wait_for", nil, nil, started(how))
+		require.NoError(t, err)
+		assert.Equal(t, how, attrs(r.lastSpan(t, "wait_for"))["wait_start"])
+	}
+	_, err := r.call(t, ctx, "start_agent", nil, nil, started(waitStarted))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		"tool=wait_for,wait_start=started": 1, "tool=wait_for,wait_start=attached": 2,
+		"tool=wait_for,wait_start=started_or_attached": 1, "tool=start_agent,wait_start=started": 1,
+	}, metricPoints(t, r.reader, MetricWaitStarts))
+	assert.Equal(t, map[string]float64{"tool=wait_for": 4}, metricPoints(t, r.reader, MetricWaitsStarted), "calls, start_agent is no wait")
+}
+
+// wait_agent's span names the provider when the handler read the
+// invocation's memo.
+func TestWaitAgentSpanNamesTheProvider(t *testing.T) {
+	r := newRecorded(t)
+	_, err := r.call(t, context.Background(), "wait_agent", map[string]any{"invocation_id": "agent/x"}, nil,
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			noteAgentProvider(ctx, "claude")
+			return structuredResult(workflows.InvocationPayload{InvocationID: "agent/x", Status: workflows.AgentRunning}), nil
+		})
+	require.NoError(t, err)
+	assert.Equal(t, "claude", attrs(r.lastSpan(t, "wait_agent"))["provider"])
+}
+
+// A task-augmented call gets its span (under _meta's trace context, so the
+// workflow's start is in the caller's trace) and counts as started, with
+// task=true.
+func TestTaskCallsAreTracedAndCounted(t *testing.T) {
+	r := newRecorded(t)
+	tc := &mocks.Client{}
+	var startCtx context.Context
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WaitForWorkflowName, mock.Anything).
+		Run(func(args mock.Arguments) { startCtx = args.Get(0).(context.Context) }).
+		Return(nil, errors.New("engine down"))
+	f := New(Options{Telemetry: r.tel, Temporal: tc, Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
+	const traceID, parentID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{"ttl":1000},` +
+		`"_meta":{"traceparent":"00-` + traceID + `-` + parentID + `-01"},` +
+		`"arguments":{"probe":{"tool":"read_file","args":{"path":"/x"}},"until":{"matches":"READY"}}}}`))
+	require.True(t, ok)
+	resp, handled := f.handleOwn(context.Background(), msg, false)
+	require.True(t, handled)
+	_, isErr := resp.(mcp.JSONRPCError)
+	require.True(t, isErr, "%#v", resp)
+
+	span := r.lastSpan(t, "wait_for")
+	assert.Equal(t, traceID, span.SpanContext().TraceID().String())
+	assert.Equal(t, parentID, span.Parent().SpanID().String())
+	assert.Equal(t, trace.SpanKindServer, span.SpanKind())
+	assert.Equal(t, codes.Error, span.Status().Code)
+	assert.Equal(t, true, attrs(span)["task"])
+	assert.Equal(t, "read_file", attrs(span)["probe_tool"])
+	require.NotNil(t, startCtx)
+	assert.Equal(t, span.SpanContext().SpanID(), trace.SpanContextFromContext(startCtx).SpanID(), "Temporal's start runs under the task's span")
+	assert.Equal(t, map[string]float64{"task=true,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsStarted))
+
 }

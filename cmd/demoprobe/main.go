@@ -18,7 +18,9 @@
 // Every tool but delete_file is annotated readOnlyHint: true.
 //
 // Flags: --http ADDR serves streamable HTTP at /mcp instead of stdio;
-// --call-log FILE appends one line per call ("<tool> <args-json>").
+// --call-log FILE appends one line per call ("<tool> <args-json>"), and one
+// line per call that carried W3C trace context in _meta to FILE.trace
+// ("<tool> <traceparent>").
 package main
 
 import (
@@ -142,8 +144,26 @@ func (p *probe) logged(h server.ToolHandlerFunc) server.ToolHandlerFunc {
 				_, _ = f.WriteString(line)
 				_ = f.Close()
 			}
+			p.logTrace(req)
 		}
 		return h(ctx, req)
+	}
+}
+
+// logTrace appends the call's _meta traceparent, when it has one, to the
+// call log's .trace file.
+func (p *probe) logTrace(req mcp.CallToolRequest) {
+	if req.Params.Meta == nil {
+		return
+	}
+	tp, _ := req.Params.Meta.AdditionalFields["traceparent"].(string)
+	if tp == "" {
+		return
+	}
+	f, err := os.OpenFile(p.callLog+".trace", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, _ = fmt.Fprintf(f, "%s %s\n", req.Params.Name, tp)
+		_ = f.Close()
 	}
 }
 

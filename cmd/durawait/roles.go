@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -123,6 +124,14 @@ type process struct {
 
 	// Set by startTelemetry.
 	telemetry *telemetry.Providers
+	// availability is the downstream servers' status for the
+	// durawait.downstream.available gauge, set once the roles started
+	// (serve): a scrape or an export may read it from another goroutine
+	// at any time.
+	availability atomic.Pointer[func() map[string]string]
+	// httpAddr is the HTTP listener's address (listenHTTP): the server
+	// name of otelhttp's metrics.
+	httpAddr string
 }
 
 // checkRoles decides the roles from the configuration and checks what they
@@ -177,6 +186,7 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
+	p.httpAddr = ln.Addr().String()
 	p.mcpURL = "http://" + ln.Addr().String() + "/mcp"
 	p.logger.Info("listening", "http", "http://"+ln.Addr().String())
 	return p.shutdownHTTP, nil
@@ -196,6 +206,7 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	spans := p.engineSpans()
 	eng, err := engine.Start(engine.Options{
 		DataDir:   p.cfg.DataDir,
 		Port:      p.cfg.EnginePort,
@@ -207,9 +218,11 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		Retention:        p.cfg.Retention(),
 		Logger:           p.logger,
 		LogLevel:         max(p.level, slog.LevelWarn),
-		SpanExporter:     p.engineSpans(),
+		SpanExporter:     spans,
 	})
 	if err != nil {
+		// An engine that did not start does not shut its exporter down.
+		shutdownExporter(spans, p.logger)
 		lock.Release()
 		return nil, explainEngineStart(err)
 	}
@@ -380,6 +393,9 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 // calls before the steps stop.
 func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	status := p.downstreamStatus()
+	if status != nil {
+		p.availability.Store(&status)
+	}
 	p.ready.SetChecks(readiness.Temporal(p.temporal, p.temporalAddr), readiness.Workers(p.temporal, p.cfg.TaskQueue, nil))
 	if p.front == nil {
 		p.health.setReady(p.temporalAddr, status)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -31,7 +32,7 @@ const telemetryShutdownTimeout = 5 * time.Second
 // environment (docs/observability.md); its stop, the last to run, flushes
 // them.
 func (p *process) startTelemetry(ctx context.Context) (func(), error) {
-	tel, err := telemetry.New(ctx, telemetry.Options{Version: version})
+	tel, err := telemetry.New(ctx, telemetry.Options{Version: version, Logger: p.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -40,11 +41,12 @@ func (p *process) startTelemetry(ctx context.Context) (func(), error) {
 	_, err = meter.Int64ObservableGauge(metricDownstreamAvailable,
 		metric.WithDescription("1 while a downstream MCP server is connected, 0 while it is unavailable, by server."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			status := p.downstreamStatus()
+			// Set once the roles started (serve); nothing before.
+			status := p.availability.Load()
 			if status == nil {
 				return nil
 			}
-			for server, state := range status() {
+			for server, state := range (*status)() {
 				var up int64
 				if state == "connected" {
 					up = 1
@@ -90,6 +92,18 @@ func (p *process) engineSpans() sdktrace.SpanExporter {
 	return exp
 }
 
+// shutdownExporter shuts down an exporter nobody else will (nil: none).
+func shutdownExporter(exp sdktrace.SpanExporter, logger *slog.Logger) {
+	if exp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryShutdownTimeout)
+	defer cancel()
+	if err := exp.Shutdown(ctx); err != nil {
+		logger.Warn("the embedded engine's span exporter did not shut down", "error", err)
+	}
+}
+
 // instrumented adds the Temporal SDK's metrics and tracing interceptor to
 // the options of the client dial (the workers built on the client get the
 // interceptor too).
@@ -125,6 +139,10 @@ func (p *process) traced(h http.Handler) http.Handler {
 		return h
 	}
 	return otelhttp.NewHandler(h, "mcp",
+		// The listener's address, not the request's Host header: the
+		// handler runs before authentication, and a Host of the caller's
+		// choosing would be a new series of every HTTP metric.
+		otelhttp.WithServerName(p.httpAddr),
 		otelhttp.WithTracerProvider(p.telemetry.TracerProvider),
 		otelhttp.WithMeterProvider(p.telemetry.MeterProvider),
 		otelhttp.WithPropagators(p.telemetry.Propagator))

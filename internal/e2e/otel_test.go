@@ -229,8 +229,11 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	tool := chain[len(chain)-2]
 	assert.Equal(t, tracepb.Span_SPAN_KIND_INTERNAL, tool.Kind)
 	assert.Equal(t, map[string]any{"wait_condition": "matches", "probe_tool": "read_file",
-		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5)}, spanAttrs(tool))
+		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5), "wait_start": "started"}, spanAttrs(tool))
 	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, chain[0].Kind, "the probe call is a client span")
+	// The downstream server got the probe span's context in _meta.
+	assert.Contains(t, readFile(w.path("calls.log.trace")),
+		"read_file 00-"+headerTrace+"-"+hex.EncodeToString(chain[0].SpanId)+"-01\n", "traceparent in the probe call's _meta")
 
 	// The _meta trace: the tool span is a server span under the caller's.
 	eventually(t, "the _meta trace from the tool call to the probe call", func() bool {
@@ -255,6 +258,8 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 		}
 	})
 	assert.Equal(t, 4.0, metrics.value(`durawait_waits_started_total`, `tool="wait_for"`))
+	assert.Equal(t, 3.0, metrics.value(`durawait_waits_start_or_attach_total`, `tool="wait_for"`, `wait_start="started"`),
+		"three waits started; the call with bad arguments reached none")
 	assert.Equal(t, 2.0, metrics.value(`durawait_waits_ended_total`, `outcome="matched"`, `tool="wait_for"`))
 	assert.Equal(t, 1.0, metrics.value(`durawait_waits_ended_total`, `outcome="timeout"`, `tool="wait_for"`))
 	assert.Equal(t, 1.0, metrics.value(`durawait_waits_ended_total`, `outcome="error"`, `tool="wait_for"`))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // A port taken between its pick and the engine's bind (another process
@@ -34,4 +37,22 @@ func TestEngineStartsAgainWhenAPickedPortIsTaken(t *testing.T) {
 	c, err := net.Dial("tcp", e.Addr())
 	require.NoError(t, err, "the frontend listens")
 	c.Close()
+}
+
+// The engine's span exporters are durawait's: the server's stock provider,
+// which reads the OTEL_* environment and sets the process-wide OTel error
+// handler, is never called. It refuses OTEL_TRACES_EXPORTER=console.
+func TestTheStockSpanExporterProviderIsNotCalled(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	var handled []error
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { handled = append(handled, err) }))
+	exp := tracetest.NewInMemoryExporter()
+	e, err := Start(Options{
+		DataDir: t.TempDir(), Namespace: "default", SpanExporter: exp,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
+	})
+	require.NoError(t, err, "the stock provider refuses OTEL_TRACES_EXPORTER=console")
+	defer e.Stop()
+	otel.Handle(errors.New("mine"))
+	assert.Equal(t, []error{errors.New("mine")}, handled, "the error handler set before the start is still the process's")
 }

@@ -21,6 +21,10 @@ type Settings struct {
 	// Disabled is OTEL_SDK_DISABLED=true: nothing is exported, whatever
 	// else is set (the Prometheus /metrics endpoint still answers).
 	Disabled bool
+	// Warnings are values read but not honoured as written (an
+	// OTEL_SDK_DISABLED that is neither true nor false, read as false,
+	// as the specification says); New logs them.
+	Warnings []string
 	// Traces and Metrics are the two signals durawait exports.
 	Traces, Metrics Signal
 	// Engine is DURAWAIT_ENGINE_OTEL=1 (or true): the embedded Temporal
@@ -56,11 +60,13 @@ type LookupFunc func(key string) (string, bool)
 // exported and nothing is dialled. "none" turns a signal off. The protocol
 // is OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
 // else http/protobuf (the specification's default). A value durawait
-// cannot honour is an error naming the variable.
+// cannot honour is an error naming the variable. Values are read as they
+// are, untrimmed, as the exporters (which read the environment themselves)
+// read them.
 func ReadSettings(lookup LookupFunc) (Settings, error) {
 	get := func(key string) string {
 		v, _ := lookup(key)
-		return strings.TrimSpace(v)
+		return v
 	}
 	var s Settings
 	if v := get("OTEL_SDK_DISABLED"); v != "" {
@@ -69,7 +75,9 @@ func ReadSettings(lookup LookupFunc) (Settings, error) {
 			s.Disabled = true
 		case "false":
 		default:
-			return Settings{}, fmt.Errorf("OTEL_SDK_DISABLED: must be true or false (got %q)", v)
+			// The specification: an unrecognised value is warned about
+			// and read as false.
+			s.Warnings = append(s.Warnings, fmt.Sprintf("OTEL_SDK_DISABLED: must be true or false (got %q); read as false", v))
 		}
 	}
 	if v := get(EngineOptInEnv); v != "" {

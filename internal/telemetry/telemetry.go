@@ -11,8 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,8 +24,11 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -42,6 +49,13 @@ type Options struct {
 	// timeouts), so a Lookup other than the process's is for tests of
 	// the settings alone.
 	Lookup LookupFunc
+	// Logger receives the settings' warnings, the errors OpenTelemetry
+	// reports (export failures; otel.SetErrorHandler, rate-limited) and
+	// the Temporal SDK metrics' errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// Console is where the console exporters write; os.Stderr when nil.
+	// Never os.Stdout: over stdio it carries the MCP stream.
+	Console io.Writer
 }
 
 // Providers are durawait's telemetry providers.
@@ -60,18 +74,31 @@ type Providers struct {
 
 	prometheus http.Handler
 	shutdown   []func(context.Context) error
+	logger     *slog.Logger
 }
 
-// New builds the providers the environment asks for and sets the
-// process-wide propagator to W3C trace context and baggage.
+// New builds the providers the environment asks for, sets the
+// process-wide propagator to W3C trace context and baggage, and routes
+// OpenTelemetry's own errors (a failed export, say) to the logger.
 func New(ctx context.Context, opts Options) (*Providers, error) {
 	lookup := opts.Lookup
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	console := opts.Console
+	if console == nil {
+		console = os.Stderr
+	}
 	settings, err := ReadSettings(lookup)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	for _, w := range settings.Warnings {
+		logger.Warn("telemetry: " + w)
 	}
 	res, err := newResource(ctx, opts.Version)
 	if err != nil {
@@ -81,12 +108,14 @@ func New(ctx context.Context, opts Options) (*Providers, error) {
 		Settings:   settings,
 		Resource:   res,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		logger:     logger,
 	}
 	otel.SetTextMapPropagator(p.Propagator)
+	otel.SetErrorHandler(newErrorLog(logger, errorLogInterval, time.Now))
 
 	p.TracerProvider = tracenoop.NewTracerProvider()
 	if settings.Traces.On() {
-		exp, err := autoexport.NewSpanExporter(ctx)
+		exp, err := newSpanExporter(ctx, settings.Traces, console)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: trace exporter: %w", err)
 		}
@@ -98,12 +127,13 @@ func New(ctx context.Context, opts Options) (*Providers, error) {
 	registry := prometheus.NewRegistry()
 	promReader, err := otelprom.New(otelprom.WithRegisterer(registry))
 	if err != nil {
+		_ = p.Shutdown(ctx)
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
 	}
 	p.prometheus = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader), sdkmetric.WithView(temporalSDKHistograms)}
 	if settings.Metrics.On() {
-		reader, err := autoexport.NewMetricReader(ctx)
+		reader, err := newMetricReader(ctx, settings.Metrics, console)
 		if err != nil {
 			_ = p.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
@@ -141,11 +171,94 @@ func (p *Providers) EngineSpanExporter(ctx context.Context) (sdktrace.SpanExport
 	if !p.Settings.Engine {
 		return nil, nil
 	}
-	exp, err := autoexport.NewSpanExporter(ctx)
+	exp, err := newSpanExporter(ctx, p.Settings.Traces, os.Stderr)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: engine trace exporter: %w", err)
 	}
 	return exp, nil
+}
+
+// newSpanExporter is the exporter signal names: console writes to console
+// (stdouttrace, one JSON span a line), anything else is autoexport's.
+// autoexport's own console exporter writes to os.Stdout, which over stdio
+// is the MCP stream.
+func newSpanExporter(ctx context.Context, signal Signal, console io.Writer) (sdktrace.SpanExporter, error) {
+	if signal.Exporter == "console" {
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(console))
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		return exp, nil
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", signal.Exporter, err)
+	}
+	return exp, nil
+}
+
+// newMetricReader is the reader signal names: console writes to console
+// every export interval (OTEL_METRIC_EXPORT_INTERVAL), anything else is
+// autoexport's (see newSpanExporter).
+func newMetricReader(ctx context.Context, signal Signal, console io.Writer) (sdkmetric.Reader, error) {
+	if signal.Exporter == "console" {
+		exp, err := stdoutmetric.New(stdoutmetric.WithWriter(console))
+		if err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+		return sdkmetric.NewPeriodicReader(exp), nil
+	}
+	r, err := autoexport.NewMetricReader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", signal.Exporter, err)
+	}
+	return r, nil
+}
+
+// temporalSDKHistograms gives the Temporal SDK's histograms (its timers,
+// recorded in seconds: request and task latencies) second-scale buckets;
+// the default boundaries {0, 5, 10, 25, ..., 10000} are made for
+// milliseconds and would put nearly every latency in the first bucket.
+var temporalSDKHistograms = sdkmetric.NewView(
+	sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentation.Scope{Name: TemporalSDKScope}},
+	sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+		Boundaries: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+	}},
+)
+
+// errorLogInterval is how often OpenTelemetry's errors are logged at most.
+const errorLogInterval = time.Minute
+
+// errorLog is OpenTelemetry's error handler: it logs an error at most once
+// an interval (an unreachable collector fails every export), with the
+// number of errors not logged since the last line.
+type errorLog struct {
+	logger   *slog.Logger
+	interval time.Duration
+	now      func() time.Time
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func newErrorLog(logger *slog.Logger, interval time.Duration, now func() time.Time) *errorLog {
+	return &errorLog{logger: logger, interval: interval, now: now}
+}
+
+// Handle implements otel.ErrorHandler.
+func (l *errorLog) Handle(err error) {
+	l.mu.Lock()
+	now := l.now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	l.logger.Warn("OpenTelemetry error (export failed?)", "error", err, "errors_not_logged", suppressed, "logged_at_most_every", l.interval.String())
 }
 
 // PrometheusHandler serves the metrics in the Prometheus text format.

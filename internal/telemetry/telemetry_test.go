@@ -1,18 +1,24 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectormetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -74,7 +80,7 @@ func TestReadSettingsRefusesWhatItCannotHonour(t *testing.T) {
 		{env("OTEL_TRACES_EXPORTER", "zipkin"), `OTEL_TRACES_EXPORTER: must be one of otlp, console or none (got "zipkin")`},
 		{env("OTEL_TRACES_EXPORTER", "prometheus"), `OTEL_TRACES_EXPORTER: must be one of otlp, console or none`},
 		{env("OTEL_METRICS_EXPORTER", "otlp,console"), `OTEL_METRICS_EXPORTER: one exporter only`},
-		{env("OTEL_SDK_DISABLED", "yes"), `OTEL_SDK_DISABLED: must be true or false`},
+		{env("OTEL_TRACES_EXPORTER", " otlp"), `OTEL_TRACES_EXPORTER: must be one of otlp, console or none (got " otlp")`},
 		{env(EngineOptInEnv, "on"), EngineOptInEnv + `: must be 1 or 0`},
 	} {
 		_, err := ReadSettings(tc.env)
@@ -330,8 +336,78 @@ func TestEngineSpansOnlyWhenOptedIn(t *testing.T) {
 	exp, err = p.EngineSpanExporter(context.Background())
 	require.NoError(t, err)
 	require.NotNil(t, exp)
-	require.NoError(t, exp.Shutdown(context.Background()))
+	// The engine's spans reach the collector, over the protocol asked for.
+	engine := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	_, span := engine.Tracer("engine").Start(context.Background(), "engine-span")
+	span.End()
+	require.NoError(t, engine.Shutdown(context.Background()))
 	require.NoError(t, p.Shutdown(context.Background()))
+	names := r.spanNames()
+	require.Len(t, names, 1)
+	assert.True(t, strings.HasSuffix(names[0], " engine-span"), names[0])
+	assert.Contains(t, r.vias(), "http /v1/traces")
+}
+
+// An OTEL_SDK_DISABLED that is neither true nor false is warned about and
+// read as false (the specification), not a refusal to start.
+func TestAnUnrecognisedSDKDisabledIsWarnedAbout(t *testing.T) {
+	s, err := ReadSettings(env("OTEL_SDK_DISABLED", "yes", "OTEL_TRACES_EXPORTER", "otlp"))
+	require.NoError(t, err)
+	assert.False(t, s.Disabled)
+	assert.True(t, s.Traces.On())
+	require.Len(t, s.Warnings, 1)
+	assert.Contains(t, s.Warnings[0], `OTEL_SDK_DISABLED: must be true or false (got "yes"); read as false`)
+
+	clearEnv(t)
+	t.Setenv("OTEL_SDK_DISABLED", "1")
+	var logs bytes.Buffer
+	p, err := New(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, p.Shutdown(context.Background()))
+	assert.Contains(t, logs.String(), "OTEL_SDK_DISABLED")
+}
+
+// The console exporters write to the Console writer (stderr), never to
+// stdout, which over stdio carries the MCP stream.
+func TestConsoleExportersKeepOffStdout(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	t.Setenv("OTEL_METRICS_EXPORTER", "console")
+	stdout, err := os.CreateTemp(t.TempDir(), "stdout")
+	require.NoError(t, err)
+	real := os.Stdout
+	os.Stdout = stdout
+	defer func() { os.Stdout = real }()
+
+	var console bytes.Buffer
+	p, err := New(context.Background(), Options{Console: &console})
+	require.NoError(t, err)
+	exercise(t, p)
+	os.Stdout = real
+	assert.Contains(t, console.String(), `"Name":"the-span"`)
+	assert.Contains(t, console.String(), `"Name":"the.counter"`)
+	written, err := os.ReadFile(stdout.Name())
+	require.NoError(t, err)
+	assert.Empty(t, written, "nothing on stdout")
+}
+
+// OpenTelemetry's errors go to the logger, at most once an interval, with
+// the count of those not logged.
+func TestOTelErrorsAreLoggedRateLimited(t *testing.T) {
+	var logs bytes.Buffer
+	now := time.Unix(1000, 0)
+	l := newErrorLog(slog.New(slog.NewTextHandler(&logs, nil)), time.Minute, func() time.Time { return now })
+	l.Handle(errors.New("export failed 1"))
+	l.Handle(errors.New("export failed 2"))
+	l.Handle(errors.New("export failed 3"))
+	now = now.Add(time.Minute)
+	l.Handle(errors.New("export failed 4"))
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2, logs.String())
+	assert.Contains(t, lines[0], "export failed 1")
+	assert.Contains(t, lines[0], "errors_not_logged=0")
+	assert.Contains(t, lines[1], "export failed 4")
+	assert.Contains(t, lines[1], "errors_not_logged=2")
 }
 
 func TestPrometheusHandlerShowsTheMetrics(t *testing.T) {

@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/durawait/durawait/activities"
 )
@@ -264,10 +266,16 @@ func (c *conn) call(ctx context.Context, tool string, args any, onProgress Progr
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	if trace := traceMeta(ctx); trace != nil {
+		req.Params.Meta = &mcp.Meta{AdditionalFields: trace}
+	}
 	if onProgress != nil {
 		token, remove := c.m.progress.add(c.cfg.Name, onProgress)
 		defer remove()
-		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+		if req.Params.Meta == nil {
+			req.Params.Meta = &mcp.Meta{}
+		}
+		req.Params.Meta.ProgressToken = token
 	}
 	res, err := cl.CallTool(ctx, req)
 	if err != nil {
@@ -304,4 +312,25 @@ func sameTools(a, b []mcp.Tool) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// traceMeta is the W3C trace context of ctx's span (traceparent,
+// tracestate) as _meta fields of a downstream call, the convention MCP
+// servers read (durawait's own front end reads it so): the downstream
+// server's spans join the trace of the probe or re-exposed call. nil when
+// ctx has no valid span (tracing off). Baggage is not passed on.
+func traceMeta(ctx context.Context) map[string]any {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if carrier["traceparent"] == "" {
+		return nil
+	}
+	out := make(map[string]any, len(carrier))
+	for k, v := range carrier {
+		out[k] = v
+	}
+	return out
 }
