@@ -95,13 +95,12 @@ func TestUIScreenshot(t *testing.T) {
 	require.NoError(t, err)
 	views, err := json.Marshal([]map[string]string{{"id": "durawait-waiting", "name": operatorViewName, "query": operatorQuery, "type": "user"}})
 	require.NoError(t, err)
-	shoot := func(name, page string, extra ...string) {
+	shoot := func(name, page, text string) {
 		t.Helper()
 		out := filepath.Join(dir, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		args := append([]string{"shot.mjs", page, out, "default", string(columns), string(views)}, extra...)
-		cmd := exec.CommandContext(ctx, "node", args...)
+		cmd := exec.CommandContext(ctx, "node", "shot.mjs", page, out, "default", string(columns), string(views), text)
 		cmd.Dir = "uishot"
 		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
 		logs, err := cmd.CombinedOutput()
@@ -112,6 +111,6 @@ func TestUIScreenshot(t *testing.T) {
 		t.Logf("wrote %s (%d bytes) of %s", out, info.Size(), page)
 	}
 	ui := "http://" + uiAddr + "/namespaces/default/workflows"
-	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName))
-	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/history")
+	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName), running[2])
+	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/user-metadata", running[0])
 }

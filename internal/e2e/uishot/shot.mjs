@@ -2,13 +2,15 @@
 // The operator's saved views and list columns are put in the browser's
 // local storage first, as the UI itself would have stored them.
 //
-// usage: node shot.mjs URL OUT.png NAMESPACE COLUMNS_JSON SAVED_VIEWS_JSON [VIEW]
-// With VIEW, the saved view of that name is opened (clicked) first.
+// usage: node shot.mjs URL OUT.png NAMESPACE COLUMNS_JSON SAVED_VIEWS_JSON TEXT
+// The picture is taken once TEXT shows on the page and the page has been
+// quiet for a moment (a running workflow's page long-polls its history, so
+// the network is never idle there).
 import { chromium } from "playwright-core";
 
-const [url, out, namespace, columns, views, view] = process.argv.slice(2);
-if (!url || !out || !namespace || !columns || !views) {
-  console.error("usage: node shot.mjs URL OUT.png NAMESPACE COLUMNS_JSON SAVED_VIEWS_JSON");
+const [url, out, namespace, columns, views, text] = process.argv.slice(2);
+if (!url || !out || !namespace || !columns || !views || !text) {
+  console.error("usage: node shot.mjs URL OUT.png NAMESPACE COLUMNS_JSON SAVED_VIEWS_JSON TEXT");
   process.exit(2);
 }
 const storage = {
@@ -21,17 +23,15 @@ const browser = await chromium.launch({
   args: ["--no-sandbox"],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: 1600, height: 640 } });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 760 } });
   await page.addInitScript((entries) => {
     for (const [key, value] of Object.entries(entries)) {
       window.localStorage.setItem(key, JSON.stringify(value));
     }
   }, storage);
-  await page.goto(url, { waitUntil: "networkidle" });
-  if (view) {
-    await page.getByText(view, { exact: true }).first().click();
-    await page.waitForLoadState("networkidle");
-  }
+  await page.goto(url, { waitUntil: "load" });
+  await page.getByText(text, { exact: false }).first().waitFor({ timeout: 30000 });
+  await page.waitForLoadState("networkidle", { timeout: 3000 }).catch(() => {});
   await page.screenshot({ path: out });
 } finally {
   await browser.close();
