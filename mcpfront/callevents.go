@@ -280,34 +280,22 @@ func StartReporter(ctx context.Context, method string, req, reply any, cc *grpc.
 }
 
 // EventsHandler serves GET /events: the tool-call events as Server-Sent
-// Events (see docs/operations.md), behind the same Origin check and
+// Events (see docs/operations.md), behind the same Origin and Host checks and
 // authentication as /mcp (opts as for HTTPHandlerWith). A principal sees
 // only its own calls' events; the local user (no authentication) sees
 // every call. ?tool= filters by tool (repeatable, or a comma list). Drain
 // ends the streams.
 func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
-	origins := map[string]bool{}
-	for _, o := range opts.AllowedOrigins {
-		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
-	}
-	check := &httpFront{f: f, opts: opts, origins: origins}
+	check := newHTTPChecks(f, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !check.originAllowed(origin) {
-			http.Error(w, "Origin "+origin+" is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", http.StatusForbidden)
-			return
-		}
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "/events takes GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		principal := ""
-		if opts.Authenticate != nil {
-			p, ok := opts.Authenticate(w, r)
-			if !ok {
-				return
-			}
-			principal = p
+		principal, ok := check.admit(w, r)
+		if !ok {
+			return
 		}
 		hub := f.opts.CallEvents.Hub
 		if hub == nil {
