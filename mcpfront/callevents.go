@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -52,13 +53,29 @@ const (
 // logs one line when the wait is started or attached to and one when the
 // call ends.
 func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
 		if !waitStartingTools[tool] {
 			c.startOnce()
 		}
-		res, err := h(context.WithValue(ctx, toolCallKey{}, c), req)
-		c.end(ctx, res, err)
+		// The end is deferred, so a handler that panics (mcp-go's
+		// recovery catches it outside this wrapper) still publishes its
+		// ended event and writes its end line: outcome "error", the
+		// panic's text as the result. Then the panic goes on.
+		returned := false
+		defer func() {
+			if returned {
+				c.end(ctx, res, err)
+				return
+			}
+			panicked := recover() // nil for runtime.Goexit
+			c.end(ctx, nil, fmt.Errorf("the %s handler panicked: %v", tool, panicked))
+			if panicked != nil {
+				panic(panicked)
+			}
+		}()
+		res, err = h(context.WithValue(ctx, toolCallKey{}, c), req)
+		returned = true
 		return res, err
 	}
 }

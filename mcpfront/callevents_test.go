@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -342,4 +343,33 @@ func TestDrainEndsTheEventStreams(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the stream outlived the drain")
 	}
+}
+
+// A handler that panics still ends its call: the ended event (outcome
+// error, the panic's text as the result) and the end line of its wait go
+// out, and the panic goes on to mcp-go's recovery.
+func TestAPanickingHandlerPublishesItsEndedEvent(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 0)
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	h := f.callEvents("wait_for", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		noteWait(ctx, "wait_for/abc", waitStarted)
+		panic("boom")
+	})
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		_, _ = h(testContext(t), mcp.CallToolRequest{})
+	}()
+	assert.Equal(t, "boom", recovered, "the panic goes on")
+	evs := drainEvents(sub)
+	require.Len(t, evs, 2, "%+v", evs)
+	assert.Equal(t, callevents.TypeStarted, evs[0].Type)
+	ended := evs[1]
+	assert.Equal(t, callevents.TypeEnded, ended.Type)
+	assert.Equal(t, "error", ended.Outcome)
+	assert.True(t, ended.IsError)
+	assert.Contains(t, ended.Result, "the wait_for handler panicked: boom")
+	assert.Contains(t, logs.String(), `"msg":"wait call ended"`)
+	assert.Contains(t, logs.String(), `"outcome":"error"`)
 }
