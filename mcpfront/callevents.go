@@ -156,18 +156,31 @@ func (c *toolCall) startOnce() {
 // end publishes the ended event with the (truncated) result, and logs the
 // end of a call that had a wait.
 func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
+	switch {
+	case err != nil:
+		c.finish(callOutcome(ctx, res, err), true, err.Error())
+	case res != nil:
+		c.finish(callOutcome(ctx, res, err), res.IsError, res)
+	default:
+		c.finish(callOutcome(ctx, res, err), false, nil)
+	}
+}
+
+// finish publishes the ended event with outcome and result (a string as
+// it is, anything else as its JSON; truncated), and logs the end of a
+// call that had a wait.
+func (c *toolCall) finish(outcome string, isError bool, result any) {
 	c.startOnce()
 	took := time.Since(c.begun)
 	ev := c.event(callevents.TypeEnded)
-	ev.Outcome = callOutcome(ctx, res, err)
+	ev.Outcome, ev.IsError = outcome, isError
 	ev.DurationMS = took.Milliseconds()
-	switch {
-	case err != nil:
-		ev.IsError = true
-		ev.Result, ev.ResultCut = callevents.Truncate(err.Error(), c.maxLength())
-	case res != nil:
-		ev.IsError = res.IsError
-		if b, merr := json.Marshal(res); merr == nil {
+	switch r := result.(type) {
+	case nil:
+	case string:
+		ev.Result, ev.ResultCut = callevents.Truncate(r, c.maxLength())
+	default:
+		if b, merr := json.Marshal(r); merr == nil {
 			ev.Result, ev.ResultCut = callevents.Truncate(string(b), c.maxLength())
 		}
 	}
@@ -178,6 +191,39 @@ func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) 
 	if waitID != "" {
 		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration_ms", took.Milliseconds())...)
 	}
+}
+
+// OutcomeTaskCreated is the outcome of a task-augmented call that
+// returned its task: the wait goes on, and its end is the worker's
+// "wait ended" line (and tasks/result).
+const OutcomeTaskCreated = "task_created"
+
+// taskCall runs a task-augmented call of tool (createTask, instrumented by
+// observedTask) as a tool call of its own for the events and the wait log
+// lines: started once its wait is started or attached to (noteWait in
+// createTask), ended when the task is returned, with outcome
+// OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
+// A panic ends the call as an error and goes on.
+func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+	c := &toolCall{f: f, tool: req.Params.Name, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
+	returned := false
+	defer func() {
+		switch {
+		case !returned:
+			panicked := recover()
+			c.finish(OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.tool, panicked))
+			if panicked != nil {
+				panic(panicked)
+			}
+		case err != nil:
+			c.finish(OutcomeError, true, err.Error())
+		default:
+			c.finish(OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
+		}
+	}()
+	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
+	returned = true
+	return task, err
 }
 
 func (c *toolCall) maxLength() int {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/durawait/durawait/internal/callevents"
 	"github.com/durawait/durawait/internal/samplehub"
@@ -372,4 +379,60 @@ func TestAPanickingHandlerPublishesItsEndedEvent(t *testing.T) {
 	assert.Contains(t, ended.Result, "the wait_for handler panicked: boom")
 	assert.Contains(t, logs.String(), `"msg":"wait call ended"`)
 	assert.Contains(t, logs.String(), `"outcome":"error"`)
+}
+
+// taskTemporal is fakeTemporal with what a task's creation reads besides
+// the start: the run's description (running) and the namespace (unknown,
+// so the default ttl).
+type taskTemporal struct{ *fakeTemporal }
+
+func (c taskTemporal) DescribeWorkflowExecution(_ context.Context, id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		StartTime: timestamppb.Now(),
+		Status:    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+	}}, nil
+}
+
+func (c taskTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return noNamespace{} }
+
+type noNamespace struct{ workflowservice.WorkflowServiceClient }
+
+func (noNamespace) DescribeNamespace(context.Context, *workflowservice.DescribeNamespaceRequest, ...grpc.CallOption) (*workflowservice.DescribeNamespaceResponse, error) {
+	return nil, errors.New("no namespace here")
+}
+
+// A wait started as an MCP task gets its wait line and its events like a
+// plain call: started with the wait's ID, and ended when the task is
+// returned (outcome task_created, the task as the result).
+func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
+	hub, logs := callevents.NewHub(0), &lockedBuffer{}
+	f := New(Options{
+		Temporal: taskTemporal{newFakeTemporal()}, TaskQueue: "q",
+		Workers:    fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}, expose: map[string]bool{"demo": true}},
+		CallEvents: CallEventOptions{Hub: hub},
+		Logger:     slog.New(jsonLogs(logs)),
+	})
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	args, err := json.Marshal(waitForArgs)
+	require.NoError(t, err)
+	msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{"ttl":1000},"arguments":` + string(args) + `}}`))
+	require.True(t, ok)
+	ctx := withCaller(testContext(t), caller{principal: "alice"})
+	resp, handled := f.handleOwn(ctx, msg, false)
+	require.True(t, handled)
+	_, isErr := resp.(mcp.JSONRPCError)
+	require.False(t, isErr, "%#v", resp)
+
+	evs := drainEvents(sub)
+	require.Len(t, evs, 2, "%+v", evs)
+	assert.Equal(t, callevents.TypeStarted, evs[0].Type)
+	assert.True(t, strings.HasPrefix(evs[0].WaitID, workflows.WaitForIDPrefix), evs[0].WaitID)
+	assert.Equal(t, "alice", evs[0].Principal)
+	assert.Equal(t, callevents.TypeEnded, evs[1].Type)
+	assert.Equal(t, OutcomeTaskCreated, evs[1].Outcome)
+	assert.Contains(t, evs[1].Result, evs[0].WaitID+"@run-1", "the task ID names the run")
+	assert.Contains(t, logs.String(), `"msg":"wait started or attached"`)
+	assert.Contains(t, logs.String(), `"outcome":"task_created"`)
 }
