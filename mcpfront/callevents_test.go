@@ -396,7 +396,9 @@ func (c taskTemporal) DescribeWorkflowExecution(_ context.Context, id, runID str
 
 func (c taskTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return noNamespace{} }
 
-type noNamespace struct{ workflowservice.WorkflowServiceClient }
+type noNamespace struct {
+	workflowservice.WorkflowServiceClient
+}
 
 func (noNamespace) DescribeNamespace(context.Context, *workflowservice.DescribeNamespaceRequest, ...grpc.CallOption) (*workflowservice.DescribeNamespaceResponse, error) {
 	return nil, errors.New("no namespace here")
