@@ -156,13 +156,14 @@ func (c *toolCall) startOnce() {
 // end publishes the ended event with the (truncated) result, and logs the
 // end of a call that had a wait.
 func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
+	outcome := callOutcome(ctx, c.tool, res, err)
 	switch {
 	case err != nil:
-		c.finish(callOutcome(ctx, res, err), true, err.Error())
+		c.finish(outcome, true, err.Error())
 	case res != nil:
-		c.finish(callOutcome(ctx, res, err), res.IsError, res)
+		c.finish(outcome, res.IsError, res)
 	default:
-		c.finish(callOutcome(ctx, res, err), false, nil)
+		c.finish(outcome, false, nil)
 	}
 }
 
@@ -257,15 +258,25 @@ func (c *toolCall) logAttrs() []any {
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.principal), "client", c.client, "session", baseSession(c.who.session))}
 }
 
-// callOutcome names how a call ended: the wait's status or reason from the
-// structured result, "error" for an error result, "caller_left" when the
-// caller went away (the wait runs on), "ok" otherwise.
-func callOutcome(ctx context.Context, res *mcp.CallToolResult, err error) string {
+// callOutcome names how a call of tool ended, one value for the metrics
+// (durawait.waits.ended), the log lines and the events: OutcomeClientGone
+// when the caller went away (the wait runs on); the tool's own outcome
+// read from its structured result (wait_for's reason, an agent's status,
+// wait_for_text's matched / not_matched or error code); OutcomeError for
+// any other error or isError answer; for any other result its "status",
+// "reason" or "matched" field, else "ok".
+func callOutcome(ctx context.Context, tool string, res *mcp.CallToolResult, err error) string {
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return "caller_left"
-	case err != nil || res == nil || res.IsError:
-		return "error"
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return OutcomeClientGone
+	case err != nil || res == nil:
+		return OutcomeError
+	}
+	if _, outcome := callAttributes(tool, mcp.CallToolRequest{}, res, false); outcome != "" {
+		return outcome
+	}
+	if res.IsError {
+		return OutcomeError
 	}
 	var fields map[string]any
 	if b, merr := json.Marshal(res.StructuredContent); merr == nil {

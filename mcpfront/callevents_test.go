@@ -438,3 +438,21 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 	assert.Contains(t, logs.String(), `"msg":"wait started or attached"`)
 	assert.Contains(t, logs.String(), `"outcome":"task_created"`)
 }
+
+// The log lines, the events and the metrics name a call's end alike: a
+// caller that went away is client_gone, wait_for_text's error code is its
+// outcome, not a plain "error".
+func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Equal(t, OutcomeClientGone, callOutcome(gone, "wait_for", nil, gone.Err()))
+	assert.Equal(t, OutcomeClientGone, callOutcome(context.Background(), "wait_for", nil, context.Canceled))
+	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", nil, errors.New("boom")))
+	paneGone := &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{
+		"error": map[string]any{"code": "pane_not_found", "message": "no pane %9"}}}
+	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), "wait_for_text", paneGone, nil))
+	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", mcp.NewToolResultError("bad"), nil))
+	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
+	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
+	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
+}
