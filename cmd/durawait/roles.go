@@ -198,7 +198,7 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if !p.roles.engine {
 		return nil, nil
 	}
-	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL, StartedAt: time.Now().UTC()}
+	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL, Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC()}
 	if p.roles.daemon {
 		owner.Log = datadir.LogPath(p.cfg.DataDir)
 	}
