@@ -382,7 +382,12 @@ func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
 			return
 		}
 		filter := callevents.Filter{Tools: tools, Principal: principal, AllPrincipals: opts.Authenticate == nil}
-		sub, unsubscribe := hub.Subscribe(filter)
+		sub, unsubscribe, err := hub.Join(filter, principal)
+		if err != nil {
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, err.Error()+": close a stream first (each subscriber gets every event it may see; one per consumer is enough)", http.StatusTooManyRequests)
+			return
+		}
 		defer unsubscribe()
 		// A shutdown ends the stream (Drain), so the listener closes at
 		// once instead of waiting for the subscriber to leave.

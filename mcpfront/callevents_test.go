@@ -456,3 +456,35 @@ func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
 	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
 }
+
+// A caller at its cap of streams gets 429; a client that hangs up is
+// unsubscribed.
+func TestEventsStreamCapAndDisconnect(t *testing.T) {
+	f, hub, _ := eventsFront(t, jsonLogs, 0)
+	hub.SetLimits(0, 1)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(testContext(t))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+
+	second, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	second.Header.Set("Authorization", "Bearer alice")
+	refused, err := http.DefaultClient.Do(second)
+	require.NoError(t, err)
+	refused.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
+	subscribeEvents(t, srv.URL, "bob") // another caller has a place of its own
+
+	require.Equal(t, 2, hub.Subscribers())
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool { return hub.Subscribers() == 1 }, 10*time.Second, 10*time.Millisecond, "alice's hang-up unsubscribed her")
+}

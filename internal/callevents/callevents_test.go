@@ -218,3 +218,60 @@ func readFrame(t *testing.T, r *bufio.Reader) map[string]string {
 		fields[k] = v
 	}
 }
+
+// Join caps the subscribers, per key and in all; a freed place can be
+// taken again.
+func TestJoinCapsTheSubscribers(t *testing.T) {
+	h := NewHub(0)
+	h.SetLimits(3, 2)
+	_, endA1, err := h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "alice")
+	require.ErrorIs(t, err, ErrTooManySubscribers)
+	assert.Contains(t, err.Error(), "this caller has 2")
+	_, _, err = h.Join(Filter{}, "bob")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "carol")
+	require.ErrorIs(t, err, ErrTooManySubscribers)
+	assert.Contains(t, err.Error(), "this process has 3")
+	endA1()
+	endA1() // twice is once
+	assert.Equal(t, 2, h.Subscribers())
+	_, _, err = h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+}
+
+// A subscriber that stops reading ends its stream within the write
+// timeout: the write blocked on its full TCP window gives up, and the
+// stream returns an error (so the handler unsubscribes).
+func TestStreamEndsWhenTheSubscriberStopsReading(t *testing.T) {
+	h := NewHub(4096)
+	sub, end := h.Subscribe(Filter{AllPrincipals: true})
+	defer end()
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done <- StreamWith(r.Context(), w, sub, StreamOptions{WriteTimeout: 200 * time.Millisecond})
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ": subscribed\n", line)
+	// Never read again; publish far more than the socket buffers hold.
+	big := strings.Repeat("x", 1<<20)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		require.True(t, time.Now().Before(deadline), "the stream still blocks on a subscriber that reads nothing")
+		h.Publish(Event{Type: TypeEnded, Tool: "wait_for", Result: big})
+		select {
+		case err := <-done:
+			require.Error(t, err, "a write timed out")
+			return
+		case <-time.After(10 * time.Millisecond): // the next event
+		}
+	}
+}

@@ -3,6 +3,7 @@ package callevents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,40 +60,83 @@ func WriteFrame(w io.Writer, ev Event) error {
 // and clients see it is alive.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultWriteTimeout bounds each write of a stream: a subscriber that
+// stops reading (its TCP window full) ends its stream after this long,
+// instead of holding a goroutine, a connection and a subscription until
+// TCP gives up, and a shutdown's drain is not held up by it.
+const DefaultWriteTimeout = 10 * time.Second
+
+// StreamOptions tune Stream; zero values are the defaults.
+type StreamOptions struct {
+	// Heartbeat is how often an idle stream sends a comment
+	// (DefaultHeartbeat).
+	Heartbeat time.Duration
+	// WriteTimeout bounds each write and flush (DefaultWriteTimeout).
+	WriteTimeout time.Duration
+}
+
 // Stream writes sub's events to w as Server-Sent Events until ctx ends or a
-// write fails. It sends the response headers and a first comment at once
-// (a client may read it as "subscribed"), a comment every heartbeat while
-// idle, and, before the next event after a drop, a TypeDropped event that
-// counts what this subscriber missed.
+// write fails, with the default heartbeat (or heartbeat when positive) and
+// write timeout; see StreamWith.
 func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heartbeat time.Duration) error {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return fmt.Errorf("the response writer cannot flush: no event stream possible")
+	return StreamWith(ctx, w, sub, StreamOptions{Heartbeat: heartbeat})
+}
+
+// StreamWith writes sub's events to w as Server-Sent Events until ctx ends
+// or a write fails. It sends the response headers and a first comment at
+// once (a client may read it as "subscribed"), a comment every heartbeat
+// while idle, and, before the next event after a drop, a TypeDropped event
+// that counts what this subscriber missed. Each write and flush must end
+// within the write timeout (when w supports write deadlines, as a
+// net/http server's does), or the stream ends with an error.
+func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts StreamOptions) error {
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
 	}
-	if heartbeat <= 0 {
-		heartbeat = DefaultHeartbeat
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	rc := http.NewResponseController(w)
+	// deadline bounds the next write and flush; a writer without
+	// deadlines (a test's recorder) has none.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)) }
+	flush := func() error {
+		if err := rc.Flush(); err != nil {
+			if errors.Is(err, http.ErrNotSupported) {
+				return fmt.Errorf("the response writer cannot flush: no event stream possible")
+			}
+			return fmt.Errorf("flush the event stream: %w", err)
+		}
+		return nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.WriteString(w, ": subscribed\n\n"); err != nil {
 		return err
 	}
-	flusher.Flush()
-	tick := time.NewTicker(heartbeat)
+	if err := flush(); err != nil {
+		return err
+	}
+	tick := time.NewTicker(opts.Heartbeat)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			deadline()
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return err
 			}
-			flusher.Flush()
+			if err := flush(); err != nil {
+				return err
+			}
 		case ev := <-sub.Events():
+			deadline()
 			if n := sub.TakeDropped(); n > 0 {
 				if err := WriteFrame(w, Event{Type: TypeDropped, Time: ev.Time, Dropped: n}); err != nil {
 					return err
@@ -101,7 +145,9 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heart
 			if err := WriteFrame(w, ev); err != nil {
 				return err
 			}
-			flusher.Flush()
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
 }
