@@ -130,7 +130,7 @@ func noteWait(ctx context.Context, waitID, how string) {
 // noteProgress publishes a sample or state change of the call's wait.
 func noteProgress(ctx context.Context, progress, total float64, message string) {
 	c := callFrom(ctx)
-	if c == nil {
+	if c == nil || !c.f.subscribed() {
 		return
 	}
 	c.startOnce()
@@ -173,25 +173,82 @@ func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) 
 func (c *toolCall) finish(outcome string, isError bool, result any) {
 	c.startOnce()
 	took := time.Since(c.begun)
-	ev := c.event(callevents.TypeEnded)
-	ev.Outcome, ev.IsError = outcome, isError
-	ev.DurationMS = took.Milliseconds()
-	switch r := result.(type) {
-	case nil:
-	case string:
-		ev.Result, ev.ResultCut = callevents.Truncate(r, c.maxLength())
-	default:
-		if b, merr := json.Marshal(r); merr == nil {
-			ev.Result, ev.ResultCut = callevents.Truncate(string(b), c.maxLength())
+	if c.f.subscribed() {
+		// The result's JSON (maybe megabytes) is built only for a
+		// subscriber.
+		ev := c.event(callevents.TypeEnded)
+		ev.Outcome, ev.IsError = outcome, isError
+		ev.DurationMS = took.Milliseconds()
+		switch r := result.(type) {
+		case nil:
+		case string:
+			ev.Result, ev.ResultCut = callevents.Truncate(r, c.maxLength())
+		default:
+			if text, merr := resultJSON(r); merr == nil {
+				ev.Result, ev.ResultCut = callevents.Truncate(text, c.maxLength())
+			}
 		}
+		c.publish(ev)
 	}
-	c.publish(ev)
 	c.mu.Lock()
 	waitID := c.waitID
 	c.mu.Unlock()
 	if waitID != "" {
-		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration_ms", took.Milliseconds())...)
+		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", outcome, "duration_ms", took.Milliseconds())...)
 	}
+}
+
+// resultJSON is v's JSON with <, > and & left as they are (json.Marshal,
+// also inside mcp-go's MarshalJSON, writes \u003c and the like): they count
+// as one character each in the truncation, as the caller got them, and the
+// frame's own encoding escapes them once.
+func resultJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return unescapeHTML(b), nil
+}
+
+// unescapeHTML turns the escapes \u003c, \u003e and \u0026 of JSON text back
+// into <, > and &, leaving every other escape (\\ included) as it is.
+func unescapeHTML(b []byte) string {
+	var out strings.Builder
+	out.Grow(len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out.WriteByte(b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				out.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				out.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		out.WriteByte(b[i])
+		out.WriteByte(b[i+1])
+		i++
+	}
+	return out.String()
+}
+
+// subscribed reports whether anyone reads the tool-call events now: the
+// work of an event (a progress message, a result's JSON) is done only
+// then.
+func (f *Front) subscribed() bool {
+	hub := f.opts.CallEvents.Hub
+	return hub != nil && hub.Subscribers() > 0
 }
 
 // OutcomeTaskCreated is the outcome of a task-augmented call that

@@ -488,3 +488,35 @@ func TestEventsStreamCapAndDisconnect(t *testing.T) {
 	resp.Body.Close()
 	require.Eventually(t, func() bool { return hub.Subscribers() == 1 }, 10*time.Second, 10*time.Millisecond, "alice's hang-up unsubscribed her")
 }
+
+// With no subscriber, a call builds no progress or ended event (a
+// result's JSON can be megabytes); only its started event is numbered.
+func TestNoEventWorkWithoutASubscriber(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 0)
+	callTool(t, f, "alice", "wait_for", waitForArgs)
+	assert.Contains(t, logs.String(), `"msg":"wait call ended"`, "the log lines are written regardless")
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	hub.Publish(callevents.Event{Type: callevents.TypeStarted, Tool: "wait_for", CallID: "sentinel"})
+	evs := drainEvents(sub)
+	require.Len(t, evs, 1)
+	assert.Equal(t, uint64(2), evs[0].Seq, "one event (started) was published before")
+}
+
+// A result's <, > and & count as one character each, as the caller got
+// them.
+func TestResultIsNotHTMLEscaped(t *testing.T) {
+	text, err := resultJSON(mcp.NewToolResultText("<a&b>"))
+	require.NoError(t, err)
+	assert.Contains(t, text, `"text":"<a&b>"`)
+}
+
+func TestUnescapeHTMLKeepsOtherEscapes(t *testing.T) {
+	b, err := json.Marshal(`<\u003c&"`)
+	require.NoError(t, err)
+	got := unescapeHTML(b)
+	assert.Equal(t, `"<\\u003c&\""`, got, "an escaped backslash stays one")
+	var back string
+	require.NoError(t, json.Unmarshal([]byte(got), &back))
+	assert.Equal(t, `<\u003c&"`, back)
+}
