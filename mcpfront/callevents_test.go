@@ -166,6 +166,7 @@ func TestABadCallEndsWithAnErrorEventAndNoWaitLogLine(t *testing.T) {
 	assert.True(t, evs[1].IsError)
 	assert.Contains(t, evs[1].Result, "probe.tool")
 	assert.NotContains(t, logs.String(), "wait call ended", "no wait, no wait log line")
+	assert.NotContains(t, logs.String(), "wait started", "no wait, no start line either")
 }
 
 func TestWaitLogLinesAsJSON(t *testing.T) {

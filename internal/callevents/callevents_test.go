@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,11 +185,20 @@ func TestStreamSendsFramesAndCountsDrops(t *testing.T) {
 		h.Publish(Event{Type: TypeProgress, CallID: "c"})
 	}
 	var types []string
+	var dropped int64
 	for !contains(types, TypeDropped) || types[len(types)-1] == TypeDropped {
 		frame := readFrame(t, r)
 		types = append(types, frame["event"])
+		if frame["event"] == TypeDropped {
+			var ev Event
+			require.NoError(t, json.Unmarshal([]byte(frame["data"]), &ev))
+			dropped += ev.Dropped
+		}
 	}
 	assert.Contains(t, types, TypeDropped)
+	assert.Positive(t, dropped, "the notice counts the drops")
+	i := slices.Index(types, TypeDropped)
+	assert.Equal(t, TypeProgress, types[i+1], "the notice comes right before an event")
 }
 
 func contains(xs []string, x string) bool {
@@ -274,4 +284,35 @@ func TestStreamEndsWhenTheSubscriberStopsReading(t *testing.T) {
 		case <-time.After(10 * time.Millisecond): // the next event
 		}
 	}
+}
+
+// Drops that no event follows are reported at the next heartbeat.
+func TestDropsAreReportedOnTheHeartbeat(t *testing.T) {
+	h := NewHub(1)
+	sub, end := h.Subscribe(Filter{AllPrincipals: true})
+	defer end()
+	sub.dropped.Add(3)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = StreamWith(r.Context(), w, sub, StreamOptions{Heartbeat: 20 * time.Millisecond})
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	frame := readFrame(t, bufio.NewReader(resp.Body))
+	assert.Equal(t, TypeDropped, frame["event"])
+	var ev Event
+	require.NoError(t, json.Unmarshal([]byte(frame["data"]), &ev))
+	assert.Equal(t, int64(3), ev.Dropped)
+	assert.NotContains(t, frame, "id", "a notice has no id")
+}
+
+// Invalid UTF-8 bytes count as one character each and are never split.
+func TestTruncateInvalidUTF8(t *testing.T) {
+	got, cut := Truncate("a\xffb\xfe日c", 3)
+	assert.Equal(t, 3, cut)
+	assert.Equal(t, "a\xffb…[truncated: 3 more characters]", got)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 )
@@ -85,8 +84,11 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heart
 // StreamWith writes sub's events to w as Server-Sent Events until ctx ends
 // or a write fails. It sends the response headers and a first comment at
 // once (a client may read it as "subscribed"), a comment every heartbeat
-// while idle, and, before the next event after a drop, a TypeDropped event
-// that counts what this subscriber missed. Each write and flush must end
+// while idle, and a TypeDropped event that counts what this subscriber
+// missed, before its next event or at the next heartbeat, whichever comes
+// first. The notice's place is approximate (an event dropped after the
+// next one was queued is counted before it): the gap in the events' Seq
+// says exactly where events are missing. Each write and flush must end
 // within the write timeout (when w supports write deadlines, as a
 // net/http server's does), or the stream ends with an error.
 func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts StreamOptions) error {
@@ -129,6 +131,13 @@ func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, o
 			return nil
 		case <-tick.C:
 			deadline()
+			// Drops with no event after them are reported here, so a
+			// subscriber learns of them even when nothing more comes.
+			if n := sub.TakeDropped(); n > 0 {
+				if err := WriteFrame(w, Event{Type: TypeDropped, Time: time.Now().UTC(), Dropped: n}); err != nil {
+					return err
+				}
+			}
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return err
 			}
@@ -150,14 +159,4 @@ func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, o
 			}
 		}
 	}
-}
-
-// Names lists a filter's tools in order, for logs.
-func (f Filter) Names() []string {
-	out := make([]string, 0, len(f.Tools))
-	for t := range f.Tools {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
