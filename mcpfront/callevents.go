@@ -31,6 +31,10 @@ type CallEventOptions struct {
 	// ResultMaxLength is tool_result_max_length: results in events are cut
 	// to this many characters; 0 or less is callevents.DefaultResultMaxLength.
 	ResultMaxLength int
+	// Heartbeat is how often an idle stream sends a comment, and how
+	// often a stream's credentials are checked again; 0 is
+	// callevents.DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 // waitStartingTools are the tools whose calls start, attach to or wait on a wait:
@@ -451,11 +455,34 @@ func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(f.drain.stop, cancel)()
-		if err := callevents.Stream(ctx, w, sub, 0); err != nil && !errors.Is(err, context.Canceled) {
+		stream := callevents.StreamOptions{Heartbeat: f.opts.CallEvents.Heartbeat}
+		if opts.Authenticate != nil {
+			// A token removed from the tokens file, or a JWT past its
+			// exp, ends the stream at the next heartbeat.
+			stream.Recheck = func() error {
+				if p, ok := opts.Authenticate(discardResponse{}, r); !ok || p != principal {
+					return errCredentialsGone
+				}
+				return nil
+			}
+		}
+		if err := callevents.StreamWith(ctx, w, sub, stream); err != nil && !errors.Is(err, context.Canceled) {
 			f.opts.Logger.Debug("event stream ended", "error", err)
 		}
 	})
 }
+
+// errCredentialsGone ends an event stream whose credentials no longer
+// authenticate its principal.
+var errCredentialsGone = errors.New("the stream's credentials are no longer valid (expired or revoked): subscribe again with valid ones")
+
+// discardResponse is where a stream's re-authentication writes its 401:
+// nowhere, the stream is already answered.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (discardResponse) WriteHeader(int)             {}
 
 // knownTools are the tool names /events accepts in its filter: durawait's
 // own tools (served or not) and the re-exposed ones listed now.

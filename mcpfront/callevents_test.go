@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -520,4 +521,35 @@ func TestUnescapeHTMLKeepsOtherEscapes(t *testing.T) {
 	var back string
 	require.NoError(t, json.Unmarshal([]byte(got), &back))
 	assert.Equal(t, `<\u003c&"`, back)
+}
+
+// A stream whose token is revoked (or a JWT that expires) ends at the next
+// heartbeat, saying why.
+func TestEventsStreamEndsWhenItsCredentialsGo(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	f.opts.CallEvents.Heartbeat = 20 * time.Millisecond
+	var revoked sync.Map
+	auth := func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		p, ok := tokenAuth(w, r)
+		if ok {
+			if _, gone := revoked.Load(p); gone {
+				http.Error(w, "revoked", http.StatusUnauthorized)
+				return "", false
+			}
+		}
+		return p, ok
+	}
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: auth}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	revoked.Store("alice", true)
+	body, err := io.ReadAll(resp.Body) // ends when the stream does
+	require.NoError(t, err)
+	assert.Contains(t, string(body), ": the stream's credentials are no longer valid")
 }

@@ -72,6 +72,10 @@ type StreamOptions struct {
 	Heartbeat time.Duration
 	// WriteTimeout bounds each write and flush (DefaultWriteTimeout).
 	WriteTimeout time.Duration
+	// Recheck, when set, runs at every heartbeat: an error ends the
+	// stream, after a comment with its text (a subscriber's credentials
+	// that expired or were revoked, say).
+	Recheck func() error
 }
 
 // Stream writes sub's events to w as Server-Sent Events until ctx ends or a
@@ -84,7 +88,7 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heart
 // StreamWith writes sub's events to w as Server-Sent Events until ctx ends
 // or a write fails. It sends the response headers and a first comment at
 // once (a client may read it as "subscribed"), a comment every heartbeat
-// while idle, and a TypeDropped event that counts what this subscriber
+// while idle (after opts.Recheck), and a TypeDropped event that counts what this subscriber
 // missed, before its next event or at the next heartbeat, whichever comes
 // first. The notice's place is approximate (an event dropped after the
 // next one was queued is counted before it): the gap in the events' Seq
@@ -131,6 +135,13 @@ func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, o
 			return nil
 		case <-tick.C:
 			deadline()
+			if opts.Recheck != nil {
+				if err := opts.Recheck(); err != nil {
+					_, _ = io.WriteString(w, ": "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n\n")
+					_ = flush()
+					return err
+				}
+			}
 			// Drops with no event after them are reported here, so a
 			// subscriber learns of them even when nothing more comes.
 			if n := sub.TakeDropped(); n > 0 {
