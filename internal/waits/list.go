@@ -15,6 +15,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -104,14 +105,24 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-// Registered reads which search attributes the namespace has.
-func Registered(ctx context.Context, c client.Client) (func(string) bool, error) {
-	resp, err := c.GetSearchAttributes(ctx)
+// Registered reads which search attributes namespace has: the operator
+// service's custom attributes of the namespace. (The workflow service's
+// GetSearchAttributes does not list a namespace's own attributes on SQL
+// visibility, the embedded engine's, so every Durawait* attribute looked
+// unregistered there.)
+func Registered(ctx context.Context, c client.Client, namespace string) (func(string) bool, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		return nil, fmt.Errorf("read the namespace's search attributes: %w", err)
+		return nil, fmt.Errorf("read the search attributes of namespace %q: %w", namespace, err)
 	}
-	keys := resp.GetKeys()
-	return func(name string) bool { _, ok := keys[name]; return ok }, nil
+	custom, system := resp.GetCustomAttributes(), resp.GetSystemAttributes()
+	return func(name string) bool {
+		_, ok := custom[name]
+		if !ok {
+			_, ok = system[name]
+		}
+		return ok
+	}, nil
 }
 
 // List finds the waits that opts select, with their summaries, in the
@@ -121,7 +132,7 @@ func Registered(ctx context.Context, c client.Client) (func(string) bool, error)
 // newest first. notes say how the query had to be adapted to the
 // namespace.
 func List(ctx context.Context, c client.Client, namespace string, opts ListOptions) ([]Wait, []string, error) {
-	registered, err := Registered(ctx, c)
+	registered, err := Registered(ctx, c, namespace)
 	if err != nil {
 		return nil, nil, err
 	}
