@@ -114,7 +114,6 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
 	}
-	noteWait(ctx, id, waitAttached)
 	events, unsubscribe := f.subscribe(id)
 	defer unsubscribe()
 	var (
@@ -125,8 +124,12 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	go func() {
 		defer close(done)
 		var handle client.WorkflowUpdateHandle
-		handle, waitErr = f.updateAgentWait(ctx, id, "", client.WorkflowUpdateStageCompleted)
+		handle, waitErr = f.updateAgentWait(ctx, id, "", client.WorkflowUpdateStageAccepted)
 		if waitErr == nil {
+			// The invocation runs and took the wait: only now is the
+			// call attached to it (an unknown or closed one logs no
+			// wait line).
+			noteWait(ctx, id, waitAttached)
 			waitErr = handle.Get(ctx, &payload)
 		}
 	}()

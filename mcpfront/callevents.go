@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -30,6 +31,10 @@ type CallEventOptions struct {
 	// ResultMaxLength is tool_result_max_length: results in events are cut
 	// to this many characters; 0 or less is callevents.DefaultResultMaxLength.
 	ResultMaxLength int
+	// Heartbeat is how often an idle stream sends a comment, and how
+	// often a stream's credentials are checked again; 0 is
+	// callevents.DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 // waitStartingTools are the tools whose calls start, attach to or wait on a wait:
@@ -52,13 +57,29 @@ const (
 // logs one line when the wait is started or attached to and one when the
 // call ends.
 func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
 		if !waitStartingTools[tool] {
 			c.startOnce()
 		}
-		res, err := h(context.WithValue(ctx, toolCallKey{}, c), req)
-		c.end(ctx, res, err)
+		// The end is deferred, so a handler that panics (mcp-go's
+		// recovery catches it outside this wrapper) still publishes its
+		// ended event and writes its end line: outcome "error", the
+		// panic's text as the result. Then the panic goes on.
+		returned := false
+		defer func() {
+			if returned {
+				c.end(ctx, res, err)
+				return
+			}
+			panicked := recover() // nil for runtime.Goexit
+			c.end(ctx, nil, fmt.Errorf("the %s handler panicked: %v", tool, panicked))
+			if panicked != nil {
+				panic(panicked)
+			}
+		}()
+		res, err = h(context.WithValue(ctx, toolCallKey{}, c), req)
+		returned = true
 		return res, err
 	}
 }
@@ -113,7 +134,7 @@ func noteWait(ctx context.Context, waitID, how string) {
 // noteProgress publishes a sample or state change of the call's wait.
 func noteProgress(ctx context.Context, progress, total float64, message string) {
 	c := callFrom(ctx)
-	if c == nil {
+	if c == nil || !c.f.subscribed() {
 		return
 	}
 	c.startOnce()
@@ -139,28 +160,132 @@ func (c *toolCall) startOnce() {
 // end publishes the ended event with the (truncated) result, and logs the
 // end of a call that had a wait.
 func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
-	c.startOnce()
-	took := time.Since(c.begun)
-	ev := c.event(callevents.TypeEnded)
-	ev.Outcome = callOutcome(ctx, res, err)
-	ev.DurationMS = took.Milliseconds()
+	outcome := callOutcome(ctx, c.tool, res, err)
 	switch {
 	case err != nil:
-		ev.IsError = true
-		ev.Result, ev.ResultCut = callevents.Truncate(err.Error(), c.maxLength())
+		c.finish(outcome, true, err.Error())
 	case res != nil:
-		ev.IsError = res.IsError
-		if b, merr := json.Marshal(res); merr == nil {
-			ev.Result, ev.ResultCut = callevents.Truncate(string(b), c.maxLength())
-		}
+		c.finish(outcome, res.IsError, res)
+	default:
+		c.finish(outcome, false, nil)
 	}
-	c.publish(ev)
+}
+
+// finish publishes the ended event with outcome and result (a string as
+// it is, anything else as its JSON; truncated), and logs the end of a
+// call that had a wait.
+func (c *toolCall) finish(outcome string, isError bool, result any) {
+	c.startOnce()
+	took := time.Since(c.begun)
+	if c.f.subscribed() {
+		// The result's JSON (maybe megabytes) is built only for a
+		// subscriber.
+		ev := c.event(callevents.TypeEnded)
+		ev.Outcome, ev.IsError = outcome, isError
+		ev.DurationMS = took.Milliseconds()
+		switch r := result.(type) {
+		case nil:
+		case string:
+			ev.Result, ev.ResultCut = callevents.Truncate(r, c.maxLength())
+		default:
+			if text, merr := resultJSON(r); merr == nil {
+				ev.Result, ev.ResultCut = callevents.Truncate(text, c.maxLength())
+			}
+		}
+		c.publish(ev)
+	}
 	c.mu.Lock()
 	waitID := c.waitID
 	c.mu.Unlock()
 	if waitID != "" {
-		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", ev.Outcome, "duration_ms", took.Milliseconds())...)
+		c.f.opts.Logger.Info("wait call ended", append(c.logAttrs(), "outcome", outcome, "duration_ms", took.Milliseconds())...)
 	}
+}
+
+// resultJSON is v's JSON with <, > and & left as they are (json.Marshal,
+// also inside mcp-go's MarshalJSON, writes \u003c and the like): they count
+// as one character each in the truncation, as the caller got them, and the
+// frame's own encoding escapes them once.
+func resultJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return unescapeHTML(b), nil
+}
+
+// unescapeHTML turns the escapes \u003c, \u003e and \u0026 of JSON text back
+// into <, > and &, leaving every other escape (\\ included) as it is.
+func unescapeHTML(b []byte) string {
+	var out strings.Builder
+	out.Grow(len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out.WriteByte(b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				out.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				out.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		out.WriteByte(b[i])
+		out.WriteByte(b[i+1])
+		i++
+	}
+	return out.String()
+}
+
+// subscribed reports whether anyone reads the tool-call events now: the
+// work of an event (a progress message, a result's JSON) is done only
+// then.
+func (f *Front) subscribed() bool {
+	hub := f.opts.CallEvents.Hub
+	return hub != nil && hub.Subscribers() > 0
+}
+
+// OutcomeTaskCreated is the outcome of a task-augmented call that
+// returned its task: the wait goes on, and its end is the worker's
+// "wait ended" line (and tasks/result).
+const OutcomeTaskCreated = "task_created"
+
+// taskCall runs a task-augmented call of tool (createTask, instrumented by
+// observedTask) as a tool call of its own for the events and the wait log
+// lines: started once its wait is started or attached to (noteWait in
+// createTask), ended when the task is returned, with outcome
+// OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
+// A panic ends the call as an error and goes on.
+func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+	c := &toolCall{f: f, tool: req.Params.Name, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
+	returned := false
+	defer func() {
+		switch {
+		case !returned:
+			panicked := recover()
+			c.finish(OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.tool, panicked))
+			if panicked != nil {
+				panic(panicked)
+			}
+		case err != nil:
+			c.finish(OutcomeError, true, err.Error())
+		default:
+			c.finish(OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
+		}
+	}()
+	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
+	returned = true
+	return task, err
 }
 
 func (c *toolCall) maxLength() int {
@@ -194,15 +319,25 @@ func (c *toolCall) logAttrs() []any {
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.principal), "client", c.client, "session", baseSession(c.who.session))}
 }
 
-// callOutcome names how a call ended: the wait's status or reason from the
-// structured result, "error" for an error result, "caller_left" when the
-// caller went away (the wait runs on), "ok" otherwise.
-func callOutcome(ctx context.Context, res *mcp.CallToolResult, err error) string {
+// callOutcome names how a call of tool ended, one value for the metrics
+// (durawait.waits.ended), the log lines and the events: OutcomeClientGone
+// when the caller went away (the wait runs on); the tool's own outcome
+// read from its structured result (wait_for's reason, an agent's status,
+// wait_for_text's matched / not_matched or error code); OutcomeError for
+// any other error or isError answer; for any other result its "status",
+// "reason" or "matched" field, else "ok".
+func callOutcome(ctx context.Context, tool string, res *mcp.CallToolResult, err error) string {
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return "caller_left"
-	case err != nil || res == nil || res.IsError:
-		return "error"
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return OutcomeClientGone
+	case err != nil || res == nil:
+		return OutcomeError
+	}
+	if _, outcome := callAttributes(tool, mcp.CallToolRequest{}, res, false); outcome != "" {
+		return outcome
+	}
+	if res.IsError {
+		return OutcomeError
 	}
 	var fields map[string]any
 	if b, merr := json.Marshal(res.StructuredContent); merr == nil {
@@ -280,34 +415,22 @@ func StartReporter(ctx context.Context, method string, req, reply any, cc *grpc.
 }
 
 // EventsHandler serves GET /events: the tool-call events as Server-Sent
-// Events (see docs/operations.md), behind the same Origin check and
+// Events (see docs/operations.md), behind the same Origin and Host checks and
 // authentication as /mcp (opts as for HTTPHandlerWith). A principal sees
 // only its own calls' events; the local user (no authentication) sees
 // every call. ?tool= filters by tool (repeatable, or a comma list). Drain
 // ends the streams.
 func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
-	origins := map[string]bool{}
-	for _, o := range opts.AllowedOrigins {
-		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
-	}
-	check := &httpFront{f: f, opts: opts, origins: origins}
+	check := newHTTPChecks(f, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !check.originAllowed(origin) {
-			http.Error(w, "Origin "+origin+" is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", http.StatusForbidden)
-			return
-		}
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "/events takes GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		principal := ""
-		if opts.Authenticate != nil {
-			p, ok := opts.Authenticate(w, r)
-			if !ok {
-				return
-			}
-			principal = p
+		principal, ok := check.admit(w, r)
+		if !ok {
+			return
 		}
 		hub := f.opts.CallEvents.Hub
 		if hub == nil {
@@ -320,18 +443,46 @@ func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
 			return
 		}
 		filter := callevents.Filter{Tools: tools, Principal: principal, AllPrincipals: opts.Authenticate == nil}
-		sub, unsubscribe := hub.Subscribe(filter)
+		sub, unsubscribe, err := hub.Join(filter, principal)
+		if err != nil {
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, err.Error()+": close a stream first (each subscriber gets every event it may see; one per consumer is enough)", http.StatusTooManyRequests)
+			return
+		}
 		defer unsubscribe()
 		// A shutdown ends the stream (Drain), so the listener closes at
 		// once instead of waiting for the subscriber to leave.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(f.drain.stop, cancel)()
-		if err := callevents.Stream(ctx, w, sub, 0); err != nil && !errors.Is(err, context.Canceled) {
+		stream := callevents.StreamOptions{Heartbeat: f.opts.CallEvents.Heartbeat}
+		if opts.Authenticate != nil {
+			// A token removed from the tokens file, or a JWT past its
+			// exp, ends the stream at the next heartbeat.
+			stream.Recheck = func() error {
+				if p, ok := opts.Authenticate(discardResponse{}, r); !ok || p != principal {
+					return errCredentialsGone
+				}
+				return nil
+			}
+		}
+		if err := callevents.StreamWith(ctx, w, sub, stream); err != nil && !errors.Is(err, context.Canceled) {
 			f.opts.Logger.Debug("event stream ended", "error", err)
 		}
 	})
 }
+
+// errCredentialsGone ends an event stream whose credentials no longer
+// authenticate its principal.
+var errCredentialsGone = errors.New("the stream's credentials are no longer valid (expired or revoked): subscribe again with valid ones")
+
+// discardResponse is where a stream's re-authentication writes its 401:
+// nowhere, the stream is already answered.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (discardResponse) WriteHeader(int)             {}
 
 // knownTools are the tool names /events accepts in its filter: durawait's
 // own tools (served or not) and the re-exposed ones listed now.

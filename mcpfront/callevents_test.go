@@ -3,7 +3,10 @@ package mcpfront
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +18,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/durawait/durawait/internal/callevents"
 	"github.com/durawait/durawait/internal/samplehub"
@@ -158,6 +167,7 @@ func TestABadCallEndsWithAnErrorEventAndNoWaitLogLine(t *testing.T) {
 	assert.True(t, evs[1].IsError)
 	assert.Contains(t, evs[1].Result, "probe.tool")
 	assert.NotContains(t, logs.String(), "wait call ended", "no wait, no wait log line")
+	assert.NotContains(t, logs.String(), "wait started", "no wait, no start line either")
 }
 
 func TestWaitLogLinesAsJSON(t *testing.T) {
@@ -342,4 +352,204 @@ func TestDrainEndsTheEventStreams(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the stream outlived the drain")
 	}
+}
+
+// A handler that panics still ends its call: the ended event (outcome
+// error, the panic's text as the result) and the end line of its wait go
+// out, and the panic goes on to mcp-go's recovery.
+func TestAPanickingHandlerPublishesItsEndedEvent(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 0)
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	h := f.callEvents("wait_for", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		noteWait(ctx, "wait_for/abc", waitStarted)
+		panic("boom")
+	})
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		_, _ = h(testContext(t), mcp.CallToolRequest{})
+	}()
+	assert.Equal(t, "boom", recovered, "the panic goes on")
+	evs := drainEvents(sub)
+	require.Len(t, evs, 2, "%+v", evs)
+	assert.Equal(t, callevents.TypeStarted, evs[0].Type)
+	ended := evs[1]
+	assert.Equal(t, callevents.TypeEnded, ended.Type)
+	assert.Equal(t, "error", ended.Outcome)
+	assert.True(t, ended.IsError)
+	assert.Contains(t, ended.Result, "the wait_for handler panicked: boom")
+	assert.Contains(t, logs.String(), `"msg":"wait call ended"`)
+	assert.Contains(t, logs.String(), `"outcome":"error"`)
+}
+
+// taskTemporal is fakeTemporal with what a task's creation reads besides
+// the start: the run's description (running) and the namespace (unknown,
+// so the default ttl).
+type taskTemporal struct{ *fakeTemporal }
+
+func (c taskTemporal) DescribeWorkflowExecution(_ context.Context, id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		StartTime: timestamppb.Now(),
+		Status:    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+	}}, nil
+}
+
+func (c taskTemporal) WorkflowService() workflowservice.WorkflowServiceClient { return noNamespace{} }
+
+type noNamespace struct {
+	workflowservice.WorkflowServiceClient
+}
+
+func (noNamespace) DescribeNamespace(context.Context, *workflowservice.DescribeNamespaceRequest, ...grpc.CallOption) (*workflowservice.DescribeNamespaceResponse, error) {
+	return nil, errors.New("no namespace here")
+}
+
+// A wait started as an MCP task gets its wait line and its events like a
+// plain call: started with the wait's ID, and ended when the task is
+// returned (outcome task_created, the task as the result).
+func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
+	hub, logs := callevents.NewHub(0), &lockedBuffer{}
+	f := New(Options{
+		Temporal: taskTemporal{newFakeTemporal()}, TaskQueue: "q",
+		Workers:    fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}, expose: map[string]bool{"demo": true}},
+		CallEvents: CallEventOptions{Hub: hub},
+		Logger:     slog.New(jsonLogs(logs)),
+	})
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	args, err := json.Marshal(waitForArgs)
+	require.NoError(t, err)
+	msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{"ttl":1000},"arguments":` + string(args) + `}}`))
+	require.True(t, ok)
+	ctx := withCaller(testContext(t), caller{principal: "alice"})
+	resp, handled := f.handleOwn(ctx, msg, false)
+	require.True(t, handled)
+	_, isErr := resp.(mcp.JSONRPCError)
+	require.False(t, isErr, "%#v", resp)
+
+	evs := drainEvents(sub)
+	require.Len(t, evs, 2, "%+v", evs)
+	assert.Equal(t, callevents.TypeStarted, evs[0].Type)
+	assert.True(t, strings.HasPrefix(evs[0].WaitID, workflows.WaitForIDPrefix), evs[0].WaitID)
+	assert.Equal(t, "alice", evs[0].Principal)
+	assert.Equal(t, callevents.TypeEnded, evs[1].Type)
+	assert.Equal(t, OutcomeTaskCreated, evs[1].Outcome)
+	assert.Contains(t, evs[1].Result, evs[0].WaitID+"@run-1", "the task ID names the run")
+	assert.Contains(t, logs.String(), `"msg":"wait started or attached"`)
+	assert.Contains(t, logs.String(), `"outcome":"task_created"`)
+}
+
+// The log lines, the events and the metrics name a call's end alike: a
+// caller that went away is client_gone, wait_for_text's error code is its
+// outcome, not a plain "error".
+func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Equal(t, OutcomeClientGone, callOutcome(gone, "wait_for", nil, gone.Err()))
+	assert.Equal(t, OutcomeClientGone, callOutcome(context.Background(), "wait_for", nil, context.Canceled))
+	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", nil, errors.New("boom")))
+	paneGone := &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{
+		"error": map[string]any{"code": "pane_not_found", "message": "no pane %9"}}}
+	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), "wait_for_text", paneGone, nil))
+	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", mcp.NewToolResultError("bad"), nil))
+	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
+	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
+	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
+}
+
+// A caller at its cap of streams gets 429; a client that hangs up is
+// unsubscribed.
+func TestEventsStreamCapAndDisconnect(t *testing.T) {
+	f, hub, _ := eventsFront(t, jsonLogs, 0)
+	hub.SetLimits(0, 1)
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(testContext(t))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+
+	second, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	second.Header.Set("Authorization", "Bearer alice")
+	refused, err := http.DefaultClient.Do(second)
+	require.NoError(t, err)
+	refused.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
+	subscribeEvents(t, srv.URL, "bob") // another caller has a place of its own
+
+	require.Equal(t, 2, hub.Subscribers())
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool { return hub.Subscribers() == 1 }, 10*time.Second, 10*time.Millisecond, "alice's hang-up unsubscribed her")
+}
+
+// With no subscriber, a call builds no progress or ended event (a
+// result's JSON can be megabytes); only its started event is numbered.
+func TestNoEventWorkWithoutASubscriber(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 0)
+	callTool(t, f, "alice", "wait_for", waitForArgs)
+	assert.Contains(t, logs.String(), `"msg":"wait call ended"`, "the log lines are written regardless")
+	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
+	defer end()
+	hub.Publish(callevents.Event{Type: callevents.TypeStarted, Tool: "wait_for", CallID: "sentinel"})
+	evs := drainEvents(sub)
+	require.Len(t, evs, 1)
+	assert.Equal(t, uint64(2), evs[0].Seq, "one event (started) was published before")
+}
+
+// A result's <, > and & count as one character each, as the caller got
+// them.
+func TestResultIsNotHTMLEscaped(t *testing.T) {
+	text, err := resultJSON(mcp.NewToolResultText("<a&b>"))
+	require.NoError(t, err)
+	assert.Contains(t, text, `"text":"<a&b>"`)
+}
+
+func TestUnescapeHTMLKeepsOtherEscapes(t *testing.T) {
+	b, err := json.Marshal(`<\u003c&"`)
+	require.NoError(t, err)
+	got := unescapeHTML(b)
+	assert.Equal(t, `"<\\u003c&\""`, got, "an escaped backslash stays one")
+	var back string
+	require.NoError(t, json.Unmarshal([]byte(got), &back))
+	assert.Equal(t, `<\u003c&"`, back)
+}
+
+// A stream whose token is revoked (or a JWT that expires) ends at the next
+// heartbeat, saying why.
+func TestEventsStreamEndsWhenItsCredentialsGo(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	f.opts.CallEvents.Heartbeat = 20 * time.Millisecond
+	var revoked sync.Map
+	auth := func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		p, ok := tokenAuth(w, r)
+		if ok {
+			if _, gone := revoked.Load(p); gone {
+				http.Error(w, "revoked", http.StatusUnauthorized)
+				return "", false
+			}
+		}
+		return p, ok
+	}
+	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: auth}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	revoked.Store("alice", true)
+	body, err := io.ReadAll(resp.Body) // ends when the stream does
+	require.NoError(t, err)
+	assert.Contains(t, string(body), ": the stream's credentials are no longer valid")
 }

@@ -49,21 +49,31 @@ func (f *Front) HTTPHandler(path string) http.Handler {
 // HTTPHandlerWith serves MCP over streamable HTTP at path: mcp-go's
 // transport, behind a thin layer of durawait's own (see httpFront).
 func (f *Front) HTTPHandlerWith(path string, opts HTTPOptions) http.Handler {
-	sessions := newSessionTable(opts.SessionIdle, time.Now)
+	h := newHTTPChecks(f, opts)
+	h.sessions = newSessionTable(opts.SessionIdle, time.Now)
+	h.next = server.NewStreamableHTTPServer(f.mcp,
+		server.WithEndpointPath(path),
+		server.WithHeartbeatInterval(15*time.Second),
+		server.WithSessionIdManagerResolver(h.sessions),
+		// httpFront's own Host check (hostAllowed) replaces mcp-go's, so
+		// that /mcp and /events follow one rule.
+		server.WithDisableLocalhostProtection(true))
+	return h
+}
+
+// newHTTPChecks is an httpFront with opts' Origin and Host rules, and no
+// MCP transport behind it yet: EventsHandler uses it for its checks alone.
+func newHTTPChecks(f *Front, opts HTTPOptions) *httpFront {
 	origins := map[string]bool{}
+	hosts := map[string]bool{}
 	for _, o := range opts.AllowedOrigins {
-		origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+		o = strings.ToLower(strings.TrimRight(o, "/"))
+		origins[o] = true
+		if u, err := url.Parse(o); err == nil && u.Hostname() != "" {
+			hosts[u.Hostname()] = true
+		}
 	}
-	return &httpFront{
-		f:        f,
-		opts:     opts,
-		origins:  origins,
-		sessions: sessions,
-		next: server.NewStreamableHTTPServer(f.mcp,
-			server.WithEndpointPath(path),
-			server.WithHeartbeatInterval(15*time.Second),
-			server.WithSessionIdManagerResolver(sessions)),
-	}
+	return &httpFront{f: f, opts: opts, origins: origins, originHosts: hosts}
 }
 
 // httpFront sits in front of mcp-go's streamable HTTP server. It does three
@@ -85,15 +95,19 @@ func (f *Front) HTTPHandlerWith(path string, opts HTTPOptions) http.Handler {
 //     mcp-go keeps tasks in memory only.
 //
 // It also applies the transport's rules of who may call: the Origin check
-// (403), authentication (401, when configured), sessions that must have
+// (403), the Host check against DNS rebinding when there is no
+// authentication (403, see hostAllowed), authentication (401, when configured), sessions that must have
 // been created by initialize and not ended by DELETE (404, see
 // sessionTable), and no JSON-RPC batches (400).
 type httpFront struct {
-	f        *Front
-	opts     HTTPOptions
-	origins  map[string]bool
-	sessions *sessionTable
-	next     http.Handler
+	f       *Front
+	opts    HTTPOptions
+	origins map[string]bool
+	// originHosts are the host names of the allowed origins, which the
+	// Host header may name (see hostAllowed).
+	originHosts map[string]bool
+	sessions    *sessionTable
+	next        http.Handler
 	// calls numbers the per-request sessions.
 	calls atomic.Uint64
 	// inFlight maps a session's requests in flight (inFlightKey) to the
@@ -102,17 +116,9 @@ type httpFront struct {
 }
 
 func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
-		http.Error(w, fmt.Sprintf("Origin %q is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", origin), http.StatusForbidden)
+	principal, ok := h.admit(w, r)
+	if !ok {
 		return
-	}
-	var principal string
-	if h.opts.Authenticate != nil {
-		p, ok := h.opts.Authenticate(w, r)
-		if !ok {
-			return
-		}
-		principal = p
 	}
 	who := caller{session: r.Header.Get(server.HeaderKeySessionID), principal: principal}
 	r = r.WithContext(withCaller(r.Context(), who))
@@ -218,6 +224,45 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // inFlightKey names a request in flight on a session by its JSON-RPC id.
 func inFlightKey(session string, id json.RawMessage) string {
 	return session + " " + string(bytes.TrimSpace(id))
+}
+
+// admit applies the rules of who may call, shared by /mcp and /events: the
+// Origin check (403), the Host check of a listener without authentication
+// (403, see hostAllowed), and authentication (401, when configured). It
+// returns the caller's principal ("" for the local user), or answers the
+// request itself and returns false.
+func (h *httpFront) admit(w http.ResponseWriter, r *http.Request) (principal string, ok bool) {
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
+		http.Error(w, fmt.Sprintf("Origin %q is not allowed (allowed: none sent, loopback origins on a loopback listener, and allowed_origins in the config)", origin), http.StatusForbidden)
+		return "", false
+	}
+	if h.opts.Authenticate == nil {
+		if !h.hostAllowed(r.Host) {
+			http.Error(w, fmt.Sprintf("Host %q is not allowed: without authentication durawait answers only requests addressed to a loopback name "+
+				"(localhost, *.localhost, a loopback IP) or to an allowed_origins host", r.Host), http.StatusForbidden)
+			return "", false
+		}
+		return "", true
+	}
+	return h.opts.Authenticate(w, r)
+}
+
+// hostAllowed applies the Host rule of a listener without authentication,
+// against DNS rebinding: a page on evil.example whose name was rebound to
+// 127.0.0.1 calls durawait "same-origin", with no Origin header, but its
+// Host header still names evil.example. So only a loopback name or an
+// allowed origin's host is accepted. An empty Host (HTTP/1.0, which no
+// browser sends) is accepted.
+func (h *httpFront) hostAllowed(hostport string) bool {
+	if hostport == "" {
+		return true
+	}
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	return isLoopbackHost(host) || h.originHosts[host]
 }
 
 // originAllowed applies the Origin rules: an allowlisted origin, or a

@@ -218,3 +218,49 @@ func TestCancelReachesTheRequestItNames(t *testing.T) {
 		t.Fatal("the cancelled request's handler is still running")
 	}
 }
+
+// DNS rebinding: a page on evil.example whose name now resolves to
+// 127.0.0.1 calls the listener "same-origin", with no Origin header but
+// with its own name in Host. Without authentication both /mcp and /events
+// refuse it; a loopback name, an allowed origin's host, or any Host once
+// callers authenticate, is let through.
+func TestHostCheckAgainstDNSRebinding(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	open := HTTPOptions{Loopback: true, AllowedOrigins: []string{"https://app.example.com"}}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", f.HTTPHandlerWith("/mcp", open))
+	mux.Handle("/events", f.EventsHandler(open))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	authed := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(authed.Close)
+
+	status := func(base, path, host string) int {
+		t.Helper()
+		ctx, cancel := context.WithCancel(testContext(t))
+		defer cancel() // ends an event stream once its status is read
+		method, body := http.MethodGet, io.Reader(nil)
+		if path == "/mcp" {
+			method, body = http.MethodPost, strings.NewReader(initializeBody)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/mcp", "/events"} {
+		for _, host := range []string{"evil.example:8765", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:1"} {
+			assert.Equal(t, http.StatusForbidden, status(srv.URL, path, host), "%s with Host %s", path, host)
+		}
+		for _, host := range []string{"localhost:8765", "LOCALHOST", "mcp.localhost:1", "127.0.0.1:8765", "[::1]:8765", "app.example.com"} {
+			assert.Equal(t, http.StatusOK, status(srv.URL, path, host), "%s with Host %s", path, host)
+		}
+	}
+	assert.Equal(t, http.StatusOK, status(authed.URL, "/events", "durawait.example.com"), "with authentication any Host is fine")
+}

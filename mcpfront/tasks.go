@@ -160,7 +160,7 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 		}
 		var task mcp.Task
 		err := f.drained(ctx, func(ctx context.Context) (err error) {
-			task, err = f.observedTask(ctx, req)
+			task, err = f.taskCall(ctx, req)
 			return err
 		})
 		if err != nil {
@@ -224,7 +224,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if !workflows.Owns(principalFrom(ctx), id) {
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
 		}
-		noteWaitStart(ctx, waitAttached)
+		noteWait(ctx, id, waitAttached)
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
 		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr != nil {
 			// A closed invocation takes no update: its task is its run,
@@ -265,7 +265,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 			release()
 			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %w", req.Params.Name, err)
 		}
-		noteWaitStart(ctx, report.how())
+		noteWait(ctx, run.GetID(), report.how())
 		if req.Params.Name == "wait_for_text" {
 			go func() {
 				hctx, cancel := context.WithTimeout(context.Background(), f.opts.Tmux.MaxWait+settleTimeout)

@@ -186,7 +186,8 @@ func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFu
 				outcomeErr = fmt.Errorf("the %s handler panicked: %v", t.name, panicked)
 				res = nil
 			}
-			outcome := t.finishSpan(span, req, res, outcomeErr, rec)
+			outcome := callOutcome(ctx, t.name, res, outcomeErr)
+			t.finishSpan(span, req, res, outcomeErr, rec)
 			if t.wait {
 				t.upDown(ctx, -1)
 				t.measure(ctx, outcome, answered.Sub(start), rec, answered)
@@ -251,20 +252,16 @@ func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
 	return carrier
 }
 
-// finishSpan sets the tool's attributes and the status on span, ends it,
-// and returns the call's outcome for the metrics. An isError answer's
-// outcome is its error code when the result names one (wait_for_text's
-// pane_not_found, say), else OutcomeError. The status of an isError answer
-// is a fixed message with that outcome, never the result's text (which
-// may hold probe output or a downstream server's error).
-func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error, rec *callRecord) string {
+// finishSpan sets the tool's attributes and the status on span and ends
+// it. The status of an isError answer is a fixed message with its outcome
+// (its error code when the result names one, wait_for_text's
+// pane_not_found say, else OutcomeError), never the result's text (which
+// may hold probe output or a downstream server's error). The call's
+// outcome for the metrics is callOutcome's.
+func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error, rec *callRecord) {
 	attrs, outcome := callAttributes(t.name, req, res, span.IsRecording())
 	switch {
 	case err != nil:
-		outcome = OutcomeClientGone
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			outcome = OutcomeError
-		}
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	case res != nil && res.IsError:
@@ -285,7 +282,6 @@ func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res
 		span.SetAttributes(attrs...)
 	}
 	span.End()
-	return outcome
 }
 
 // hasKey reports whether attrs set key.

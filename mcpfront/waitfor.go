@@ -48,8 +48,10 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		switch e := ev.(type) {
 		case workflows.Sample:
 			noteSample(ctx)
-			f.reportProgress(ctx, token, float64(e.Number), float64(e.Expected),
-				fmt.Sprintf("sample %d: %s", e.Number, shorten(e.Observation, 120)))
+			if token != nil || f.subscribed() { // the message only for a reader
+				f.reportProgress(ctx, token, float64(e.Number), float64(e.Expected),
+					fmt.Sprintf("sample %d: %s", e.Number, shorten(e.Observation, 120)))
+			}
 		case workflows.WaitForResult:
 			result = e
 			noteDetected(ctx, e)

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -62,6 +63,9 @@ func New(opts Options) (*Workers, error) {
 		// crash can lose that long a stretch of samples from the count.
 		// Sending them more often would halve how many waits one engine
 		// holds (docs/performance.md).
+		//
+		// WaitEndLogger writes each wait's "wait ended" line.
+		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
 	})
 	Register(main, opts.Prober, opts.Observer, opts.Agents)
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})

@@ -198,7 +198,7 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if !p.roles.engine {
 		return nil, nil
 	}
-	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL, StartedAt: time.Now().UTC()}
+	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL, Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC()}
 	if p.roles.daemon {
 		owner.Log = datadir.LogPath(p.cfg.DataDir)
 	}
@@ -400,6 +400,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	if p.front == nil {
 		p.health.setReady(p.temporalAddr, status)
 		<-ctx.Done()
+		p.ready.SetDraining()
 		return nil
 	}
 	if p.cfg.Stdio {
@@ -444,6 +445,8 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()
 	p.logger.Info("shutting down")
+	// /readyz fails from now on, while the listener still answers.
+	p.ready.SetDraining()
 	// Answer the calls in flight, then close the listener; the steps' stops
 	// then stop the worker and close the Temporal client.
 	drainFront(p.front, p.logger)

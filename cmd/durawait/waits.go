@@ -21,13 +21,15 @@ import (
 const waitsUsage = `usage: durawait waits <list|show|cancel> [flags]
 
   list [--running] [--tool T] [--caller C] [--limit N] [--json]
-                 the waits, newest first: ID, tool, state, caller, started, summary
+                 the waits, in the engine's order (embedded: running ones first):
+                 ID, tool, state, caller, started, summary
   show ID [--json]
                  a wait's call, every state change, its last observation and result
   cancel ID      cancel a running wait; its history names you as who cancelled it
 
 Every subcommand finds the engine of the data dir (--data-dir, or the config's
-data_dir) through its lock file, or talks to --temporal HOST:PORT (--namespace).
+data_dir) through its lock file, in the namespace that durawait serves
+(unless --namespace says another), or talks to --temporal HOST:PORT (--namespace).
 `
 
 // waitsTimeout bounds one waits command.
@@ -56,7 +58,7 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.BoolVar(&opts.Running, "running", false, "only the waits that run now")
 		fs.StringVar(&opts.Tool, "tool", "", "only one tool's waits (wait_for, wait_for_text, start_agent, ...)")
 		fs.StringVar(&opts.Caller, "caller", "", "only one caller's waits (its principal)")
-		fs.IntVar(&opts.Limit, "limit", waits.DefaultLimit, "at most this many waits, newest first")
+		fs.IntVar(&opts.Limit, "limit", waits.DefaultLimit, "at most this many waits")
 	case "show", "cancel":
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, waitsUsage)
@@ -69,6 +71,9 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if sub == "cancel" && *asJSON {
+		return errors.New("--json: cancel prints one line, not JSON (check the outcome with durawait waits show ID --json)")
+	}
 	if sub == "list" && opts.Limit < 1 {
 		return fmt.Errorf("--limit: must be at least 1, got %d", opts.Limit)
 	}
@@ -79,6 +84,7 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	namespaceSet := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "data-dir":
@@ -87,11 +93,16 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cfg.Temporal = *temporal
 		case "namespace":
 			cfg.Namespace = *namespace
+			namespaceSet = true
 		}
 	})
-	addr, err := waitsEngine(cfg)
+	addr, ownerNamespace, err := waitsEngine(cfg)
 	if err != nil {
 		return err
+	}
+	if ownerNamespace != "" && !namespaceSet {
+		// The serve that owns the data dir may run with --namespace.
+		cfg.Namespace = ownerNamespace
 	}
 	ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
 	defer cancel()
@@ -161,27 +172,29 @@ func parseWithID(fs *flag.FlagSet, args []string, wantID bool) (string, error) {
 }
 
 // waitsEngine is the Temporal address to use: --temporal, or the engine of
-// the durawait that owns the data dir.
-func waitsEngine(cfg config.Config) (string, error) {
+// the durawait that owns the data dir, with the namespace that durawait
+// runs its waits in ("" when --temporal is given, or the owner's lock
+// file predates the record).
+func waitsEngine(cfg config.Config) (addr, namespace string, err error) {
 	if cfg.Temporal != "" {
-		return cfg.Temporal, nil
+		return cfg.Temporal, "", nil
 	}
 	if cfg.DataDir == "" {
-		return "", errors.New("--data-dir: no data dir (set --data-dir, or --temporal HOST:PORT)")
+		return "", "", errors.New("--data-dir: no data dir (set --data-dir, or --temporal HOST:PORT)")
 	}
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return "", err
+		return "", "", fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
 	}
 	owner, held, err := datadir.Inspect(dir)
 	if err != nil {
-		return "", err
+		return "", "", fmt.Errorf("--data-dir %s: %w", dir, err)
 	}
 	if !held {
-		return "", fmt.Errorf("no durawait runs on data dir %s: start durawait serve there, or pass --temporal HOST:PORT", dir)
+		return "", "", fmt.Errorf("no durawait runs on data dir %s: start durawait serve there, or pass --temporal HOST:PORT", dir)
 	}
 	if owner.Engine == "" {
-		return "", fmt.Errorf("the durawait on data dir %s (pid %d) has no engine address yet (still starting?); try again", dir, owner.PID)
+		return "", "", fmt.Errorf("the durawait on data dir %s (pid %d) has no engine address yet (still starting?); try again", dir, owner.PID)
 	}
-	return owner.Engine, nil
+	return owner.Engine, owner.Namespace, nil
 }

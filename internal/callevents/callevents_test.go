@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,11 +185,20 @@ func TestStreamSendsFramesAndCountsDrops(t *testing.T) {
 		h.Publish(Event{Type: TypeProgress, CallID: "c"})
 	}
 	var types []string
+	var dropped int64
 	for !contains(types, TypeDropped) || types[len(types)-1] == TypeDropped {
 		frame := readFrame(t, r)
 		types = append(types, frame["event"])
+		if frame["event"] == TypeDropped {
+			var ev Event
+			require.NoError(t, json.Unmarshal([]byte(frame["data"]), &ev))
+			dropped += ev.Dropped
+		}
 	}
 	assert.Contains(t, types, TypeDropped)
+	assert.Positive(t, dropped, "the notice counts the drops")
+	i := slices.Index(types, TypeDropped)
+	assert.Equal(t, TypeProgress, types[i+1], "the notice comes right before an event")
 }
 
 func contains(xs []string, x string) bool {
@@ -217,4 +227,92 @@ func readFrame(t *testing.T, r *bufio.Reader) map[string]string {
 		k, v, _ := strings.Cut(line, ": ")
 		fields[k] = v
 	}
+}
+
+// Join caps the subscribers, per key and in all; a freed place can be
+// taken again.
+func TestJoinCapsTheSubscribers(t *testing.T) {
+	h := NewHub(0)
+	h.SetLimits(3, 2)
+	_, endA1, err := h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "alice")
+	require.ErrorIs(t, err, ErrTooManySubscribers)
+	assert.Contains(t, err.Error(), "this caller has 2")
+	_, _, err = h.Join(Filter{}, "bob")
+	require.NoError(t, err)
+	_, _, err = h.Join(Filter{}, "carol")
+	require.ErrorIs(t, err, ErrTooManySubscribers)
+	assert.Contains(t, err.Error(), "this process has 3")
+	endA1()
+	endA1() // twice is once
+	assert.Equal(t, 2, h.Subscribers())
+	_, _, err = h.Join(Filter{}, "alice")
+	require.NoError(t, err)
+}
+
+// A subscriber that stops reading ends its stream within the write
+// timeout: the write blocked on its full TCP window gives up, and the
+// stream returns an error (so the handler unsubscribes).
+func TestStreamEndsWhenTheSubscriberStopsReading(t *testing.T) {
+	h := NewHub(4096)
+	sub, end := h.Subscribe(Filter{AllPrincipals: true})
+	defer end()
+	done := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done <- StreamWith(r.Context(), w, sub, StreamOptions{WriteTimeout: 200 * time.Millisecond})
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ": subscribed\n", line)
+	// Never read again; publish far more than the socket buffers hold.
+	big := strings.Repeat("x", 1<<20)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		require.True(t, time.Now().Before(deadline), "the stream still blocks on a subscriber that reads nothing")
+		h.Publish(Event{Type: TypeEnded, Tool: "wait_for", Result: big})
+		select {
+		case err := <-done:
+			require.Error(t, err, "a write timed out")
+			return
+		case <-time.After(10 * time.Millisecond): // the next event
+		}
+	}
+}
+
+// Drops that no event follows are reported at the next heartbeat.
+func TestDropsAreReportedOnTheHeartbeat(t *testing.T) {
+	h := NewHub(1)
+	sub, end := h.Subscribe(Filter{AllPrincipals: true})
+	defer end()
+	sub.dropped.Add(3)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = StreamWith(r.Context(), w, sub, StreamOptions{Heartbeat: 20 * time.Millisecond})
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	frame := readFrame(t, bufio.NewReader(resp.Body))
+	assert.Equal(t, TypeDropped, frame["event"])
+	var ev Event
+	require.NoError(t, json.Unmarshal([]byte(frame["data"]), &ev))
+	assert.Equal(t, int64(3), ev.Dropped)
+	assert.NotContains(t, frame, "id", "a notice has no id")
+}
+
+// Invalid UTF-8 bytes count as one character each and are never split.
+func TestTruncateInvalidUTF8(t *testing.T) {
+	got, cut := Truncate("a\xffb\xfe日c", 3)
+	assert.Equal(t, 3, cut)
+	assert.Equal(t, "a\xffb…[truncated: 3 more characters]", got)
 }

@@ -61,8 +61,10 @@ type Event struct {
 
 	// Outcome, DurationMS, IsError and Result describe an ended call.
 	// Outcome is the wait's reason or status as the call saw it (matched,
-	// timeout, running, ...), "error" for an error result, or "caller_left"
-	// when the caller went away (the wait runs on).
+	// timeout, running, ...), wait_for_text's error code, "error" for any
+	// other error result, "client_gone" when the caller went away (the
+	// wait runs on), or "task_created" for a task-augmented call: the same
+	// values as the log lines and the durawait.waits.ended metric.
 	Outcome    string `json:"outcome,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`

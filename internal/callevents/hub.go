@@ -1,6 +1,8 @@
 package callevents
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +41,22 @@ type Hub struct {
 
 	mu   sync.Mutex
 	subs map[*Subscription]struct{}
+	// total and perKey cap the subscribers that Join admits (0: no cap);
+	// keys counts Join's subscribers by key.
+	total, perKey int
+	keys          map[string]int
 }
+
+// The caps of Join's subscribers of a hub from NewHub, until SetLimits.
+const (
+	// DefaultMaxSubscribers caps the subscribers of a process.
+	DefaultMaxSubscribers = 256
+	// DefaultMaxSubscribersPerKey caps one principal's subscribers.
+	DefaultMaxSubscribersPerKey = 16
+)
+
+// ErrTooManySubscribers is Join's answer when a cap is reached.
+var ErrTooManySubscribers = errors.New("too many event subscribers")
 
 // NewHub returns a hub whose subscribers each buffer up to buffer events
 // (DefaultBuffer when buffer < 1).
@@ -47,7 +64,46 @@ func NewHub(buffer int) *Hub {
 	if buffer < 1 {
 		buffer = DefaultBuffer
 	}
-	return &Hub{buffer: buffer, now: time.Now, subs: map[*Subscription]struct{}{}}
+	return &Hub{buffer: buffer, now: time.Now, subs: map[*Subscription]struct{}{},
+		total: DefaultMaxSubscribers, perKey: DefaultMaxSubscribersPerKey, keys: map[string]int{}}
+}
+
+// SetLimits sets the caps of Join: at most total subscribers, and at most
+// perKey with one key; 0 or less is no cap.
+func (h *Hub) SetLimits(total, perKey int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.total, h.perKey = total, perKey
+}
+
+// Join subscribes as Subscribe does, within the caps (see SetLimits): key
+// names who subscribes (a principal). At a cap it returns an error that
+// wraps ErrTooManySubscribers and says which cap.
+func (h *Hub) Join(filter Filter, key string) (*Subscription, func(), error) {
+	h.mu.Lock()
+	switch {
+	case h.total > 0 && len(h.subs) >= h.total:
+		h.mu.Unlock()
+		return nil, nil, fmt.Errorf("%w: this process has %d, its limit", ErrTooManySubscribers, h.total)
+	case h.perKey > 0 && h.keys[key] >= h.perKey:
+		h.mu.Unlock()
+		return nil, nil, fmt.Errorf("%w: this caller has %d, its limit", ErrTooManySubscribers, h.perKey)
+	}
+	h.keys[key]++
+	s := &Subscription{filter: filter, events: make(chan Event, h.buffer)}
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return s, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, s)
+			if h.keys[key]--; h.keys[key] <= 0 {
+				delete(h.keys, key)
+			}
+			h.mu.Unlock()
+		})
+	}, nil
 }
 
 // Subscription is one subscriber's view of the hub.

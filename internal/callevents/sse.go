@@ -3,10 +3,10 @@ package callevents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 )
@@ -59,40 +59,104 @@ func WriteFrame(w io.Writer, ev Event) error {
 // and clients see it is alive.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultWriteTimeout bounds each write of a stream: a subscriber that
+// stops reading (its TCP window full) ends its stream after this long,
+// instead of holding a goroutine, a connection and a subscription until
+// TCP gives up, and a shutdown's drain is not held up by it.
+const DefaultWriteTimeout = 10 * time.Second
+
+// StreamOptions tune Stream; zero values are the defaults.
+type StreamOptions struct {
+	// Heartbeat is how often an idle stream sends a comment
+	// (DefaultHeartbeat).
+	Heartbeat time.Duration
+	// WriteTimeout bounds each write and flush (DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// Recheck, when set, runs at every heartbeat: an error ends the
+	// stream, after a comment with its text (a subscriber's credentials
+	// that expired or were revoked, say).
+	Recheck func() error
+}
+
 // Stream writes sub's events to w as Server-Sent Events until ctx ends or a
-// write fails. It sends the response headers and a first comment at once
-// (a client may read it as "subscribed"), a comment every heartbeat while
-// idle, and, before the next event after a drop, a TypeDropped event that
-// counts what this subscriber missed.
+// write fails, with the default heartbeat (or heartbeat when positive) and
+// write timeout; see StreamWith.
 func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heartbeat time.Duration) error {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return fmt.Errorf("the response writer cannot flush: no event stream possible")
+	return StreamWith(ctx, w, sub, StreamOptions{Heartbeat: heartbeat})
+}
+
+// StreamWith writes sub's events to w as Server-Sent Events until ctx ends
+// or a write fails. It sends the response headers and a first comment at
+// once (a client may read it as "subscribed"), a comment every heartbeat
+// while idle (after opts.Recheck), and a TypeDropped event that counts what this subscriber
+// missed, before its next event or at the next heartbeat, whichever comes
+// first. The notice's place is approximate (an event dropped after the
+// next one was queued is counted before it): the gap in the events' Seq
+// says exactly where events are missing. Each write and flush must end
+// within the write timeout (when w supports write deadlines, as a
+// net/http server's does), or the stream ends with an error.
+func StreamWith(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts StreamOptions) error {
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
 	}
-	if heartbeat <= 0 {
-		heartbeat = DefaultHeartbeat
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	rc := http.NewResponseController(w)
+	// deadline bounds the next write and flush; a writer without
+	// deadlines (a test's recorder) has none.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)) }
+	flush := func() error {
+		if err := rc.Flush(); err != nil {
+			if errors.Is(err, http.ErrNotSupported) {
+				return fmt.Errorf("the response writer cannot flush: no event stream possible")
+			}
+			return fmt.Errorf("flush the event stream: %w", err)
+		}
+		return nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.WriteString(w, ": subscribed\n\n"); err != nil {
 		return err
 	}
-	flusher.Flush()
-	tick := time.NewTicker(heartbeat)
+	if err := flush(); err != nil {
+		return err
+	}
+	tick := time.NewTicker(opts.Heartbeat)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			deadline()
+			if opts.Recheck != nil {
+				if err := opts.Recheck(); err != nil {
+					_, _ = io.WriteString(w, ": "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n\n")
+					_ = flush()
+					return err
+				}
+			}
+			// Drops with no event after them are reported here, so a
+			// subscriber learns of them even when nothing more comes.
+			if n := sub.TakeDropped(); n > 0 {
+				if err := WriteFrame(w, Event{Type: TypeDropped, Time: time.Now().UTC(), Dropped: n}); err != nil {
+					return err
+				}
+			}
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return err
 			}
-			flusher.Flush()
+			if err := flush(); err != nil {
+				return err
+			}
 		case ev := <-sub.Events():
+			deadline()
 			if n := sub.TakeDropped(); n > 0 {
 				if err := WriteFrame(w, Event{Type: TypeDropped, Time: ev.Time, Dropped: n}); err != nil {
 					return err
@@ -101,17 +165,9 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, heart
 			if err := WriteFrame(w, ev); err != nil {
 				return err
 			}
-			flusher.Flush()
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-}
-
-// Names lists a filter's tools in order, for logs.
-func (f Filter) Names() []string {
-	out := make([]string, 0, len(f.Tools))
-	for t := range f.Tools {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -17,6 +17,9 @@ type Owner struct {
 	HTTP   string `json:"http,omitempty"`
 	Engine string `json:"engine,omitempty"`
 	UI     string `json:"ui,omitempty"`
+	// Namespace is the Temporal namespace the owner's waits run in
+	// (`durawait waits` uses it unless told another).
+	Namespace string `json:"namespace,omitempty"`
 	// Log is the log file of a background daemon; empty when the owner
 	// logs to its stderr.
 	Log       string    `json:"log,omitempty"`

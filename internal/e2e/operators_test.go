@@ -233,6 +233,12 @@ func TestOpsEventsFollowACallPerPrincipal(t *testing.T) {
 	assert.Equal(t, 1, countLines(log, `msg="wait started"`, started.WaitID), log)
 	assert.Equal(t, 1, countLines(log, `msg="wait attached"`, started.WaitID))
 	assert.Equal(t, 2, countLines(log, `msg="wait call ended"`, started.WaitID, "outcome=matched", "caller.principal=alice"))
+	// The worker logs the wait's own end, once for the two calls.
+	eventually(t, "the wait's end in the log", func() bool {
+		return countLines(inst.log.String(), `msg="wait ended"`, started.WaitID) > 0
+	})
+	log = inst.log.String()
+	assert.Equal(t, 1, countLines(log, `msg="wait ended"`, started.WaitID, "tool=wait_for", "outcome=matched", "caller.principal=alice", "duration_ms="), log)
 }
 
 // collectUntilEnded reads s until callID's ended event, returning that
@@ -376,6 +382,13 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	require.True(t, ok, errOut)
 	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
 	assert.Contains(t, table, id)
+	// --caller: without authentication the caller is anonymous.
+	mine, errOut, ok := w.waits("list", "--config", config, "--running", "--caller", "anonymous", "--json")
+	require.True(t, ok, errOut)
+	assert.Contains(t, mine, id)
+	others, errOut, ok := w.waits("list", "--config", config, "--caller", "nobody", "--json")
+	require.True(t, ok, errOut)
+	assert.Equal(t, "[]", strings.TrimSpace(others))
 	// The same through --temporal, as against a cluster.
 	table, errOut, ok = w.waits("list", "--temporal", w.owner().Engine, "--namespace", "default", "--running")
 	require.True(t, ok, errOut)
@@ -431,6 +444,9 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	out, _, ok = w.waits("list", "--config", config, "--running", "--tool", "wait_for", "--json")
 	require.True(t, ok)
 	assert.JSONEq(t, "[]", out, "no longer running")
+	eventually(t, "the cancelled wait's end in the log", func() bool {
+		return countLines(inst.log.String(), `msg="wait ended"`, id, "outcome=cancelled", "caller.principal=anonymous") == 1
+	})
 
 	// Bad arguments name the flag or the rule.
 	for _, tc := range []struct {
@@ -441,6 +457,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 		{[]string{"show", "--config", config}, "the wait's ID is required"},
 		{[]string{"cancel", "--config", config, "wait_for/nope"}, "no wait with this ID: wait_for/nope"},
 		{[]string{"cancel", "--config", config, id}, "is not running"},
+		{[]string{"cancel", "--config", config, id, "--json"}, "--json: cancel prints one line"},
 		{[]string{"list", "--data-dir", w.path("elsewhere")}, "no durawait runs on data dir"},
 		{[]string{"frob"}, `unknown subcommand "frob"`},
 	} {

@@ -28,16 +28,74 @@ type Check struct {
 // DefaultTimeout bounds each check.
 const DefaultTimeout = 2 * time.Second
 
+// DefaultCacheFor is how long a report answers /readyz again: probes
+// (unauthenticated, maybe many) cost Temporal at most one round of checks
+// a second.
+const DefaultCacheFor = time.Second
+
 // Handler answers /readyz. Until SetChecks is called it answers 503
-// {"status":"starting"}.
+// {"status":"starting"}; once SetDraining is called, 503
+// {"status":"draining"}.
 type Handler struct {
 	// Timeout bounds each check; 0 is DefaultTimeout.
 	Timeout time.Duration
-	checks  atomic.Pointer[[]Check]
+	// CacheFor is how long a report is reused; 0 is DefaultCacheFor, and
+	// a negative value runs the checks on every request.
+	CacheFor time.Duration
+	// Now is the clock of the cache; nil is time.Now.
+	Now func() time.Time
+
+	checks   atomic.Pointer[[]Check]
+	draining atomic.Bool
+
+	// mu makes concurrent requests share one round of checks; last is
+	// that round's report, run at lastAt.
+	mu     sync.Mutex
+	last   Report
+	lastAt time.Time
 }
 
 // SetChecks sets the checks, once the process has started its parts.
-func (h *Handler) SetChecks(checks ...Check) { h.checks.Store(&checks) }
+func (h *Handler) SetChecks(checks ...Check) {
+	h.checks.Store(&checks)
+	h.mu.Lock()
+	h.lastAt = time.Time{}
+	h.mu.Unlock()
+}
+
+// SetDraining marks the process as shutting down: from now on /readyz
+// answers 503 {"status":"draining","failed":["draining"]} at once, so a
+// load balancer stops sending calls that the drain would refuse.
+func (h *Handler) SetDraining() { h.draining.Store(true) }
+
+// Report runs the checks, or reuses the report of a round run less than
+// CacheFor ago; concurrent requests wait for one round. A draining
+// process reports so without any check.
+func (h *Handler) Report(ctx context.Context) Report {
+	if h.draining.Load() {
+		return Report{Status: "draining", Failed: []string{"draining"}}
+	}
+	if h.checks.Load() == nil {
+		return Report{Status: "starting"}
+	}
+	cacheFor := h.CacheFor
+	if cacheFor == 0 {
+		cacheFor = DefaultCacheFor
+	}
+	now := h.Now
+	if now == nil {
+		now = time.Now
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.lastAt.IsZero() && now().Sub(h.lastAt) < cacheFor {
+		return h.last
+	}
+	// Not the request's own context: its round serves the requests that
+	// wait for it too, and each check has its timeout.
+	h.last, h.lastAt = h.Run(context.WithoutCancel(ctx)), now()
+	return h.last
+}
 
 // Result is one check's outcome in the /readyz body.
 type Result struct {
@@ -91,8 +149,9 @@ func (h *Handler) Run(ctx context.Context) Report {
 	return rep
 }
 
+// ServeHTTP answers /readyz with Report: 200 when ready, 503 otherwise.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rep := h.Run(r.Context())
+	rep := h.Report(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if rep.Status != "ready" {

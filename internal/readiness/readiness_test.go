@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +97,36 @@ func TestACheckIsBoundedByTheTimeout(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Equal(t, []string{"slow"}, rep.Failed)
 	assert.Contains(t, rep.Checks["slow"].Detail, "deadline exceeded")
+}
+
+// Once the process drains, /readyz fails at once, with no check run.
+func TestDrainingIsNotReady(t *testing.T) {
+	runs := 0
+	h := &Handler{}
+	h.SetChecks(Check{Name: "ok", Run: func(context.Context) (string, error) { runs++; return "fine", nil }})
+	code, _ := get(t, h)
+	require.Equal(t, http.StatusOK, code)
+	h.SetDraining()
+	code, rep := get(t, h)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "draining", rep.Status)
+	assert.Equal(t, []string{"draining"}, rep.Failed)
+	assert.Equal(t, 1, runs, "draining runs no check")
+}
+
+// Probes within CacheFor share one round of checks.
+func TestReportsAreCachedBriefly(t *testing.T) {
+	var runs atomic.Int32
+	clock := now
+	h := &Handler{Now: func() time.Time { return clock }}
+	h.SetChecks(Check{Name: "ok", Run: func(context.Context) (string, error) { runs.Add(1); return "fine", nil }})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { get(t, h) })
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), runs.Load(), "one round for 20 probes within a second")
+	clock = clock.Add(DefaultCacheFor)
+	get(t, h)
+	assert.Equal(t, int32(2), runs.Load(), "a new round once the report is a second old")
 }

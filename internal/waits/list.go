@@ -15,6 +15,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -45,7 +46,8 @@ type ListOptions struct {
 	Tool string
 	// Caller keeps one caller's waits (AttrCaller).
 	Caller string
-	// Limit bounds the rows, newest first; 0 is DefaultLimit.
+	// Limit bounds the rows, in the visibility store's order (see List);
+	// 0 is DefaultLimit.
 	Limit int
 }
 
@@ -65,8 +67,17 @@ func Query(opts ListOptions, registered func(string) bool) (query string, notes 
 	}
 	if opts.Tool != "" {
 		switch prefix, known := idPrefixes[opts.Tool]; {
+		case registered(AttrTool) && opts.Tool == "wait_agent":
+			// wait_agent waits on an invocation start_agent started; the
+			// invocation's workflow carries start_agent, whichever front
+			// end is asked (the fallback's agent/ prefix is the same set).
+			terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote("start_agent")))
+			notes = append(notes, "--tool wait_agent: agent invocations carry DurawaitTool start_agent (wait_agent waits on them); listing those")
 		case registered(AttrTool):
 			terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(opts.Tool)))
+			if !known {
+				notes = append(notes, fmt.Sprintf("--tool %s is not one of durawait's own tools (%s): only calls of a re-exposed downstream tool of that name match", opts.Tool, strings.Join(ownTools(), ", ")))
+			}
 		case known:
 			terms = append(terms, fmt.Sprintf("WorkflowId STARTS_WITH %s", quote(prefix)))
 			notes = append(notes, fmt.Sprintf("search attribute %s is not registered on this namespace: --tool filters by workflow ID prefix %q", AttrTool, prefix))
@@ -94,20 +105,34 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-// Registered reads which search attributes the namespace has.
-func Registered(ctx context.Context, c client.Client) (func(string) bool, error) {
-	resp, err := c.GetSearchAttributes(ctx)
+// Registered reads which search attributes namespace has: the operator
+// service's custom attributes of the namespace. (The workflow service's
+// GetSearchAttributes does not list a namespace's own attributes on SQL
+// visibility, the embedded engine's, so every Durawait* attribute looked
+// unregistered there.)
+func Registered(ctx context.Context, c client.Client, namespace string) (func(string) bool, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		return nil, fmt.Errorf("read the namespace's search attributes: %w", err)
+		return nil, fmt.Errorf("read the search attributes of namespace %q: %w", namespace, err)
 	}
-	keys := resp.GetKeys()
-	return func(name string) bool { _, ok := keys[name]; return ok }, nil
+	custom, system := resp.GetCustomAttributes(), resp.GetSystemAttributes()
+	return func(name string) bool {
+		_, ok := custom[name]
+		if !ok {
+			_, ok = system[name]
+		}
+		return ok
+	}, nil
 }
 
-// List finds the waits that opts select, newest first, with their
-// summaries. notes say how the query had to be adapted to the namespace.
+// List finds the waits that opts select, with their summaries, in the
+// visibility store's order: the embedded engine's SQL visibility lists the
+// running waits first (newest first), then the closed ones by close time,
+// newest first; Elasticsearch visibility (a cluster) orders by start time,
+// newest first. notes say how the query had to be adapted to the
+// namespace.
 func List(ctx context.Context, c client.Client, namespace string, opts ListOptions) ([]Wait, []string, error) {
-	registered, err := Registered(ctx, c)
+	registered, err := Registered(ctx, c, namespace)
 	if err != nil {
 		return nil, nil, err
 	}

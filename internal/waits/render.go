@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // WriteJSON writes v as indented JSON, for scripts (--json).
@@ -22,7 +24,7 @@ func WriteTable(w io.Writer, ws []Wait) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTOOL\tSTATE\tCALLER\tSTARTED\tSUMMARY")
 	for _, x := range ws {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, dash(x.Tool), dash(x.State), dash(x.Caller),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", field(x.ID), dash(field(x.Tool)), dash(field(x.State)), dash(field(x.Caller)),
 			x.Started.Local().Format(time.DateTime), dash(oneLine(x.Summary, 80)))
 	}
 	return tw.Flush()
@@ -63,9 +65,26 @@ func WriteDetail(w io.Writer, d Detail) error {
 	default:
 		b.WriteString("\nresult: none yet (the wait runs)\n")
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable(b.String(), "\n"))
 	return err
 }
+
+// printable is s with every C0 and C1 control character (ESC and the
+// rest, which a terminal would act on) replaced by U+FFFD, but those in
+// keep. IDs, callers and summaries come from MCP callers, so nothing they
+// hold reaches a terminal raw.
+func printable(s, keep string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !strings.ContainsRune(keep, r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+// field is one table cell: printable, with no control character at all
+// (a tab or newline would break the table).
+func field(s string) string { return printable(s, "") }
 
 func dash(s string) string {
 	if s == "" {
@@ -74,9 +93,9 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine is s on one line, cut to max characters.
+// oneLine is s on one line, printable, cut to max characters.
 func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = field(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"
 	}

@@ -2,6 +2,7 @@ package waits
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,42 @@ func TestOperatorIdentityNamesUserAndHost(t *testing.T) {
 	id := OperatorIdentity()
 	assert.True(t, strings.HasPrefix(id, "durawait-waits:"), id)
 	assert.Contains(t, id, "@")
+}
+
+// --tool wait_agent finds the agent invocations (they carry start_agent),
+// as the ID-prefix fallback does; a tool that is none of durawait's own
+// is queried but noted.
+func TestQueryMapsWaitAgentAndNotesAnUnknownTool(t *testing.T) {
+	q, notes, err := Query(ListOptions{Tool: "wait_agent"}, registered(AttrTool))
+	require.NoError(t, err)
+	assert.Equal(t, `DurawaitTool = 'start_agent'`, q)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "start_agent")
+
+	q, notes, err = Query(ListOptions{Tool: "wiat_for"}, registered(AttrTool))
+	require.NoError(t, err)
+	assert.Equal(t, `DurawaitTool = 'wiat_for'`, q)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "--tool wiat_for is not one of durawait's own tools")
+}
+
+func TestCancelRefusesTheInternalCatalog(t *testing.T) {
+	err := Cancel(context.Background(), nil, "durawait-catalog/durawait")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "internal workflow")
+}
+
+// Control characters from callers (an ESC sequence in a summary or a
+// caller) never reach the terminal.
+func TestTableAndDetailStripControlCharacters(t *testing.T) {
+	evil := "a\x1b[31mred\u009b2J\x07"
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, []Wait{{ID: "wait_for/" + evil, Tool: "wait_for", State: "running", Caller: evil, Summary: evil}}))
+	require.NoError(t, WriteDetail(&b, Detail{Wait: Wait{ID: evil, Caller: evil, Summary: evil},
+		Changes: []Change{{What: evil, Identity: evil}}, Failure: evil}))
+	out := b.String()
+	for _, c := range []string{"\x1b", "\u009b", "\x07"} {
+		assert.NotContains(t, out, c)
+	}
+	assert.Contains(t, out, "a\uFFFD[31mred")
 }

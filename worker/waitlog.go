@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// waitWorkflowTools are the wait workflows whose end is logged, by
+// workflow type, with the tool a workflow carries when its DurawaitTool
+// search attribute is missing (a run begun before search attributes).
+var waitWorkflowTools = map[string]string{
+	workflows.WaitForWorkflowName:     "wait_for",
+	workflows.WaitForTextWorkflowName: "wait_for_text",
+	workflows.AgentWorkflowName:       "start_agent",
+}
+
+// Outcomes of the "wait ended" line that are not a DurawaitState: a run
+// that returned an error other than a cancellation, and a run begun
+// before search attributes that completed.
+const (
+	endOutcomeError     = string(workflows.StateError)
+	endOutcomeCompleted = "completed"
+)
+
+// WaitEndLogger is a worker interceptor that writes one info line,
+// "wait ended", when a wait workflow (WaitFor, WaitForText,
+// AgentInvocation) closes: the tool, the wait's ID, the caller, the
+// outcome and the duration from the workflow's start. It logs with
+// workflow.GetLogger, which skips replay, so a run replayed on another
+// worker (or after a cache eviction) does not log its end again, and it
+// adds no command to the workflow (no upsert, no activity), so recorded
+// histories replay as before. docs/operations.md describes the line.
+type WaitEndLogger struct {
+	interceptor.WorkerInterceptorBase
+}
+
+// InterceptWorkflow wraps the wait workflows; the other workflows run as
+// they are.
+func (*WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	tool, ok := waitWorkflowTools[workflow.GetInfo(ctx).WorkflowType.Name]
+	if !ok {
+		return next
+	}
+	return &waitEndInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, tool: tool}
+}
+
+type waitEndInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	// tool is the tool of the workflow's type, when DurawaitTool is unset.
+	tool string
+}
+
+// ExecuteWorkflow runs the workflow, then logs its end.
+func (w *waitEndInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	out, err := w.Next.ExecuteWorkflow(ctx, in)
+	if err == nil || !workflow.IsContinueAsNewError(err) {
+		logWaitEnd(ctx, w.tool, err)
+	}
+	return out, err
+}
+
+// logWaitEnd writes the "wait ended" line of the run of ctx, which
+// returned err. It reads the workflow's own record of itself (search
+// attributes, start time, workflow clock) and so adds no command.
+func logWaitEnd(ctx workflow.Context, tool string, err error) {
+	info := workflow.GetInfo(ctx)
+	attrs := workflow.GetTypedSearchAttributes(ctx)
+	if t, ok := attrs.GetKeyword(workflows.KeyTool); ok && t != "" {
+		tool = t
+	}
+	caller, _ := attrs.GetKeyword(workflows.KeyCaller)
+	client, _ := attrs.GetKeyword(workflows.KeyClient)
+	session, _ := attrs.GetKeyword(workflows.KeySession)
+	state, _ := attrs.GetKeyword(workflows.KeyState)
+	outcome := state
+	switch {
+	case err != nil && temporal.IsCanceledError(err):
+		outcome = string(workflows.StateCancelled)
+	case err != nil:
+		outcome = endOutcomeError
+	case outcome == "":
+		outcome = endOutcomeCompleted
+	}
+	took := workflow.Now(ctx).Sub(info.WorkflowStartTime)
+	fields := []any{"tool", tool, "wait_id", info.WorkflowExecution.ID, "run_id", info.WorkflowExecution.RunID,
+		"caller.principal", caller, "caller.client", client, "caller.session", session,
+		"outcome", outcome, "duration_ms", took.Milliseconds()}
+	if status, ok := attrs.GetKeyword(workflows.KeyAgentStatus); ok && status != "" {
+		fields = append(fields, "agent_status", status)
+	}
+	if err != nil {
+		fields = append(fields, "error", err.Error())
+	}
+	workflow.GetLogger(ctx).Info("wait ended", fields...)
+}
