@@ -218,3 +218,16 @@ func TestMemosUseTheToolsOwnArgumentNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"provider":"claude","prompt":"fix it","cwd":"/srv","model":"opus"}`, string(agent))
 }
+
+// A Keyword value fits the SQL visibility stores' VARCHAR(255) columns,
+// cut on a rune boundary.
+func TestAKeywordValueFitsVarchar255(t *testing.T) {
+	long := strings.Repeat("é", 300) // 600 bytes
+	v := KeywordValue(long)
+	assert.LessOrEqual(t, len(v), 255)
+	assert.True(t, utf8.ValidString(v))
+	assert.True(t, strings.HasSuffix(v, "…"))
+	assert.Equal(t, "claude-code/2.1", KeywordValue("claude-code/2.1"))
+	exact := strings.Repeat("a", 255)
+	assert.Equal(t, exact, KeywordValue(exact))
+}
