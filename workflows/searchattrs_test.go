@@ -266,3 +266,20 @@ func TestBackticksDoNotBreakTheDetails(t *testing.T) {
 	assert.Contains(t, d, "Run the `claude` CLI in `` /srv/`odd` ``, at most 60 s.")
 	assert.Equal(t, "`` `x ``", codeSpan("`x"))
 }
+
+// A summary is one line: no C1 control (NEL) nor Unicode line or paragraph
+// separator is left in it.
+func TestASummaryIsOneLine(t *testing.T) {
+	s := TextWaitSummary(TextWaitSpec{Target: PaneTarget{PaneID: "%3"}, Text: "a\u0085b\u2028c\u2029d\ne"}, 60)
+	assert.Equal(t, `wait_for_text in pane %3 for "a b c d e" (≤60 s)`, s)
+}
+
+// The bounds show even when the head is long (a long probe tool name).
+func TestASummaryKeepsItsBoundsAfterALongHead(t *testing.T) {
+	spec := WaitForSpec{Probe: Probe{Tool: "k8s." + strings.Repeat("t", 195)},
+		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 300}
+	s := WaitForSummary(spec)
+	assert.LessOrEqual(t, len(s), MaxSummaryBytes)
+	assert.True(t, strings.HasSuffix(s, `(every 2 s, ≤300 s)`), s)
+	assert.True(t, utf8.ValidString(s))
+}

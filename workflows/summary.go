@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // What a person reads about a workflow in the Temporal UI: its summary in
@@ -14,24 +15,31 @@ import (
 // MaxSummaryBytes is Temporal's cap on a workflow's StaticSummary.
 const MaxSummaryBytes = 200
 
-// oneLine makes s fit on one line: control characters become spaces.
+// oneLine makes s fit on one line: control characters (C0, DEL, C1 with
+// NEL U+0085) and the Unicode line and paragraph separators (U+2028,
+// U+2029) become spaces.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
 		}
 		return r
 	}, s)
 }
 
+// minQuoted is the least room fitSummary keeps for its quoted part.
+const minQuoted = 8
+
 // fitSummary builds "<head><quoted><tail>" within MaxSummaryBytes, cutting
 // the quoted part (a regex, a prompt, a text) on a rune boundary first, so
-// the bounds at the tail always show.
+// the bounds at the tail always show; a head too long to leave minQuoted
+// bytes (a long cwd or pane) is cut too.
 func fitSummary(head, quoted, tail string) string {
 	head, quoted, tail = oneLine(head), oneLine(quoted), oneLine(tail)
 	room := MaxSummaryBytes - len(head) - len(tail) - 2 // the quotes
-	if room < 8 {
-		return TruncateUTF8(head+tail, MaxSummaryBytes)
+	if room < minQuoted {
+		head = TruncateUTF8(head, max(0, MaxSummaryBytes-len(tail)-2-minQuoted))
+		room = MaxSummaryBytes - len(head) - len(tail) - 2
 	}
 	return TruncateUTF8(head+`"`+TruncateUTF8(quoted, room)+`"`+tail, MaxSummaryBytes)
 }
