@@ -179,3 +179,22 @@ func TestAnOperatorsCancelOfATaskIsTheStructuredResult(t *testing.T) {
 	assert.Equal(t, "cancelled", out["error"].(map[string]any)["code"])
 	assert.Equal(t, "operator-alice", out["cancelled"].(map[string]any)["by"])
 }
+
+// The cancelled object is declared in the output schemas, not only let
+// through by their open extra properties.
+func TestTheOutputSchemasDeclareCancelled(t *testing.T) {
+	var wf struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(waitForOutputSchema, &wf))
+	assert.Contains(t, wf.Properties, "cancelled")
+	var wft struct {
+		AnyOf []struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"anyOf"`
+	}
+	require.NoError(t, json.Unmarshal(waitForTextOutputSchema, &wft))
+	require.Len(t, wft.AnyOf, 2)
+	assert.Contains(t, wft.AnyOf[1].Properties, "error")
+	assert.Contains(t, wft.AnyOf[1].Properties, "cancelled")
+}

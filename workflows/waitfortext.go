@@ -71,6 +71,9 @@ const (
 	TextErrTmuxUnavailable TextErrorCode = "tmux_unavailable"
 	// TextErrPaneDied: the pane's process exited.
 	TextErrPaneDied TextErrorCode = "pane_died"
+	// TextErrCancelled: an operator cancelled the wait (Cancellation says
+	// who).
+	TextErrCancelled TextErrorCode = "cancelled"
 )
 
 // TextWaitError is the error of the second result variant.
