@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -59,6 +61,21 @@ func TestAnEarlierNamespaceGetsTheSearchAttributesAndRetention(t *testing.T) {
 	desc, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	require.NoError(t, err)
 	assert.Equal(t, 72*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
+
+	// A workflow upserts one at once: its workflow task is not refused
+	// (an unknown attribute would stall it).
+	w := worker.New(c, "upsert", worker.Options{})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword("DurawaitState").ValueSet("running"))
+	}, workflow.RegisterOptions{Name: "Upserts"})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "upserts", TaskQueue: "upsert"}, "Upserts")
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil), "the upsert right after registration is taken")
+	wdesc, err := c.DescribeWorkflowExecution(ctx, "upserts", "")
+	require.NoError(t, err)
+	assert.Contains(t, wdesc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields(), "DurawaitState")
 
 	// A workflow starts with them at once (the engine's caches know them)
 	// and is found by them.
