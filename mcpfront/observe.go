@@ -105,28 +105,6 @@ func callerAttributes(ctx context.Context, tool string) []temporal.SearchAttribu
 	return updates
 }
 
-// Cancellation says who cancelled a wait, from the cancel request Temporal
-// recorded (the WorkflowExecutionCancelRequested event): the identity of the
-// client that asked (the Temporal UI's user, `temporal workflow cancel`'s
-// identity, or the operator `durawait waits cancel` names) and its reason.
-type Cancellation struct {
-	// By is the identity of whoever asked; "unknown" when none was recorded.
-	By string `json:"by"`
-	// Cause is the reason given with the request, when one was.
-	Cause string `json:"cause,omitempty"`
-	// At is when the cancel was requested (RFC 3339).
-	At string `json:"at,omitempty"`
-}
-
-// String is the cancellation in words.
-func (c Cancellation) String() string {
-	s := "cancelled by " + c.By
-	if c.Cause != "" {
-		s += " (" + c.Cause + ")"
-	}
-	return s
-}
-
 // isCanceled reports whether a workflow's result error says it was
 // cancelled.
 func isCanceled(err error) bool {
@@ -139,17 +117,17 @@ const cancellationTimeout = 5 * time.Second
 
 // cancellation reads who cancelled a workflow run, and how long it ran
 // until then, from its history.
-func (f *Front) cancellation(ctx context.Context, id, runID string) (Cancellation, time.Duration) {
+func (f *Front) cancellation(ctx context.Context, id, runID string) (workflows.Cancellation, time.Duration) {
 	c, ran, _ := f.cancelRequest(ctx, id, runID)
 	return c, ran
 }
 
 // cancelRequest is cancellation, and whether the history holds a cancel
 // request at all (an agent stopped by cancel_agent has none).
-func (f *Front) cancelRequest(ctx context.Context, id, runID string) (Cancellation, time.Duration, bool) {
+func (f *Front) cancelRequest(ctx context.Context, id, runID string) (workflows.Cancellation, time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
 	defer cancel()
-	c := Cancellation{By: "unknown"}
+	c := workflows.Cancellation{By: "unknown"}
 	var started time.Time
 	var ran time.Duration
 	requested := false
@@ -205,17 +183,13 @@ func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string, maxWaitS
 func (f *Front) cancelledText(ctx context.Context, id, runID string) *mcp.CallToolResult {
 	c, _ := f.cancellation(ctx, id, runID)
 	res := structuredResult(map[string]any{
-		"error": workflows.TextWaitError{Code: TextErrCancelled, Effects: "none", Retryable: false,
+		"error": workflows.TextWaitError{Code: workflows.TextErrCancelled, Effects: "none", Retryable: false,
 			Message: "the wait was " + c.String()},
 		"cancelled": c,
 	})
 	res.IsError = true
 	return res
 }
-
-// TextErrCancelled is the error code of a wait_for_text an operator
-// cancelled.
-const TextErrCancelled workflows.TextErrorCode = "cancelled"
 
 // cancelledInvocation is the payload of an invocation an operator cancelled
 // through Temporal (not cancel_agent): the payload the workflow left in the
@@ -229,7 +203,7 @@ func (f *Front) cancelledInvocation(ctx context.Context, id string, err error) w
 		_ = canceled.Details(&p)
 	}
 	p.InvocationID, p.Status, p.Reason = id, workflows.AgentCancelled, workflows.AgentReasonFinished
-	p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+	p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + c.String()}
 	return p
 }
 
@@ -241,7 +215,7 @@ func (f *Front) namedCanceller(ctx context.Context, p workflows.InvocationPayloa
 		return p
 	}
 	if c, _, ok := f.cancelRequest(ctx, p.InvocationID, ""); ok {
-		p.Error = &workflows.AgentError{Code: "cancelled", Message: "the invocation was " + c.String()}
+		p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + c.String()}
 	}
 	return p
 }

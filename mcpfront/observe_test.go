@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -144,4 +145,56 @@ func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
 	assert.Equal(t, "anonymous", v)
 	_, hasSession := w.attrs.GetKeyword(workflows.KeySession)
 	assert.False(t, hasSession)
+}
+
+// A task-augmented wait_for or wait_for_text an operator cancelled answers
+// with the same structured result as a plain call: who cancelled, and for
+// wait_for its max_wait_sec read from the run's start.
+func TestAnOperatorsCancelOfATaskIsTheStructuredResult(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	input, err := converter.GetDefaultDataConverter().ToPayloads(workflows.WaitForInput{Spec: workflows.WaitForSpec{MaxWaitSec: 300}})
+	require.NoError(t, err)
+	tc := &mocks.Client{}
+	tc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "run-1", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).
+		Return(func(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			h := cancelledHistory(t0).(*events)
+			h.list[0].Attributes = &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+				WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{Input: input}}
+			return h
+		})
+	run := &mocks.WorkflowRun{}
+	run.On("Get", mock.Anything, mock.Anything).Return(temporal.NewCanceledError())
+	tc.On("GetWorkflow", mock.Anything, mock.Anything, "run-1").Return(run)
+	f := New(Options{Temporal: tc, TaskQueue: "q"})
+
+	res := f.runAnswer(context.Background(), taskRef{workflowID: workflows.WaitForIDPrefix + "abc", runID: "run-1"})
+	assert.True(t, res.IsError)
+	out := validates(t, waitForOutputSchema, res)
+	assert.Equal(t, 300.0, out["effective_max_wait_sec"])
+	assert.Equal(t, "operator-alice", out["cancelled"].(map[string]any)["by"])
+
+	res = f.runAnswer(context.Background(), taskRef{workflowID: workflows.WaitForTextIDPrefix + "abc", runID: "run-1"})
+	assert.True(t, res.IsError)
+	out = validates(t, waitForTextOutputSchema, res)
+	assert.Equal(t, "cancelled", out["error"].(map[string]any)["code"])
+	assert.Equal(t, "operator-alice", out["cancelled"].(map[string]any)["by"])
+}
+
+// The cancelled object is declared in the output schemas, not only let
+// through by their open extra properties.
+func TestTheOutputSchemasDeclareCancelled(t *testing.T) {
+	var wf struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(waitForOutputSchema, &wf))
+	assert.Contains(t, wf.Properties, "cancelled")
+	var wft struct {
+		AnyOf []struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"anyOf"`
+	}
+	require.NoError(t, json.Unmarshal(waitForTextOutputSchema, &wft))
+	require.Len(t, wft.AnyOf, 2)
+	assert.Contains(t, wft.AnyOf[1].Properties, "error")
+	assert.Contains(t, wft.AnyOf[1].Properties, "cancelled")
 }

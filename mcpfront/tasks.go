@@ -300,8 +300,9 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return task, nil, nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		// The tool's own cancelled result, naming who cancelled.
 		task.Status, task.StatusMessage = mcp.TaskStatusCancelled, "the wait was cancelled"
-		return task, cancelledAnswer(ref), nil
+		return task, f.runAnswer(ctx, ref), nil
 	}
 	answer := f.runAnswer(ctx, ref)
 	setTerminal(&task, answer)
@@ -389,14 +390,14 @@ func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult 
 		var out workflows.TextWaitOutcome
 		err := run.Get(ctx, &out)
 		if errors.As(err, &canceled) {
-			return cancelledAnswer(ref)
+			return f.cancelledText(ctx, ref.workflowID, ref.runID)
 		}
 		return textAnswer(out, err)
 	default:
 		var result workflows.WaitForResult
 		err := run.Get(ctx, &result)
 		if errors.As(err, &canceled) {
-			return cancelledAnswer(ref)
+			return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID, f.waitForMaxWaitSec(ctx, ref))
 		}
 		return waitForAnswer(result, err)
 	}
@@ -483,8 +484,27 @@ func setTerminal(task *mcp.Task, answer *mcp.CallToolResult) {
 	task.Status = mcp.TaskStatusCompleted
 }
 
-func cancelledAnswer(ref taskRef) *mcp.CallToolResult {
-	return mcp.NewToolResultError(fmt.Sprintf("%s: the wait was cancelled before it ended (task %s)", ref.tool(), ref))
+// waitForMaxWaitSec is the max_wait_sec of the wait_for run ref, read from
+// its start in the history; 0 when it cannot be read.
+func (f *Front) waitForMaxWaitSec(ctx context.Context, ref taskRef) int {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
+	defer cancel()
+	iter := f.opts.Temporal.GetWorkflowHistory(ctx, ref.workflowID, ref.runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return 0
+	}
+	ev, err := iter.Next()
+	if err != nil {
+		f.opts.Logger.Warn("read a cancelled wait's start", "workflow_id", ref.workflowID, "error", err)
+		return 0
+	}
+	var in workflows.WaitForInput
+	if input := ev.GetWorkflowExecutionStartedEventAttributes().GetInput(); input != nil {
+		if err := converter.GetDefaultDataConverter().FromPayloads(input, &in); err != nil {
+			f.opts.Logger.Warn("decode a cancelled wait's input", "workflow_id", ref.workflowID, "error", err)
+		}
+	}
+	return in.Spec.MaxWaitSec
 }
 
 // taskLookupError explains why a task could not be read.

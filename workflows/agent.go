@@ -92,6 +92,8 @@ type agentState struct {
 	final     *AgentFinal
 	blockers  []AgentError
 	delivered int // blockers[:delivered] have woken a wait
+	// endUpserted: the end state is upserted (observable runs).
+	endUpserted bool
 }
 
 func (s *agentState) addBlocker(b AgentError) {
@@ -129,12 +131,30 @@ func (s *agentState) payload(ctx workflow.Context, id string, reason AgentReason
 // such in the list although its workflow completes (it must, for wait_agent
 // to read its payload).
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	st := &agentState{started: workflow.Now(ctx)}
-	obs := observable(ctx)
-	if obs {
-		setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
+	if !observable(ctx) {
+		return agentInvocation(ctx, in, st, false)
 	}
+	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
+	p, err := agentInvocation(ctx, in, st, true)
+	if !st.endUpserted {
+		// It ended before its run did (cancelled or failed while
+		// claiming a host): its state must not stay running.
+		state, status := StateError, AgentFailed
+		var canceled *temporal.CanceledError
+		if errors.As(err, &canceled) {
+			state, status = StateCancelled, AgentCancelled
+		}
+		setState(ctx, state, KeyAgentStatus.ValueSet(string(status)))
+	}
+	return p, err
+}
+
+// agentInvocation is AgentInvocation's body; obs says whether the run
+// upserts search attributes (observable). It records in st.endUpserted
+// that it upserted the end state.
+func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentState, obs bool) (InvocationPayload, error) {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
 	answer := func(ctx workflow.Context) InvocationPayload {
@@ -173,7 +193,14 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	var hostQueue string
 	claimCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, Summary: "claim a host for the " + in.Spec.Provider + " CLI"})
 	if err := workflow.ExecuteActivity(claimCtx, ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
-		return InvocationPayload{}, err
+		if obs && ctx.Err() != nil {
+			// An operator cancelled it before any host ran the CLI: it
+			// ends Canceled with a cancelled payload for wait_agent.
+			st.final = &AgentFinal{Status: AgentCancelled}
+			final := st.payload(ctx, id, AgentReasonFinished)
+			return final, temporal.NewCanceledError(final)
+		}
+		return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
 	}
 
 	runCtx, cancelRun := workflow.WithCancel(ctx)
@@ -219,16 +246,25 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	_ = workflow.UpsertMemo(ctx, map[string]any{"status": string(st.final.Status)})
 	if obs {
 		setState(ctx, agentEndState(st.final), KeyAgentStatus.ValueSet(string(st.final.Status)))
+		st.endUpserted = true
 	}
 	// Let every wait_agent in flight answer before the workflow closes.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return InvocationPayload{}, err
+	// After an operator's cancel ctx is cancelled, and Await on it would
+	// return at once: a run of this release awaits on a disconnected
+	// context (which records no commands).
+	awaitCtx := ctx
+	if obs {
+		awaitCtx, _ = workflow.NewDisconnectedContext(ctx)
+	}
+	if err := workflow.Await(awaitCtx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return InvocationPayload{}, err // as is: a CanceledError ends the workflow Canceled
 	}
 	final := st.payload(ctx, id, AgentReasonFinished)
-	if obs && ctx.Err() != nil {
+	if obs && ctx.Err() != nil && st.final.Status == AgentCancelled {
 		// An operator cancelled the workflow itself (cancel_agent is a
-		// signal): it ends Canceled, its payload in the cancellation's
-		// details for wait_agent.
+		// signal) before its run ended: it ends Canceled, its payload in
+		// the cancellation's details for wait_agent. A run that had
+		// already ended otherwise keeps its result.
 		return final, temporal.NewCanceledError(final)
 	}
 	return final, nil

@@ -49,6 +49,9 @@ const (
 	ErrCodeWorkerLost = "worker_lost"
 	ErrCodeStart      = "start_failed"
 	ErrCodeAgentError = "agent_error"
+	// ErrCodeCancelled: an operator cancelled the invocation's workflow
+	// through Temporal (not cancel_agent); the message names who.
+	ErrCodeCancelled = "cancelled"
 )
 
 // Output formats an agent CLI's output may be read as: the names a

@@ -121,6 +121,19 @@ func TestRecordReplayHistories(t *testing.T) {
 		WaitForTextInput{Spec: TextWaitSpec{Target: PaneTarget{PaneID: "%1", Generation: "g1"}, Text: "ready"}, HostQueue: queue, MaxWait: 30 * time.Second}))
 
 	agentIn := AgentInvocationInput{Spec: AgentSpec{Provider: "claude", Prompt: "say hi", Cwd: "/tmp"}, MaxRun: time.Minute}
+	// An operator cancels the workflow itself while a wait_agent waits:
+	// the wait answers, and the workflow ends Canceled with the payload.
+	run = start("agent/operator_cancelled", AgentWorkflowName, agentIn)
+	require.Equal(t, run.GetID(), <-running)
+	wait, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), UpdateName: AgentWaitUpdate,
+		Args: []any{AgentWaitRequest{Window: 30 * time.Second}}, WaitForStage: client.WorkflowUpdateStageAccepted})
+	require.NoError(t, err)
+	require.NoError(t, c.CancelWorkflow(ctx, run.GetID(), ""))
+	var cancelled InvocationPayload
+	require.NoError(t, wait.Get(ctx, &cancelled))
+	require.Equal(t, AgentCancelled, cancelled.Status)
+	record("agent_operator_cancelled", run)
+
 	run = start("agent/succeeded", AgentWorkflowName, agentIn)
 	require.Equal(t, run.GetID(), <-running)
 	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", AgentBlockerSignal, AgentError{Code: "permission_required", Message: "needs approval"}))

@@ -105,11 +105,15 @@ func CallerValue(principal string) string {
 	return principal
 }
 
-// maxKeywordBytes caps a Keyword value (Temporal refuses larger ones).
-const maxKeywordBytes = 1000
+// maxKeywordBytes caps a Keyword value. Temporal itself takes more, but
+// the SQL visibility stores (MySQL 8, PostgreSQL) keep a custom Keyword
+// attribute in a VARCHAR(255) generated column: a longer value (a client's
+// name/version, a caller's principal) would fail the visibility write on
+// such a cluster. 255 bytes are at most 255 characters.
+const maxKeywordBytes = 255
 
-// KeywordValue cuts s to what a Keyword search attribute takes, on a rune
-// boundary.
+// KeywordValue cuts s to what a Keyword search attribute takes on every
+// visibility store (maxKeywordBytes), on a rune boundary.
 func KeywordValue(s string) string { return TruncateUTF8(s, maxKeywordBytes) }
 
 // TruncateUTF8 cuts s to at most max bytes without splitting a rune; a cut

@@ -218,3 +218,68 @@ func TestMemosUseTheToolsOwnArgumentNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"provider":"claude","prompt":"fix it","cwd":"/srv","model":"opus"}`, string(agent))
 }
+
+// A Keyword value fits the SQL visibility stores' VARCHAR(255) columns,
+// cut on a rune boundary.
+func TestAKeywordValueFitsVarchar255(t *testing.T) {
+	long := strings.Repeat("é", 300) // 600 bytes
+	v := KeywordValue(long)
+	assert.LessOrEqual(t, len(v), 255)
+	assert.True(t, utf8.ValidString(v))
+	assert.True(t, strings.HasSuffix(v, "…"))
+	assert.Equal(t, "claude-code/2.1", KeywordValue("claude-code/2.1"))
+	exact := strings.Repeat("a", 255)
+	assert.Equal(t, exact, KeywordValue(exact))
+}
+
+// Details stay within Temporal's 20000-byte details limit as their payload
+// encodes them, whatever the prompt or probe args: the JSON is cut, with a
+// note.
+func TestDetailsFitTemporalsLimit(t *testing.T) {
+	const limit = 20000
+	prompt := strings.Repeat("\"quote\" and \\ and a\nnew line\x01 ", 256<<10/30) // ~256 KiB, much of it escaped
+	d := AgentDetails(AgentSpec{Provider: "claude", Cwd: "/srv", Prompt: prompt}, 3600)
+	assert.LessOrEqual(t, encodedLen(d), limit)
+	assert.True(t, utf8.ValidString(d))
+	assert.True(t, strings.HasPrefix(d, "### start_agent\n\nRun the `claude` CLI in `/srv`, at most 3600 s.\n\n```json\n"))
+	assert.Contains(t, d, "Cut to fit Temporal's details limit")
+
+	args, err := json.Marshal(map[string]string{"blob": strings.Repeat("é", 40000)})
+	require.NoError(t, err)
+	d = WaitForDetails(WaitForSpec{Probe: Probe{Tool: "k8s.get", Args: args}, Until: Until{Kind: ConditionMatches, Pattern: "x"}, PollSec: 1, MaxWaitSec: 9})
+	assert.LessOrEqual(t, encodedLen(d), limit)
+	assert.Contains(t, d, "Cut to fit")
+
+	short := AgentDetails(AgentSpec{Provider: "claude", Cwd: "/srv", Prompt: "fix it"}, 60)
+	assert.NotContains(t, short, "Cut to fit")
+	assert.Contains(t, short, `"prompt": "fix it"`)
+}
+
+// A backtick in a pattern, text or cwd does not break the Markdown: the
+// fence and code spans are longer than any run of backticks inside.
+func TestBackticksDoNotBreakTheDetails(t *testing.T) {
+	d := TextWaitDetails(TextWaitSpec{Target: PaneTarget{PaneID: "%3"}, Text: "```\n# done ````"}, 60)
+	assert.Contains(t, d, "\n`````json\n")
+	assert.True(t, strings.HasSuffix(d, "\n`````\n"))
+
+	d = AgentDetails(AgentSpec{Provider: "claude", Cwd: "/srv/`odd`"}, 60)
+	assert.Contains(t, d, "Run the `claude` CLI in `` /srv/`odd` ``, at most 60 s.")
+	assert.Equal(t, "`` `x ``", codeSpan("`x"))
+}
+
+// A summary is one line: no C1 control (NEL) nor Unicode line or paragraph
+// separator is left in it.
+func TestASummaryIsOneLine(t *testing.T) {
+	s := TextWaitSummary(TextWaitSpec{Target: PaneTarget{PaneID: "%3"}, Text: "a\u0085b\u2028c\u2029d\ne"}, 60)
+	assert.Equal(t, `wait_for_text in pane %3 for "a b c d e" (≤60 s)`, s)
+}
+
+// The bounds show even when the head is long (a long probe tool name).
+func TestASummaryKeepsItsBoundsAfterALongHead(t *testing.T) {
+	spec := WaitForSpec{Probe: Probe{Tool: "k8s." + strings.Repeat("t", 195)},
+		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 300}
+	s := WaitForSummary(spec)
+	assert.LessOrEqual(t, len(s), MaxSummaryBytes)
+	assert.True(t, strings.HasSuffix(s, `(every 2 s, ≤300 s)`), s)
+	assert.True(t, utf8.ValidString(s))
+}

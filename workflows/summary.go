@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // What a person reads about a workflow in the Temporal UI: its summary in
@@ -14,24 +15,31 @@ import (
 // MaxSummaryBytes is Temporal's cap on a workflow's StaticSummary.
 const MaxSummaryBytes = 200
 
-// oneLine makes s fit on one line: control characters become spaces.
+// oneLine makes s fit on one line: control characters (C0, DEL, C1 with
+// NEL U+0085) and the Unicode line and paragraph separators (U+2028,
+// U+2029) become spaces.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
 		}
 		return r
 	}, s)
 }
 
+// minQuoted is the least room fitSummary keeps for its quoted part.
+const minQuoted = 8
+
 // fitSummary builds "<head><quoted><tail>" within MaxSummaryBytes, cutting
 // the quoted part (a regex, a prompt, a text) on a rune boundary first, so
-// the bounds at the tail always show.
+// the bounds at the tail always show; a head too long to leave minQuoted
+// bytes (a long cwd or pane) is cut too.
 func fitSummary(head, quoted, tail string) string {
 	head, quoted, tail = oneLine(head), oneLine(quoted), oneLine(tail)
 	room := MaxSummaryBytes - len(head) - len(tail) - 2 // the quotes
-	if room < 8 {
-		return TruncateUTF8(head+tail, MaxSummaryBytes)
+	if room < minQuoted {
+		head = TruncateUTF8(head, max(0, MaxSummaryBytes-len(tail)-2-minQuoted))
+		room = MaxSummaryBytes - len(head) - len(tail) - 2
 	}
 	return TruncateUTF8(head+`"`+TruncateUTF8(quoted, room)+`"`+tail, MaxSummaryBytes)
 }
@@ -77,13 +85,7 @@ func PollSummary(s WaitForSpec) string {
 
 // WaitForDetails is a wait_for's StaticDetails: the whole call in Markdown.
 func WaitForDetails(s WaitForSpec) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "### wait_for\n\nProbe `%s` every %d s, at most %d s.\n\n", s.Probe.Tool, s.PollSec, s.MaxWaitSec)
-	b.WriteString("```json\n")
-	call, _ := json.MarshalIndent(WaitForMemo(s), "", "  ")
-	b.Write(call)
-	b.WriteString("\n```\n")
-	return b.String()
+	return markdownDetails("wait_for", fmt.Sprintf("Probe %s every %d s, at most %d s.", codeSpan(s.Probe.Tool), s.PollSec, s.MaxWaitSec), WaitForMemo(s))
 }
 
 // WaitForMemo is a wait_for's memo: its arguments in the tool's own names
@@ -134,9 +136,7 @@ func TextWaitMemo(s TextWaitSpec, maxWaitSec int) map[string]any {
 
 // TextWaitDetails is a wait_for_text's StaticDetails in Markdown.
 func TextWaitDetails(s TextWaitSpec, maxWaitSec int) string {
-	call, _ := json.MarshalIndent(TextWaitMemo(s, maxWaitSec), "", "  ")
-	return fmt.Sprintf("### wait_for_text\n\nWatch tmux pane `%s` for the text, at most %d s.\n\n```json\n%s\n```\n",
-		s.Target.PaneID, maxWaitSec, call)
+	return markdownDetails("wait_for_text", fmt.Sprintf("Watch tmux pane %s for the text, at most %d s.", codeSpan(s.Target.PaneID), maxWaitSec), TextWaitMemo(s, maxWaitSec))
 }
 
 // AgentSummary is an agent invocation's line in the workflow list.
@@ -158,7 +158,70 @@ func AgentMemo(s AgentSpec) map[string]any {
 
 // AgentDetails is an agent invocation's StaticDetails in Markdown.
 func AgentDetails(s AgentSpec, maxRunSec int) string {
-	call, _ := json.MarshalIndent(AgentMemo(s), "", "  ")
-	return fmt.Sprintf("### start_agent\n\nRun the `%s` CLI in `%s`, at most %d s.\n\n```json\n%s\n```\n",
-		s.Provider, s.Cwd, maxRunSec, call)
+	return markdownDetails("start_agent", fmt.Sprintf("Run the %s CLI in %s, at most %d s.", codeSpan(s.Provider), codeSpan(s.Cwd), maxRunSec), AgentMemo(s))
+}
+
+// MaxDetailsBytes caps a StaticDetails as its payload encodes it (a JSON
+// string): Temporal's limit.userMetadataDetailsSize is 20000 bytes, and a
+// cluster that enforces it refuses the start of a workflow over it. The
+// margin leaves room for the payload's metadata.
+const MaxDetailsBytes = 19_500
+
+// detailsCutNote ends details cut to fit MaxDetailsBytes.
+const detailsCutNote = "\n*Cut to fit Temporal's details limit; the whole call is in the memo.*\n"
+
+// markdownDetails is a workflow's StaticDetails: a heading, intro, and the
+// call (memo) as indented JSON in a code fence longer than any run of
+// backticks inside. Details over MaxDetailsBytes (a long prompt, large
+// probe args) have the JSON cut on a rune boundary, with a note.
+func markdownDetails(tool, intro string, memo any) string {
+	raw, err := json.MarshalIndent(memo, "", "  ")
+	if err != nil {
+		raw = []byte(fmt.Sprintf("%q", "the call could not be shown: "+err.Error()))
+	}
+	body, note := string(raw), ""
+	for {
+		fence := strings.Repeat("`", max(3, longestRun(body, '`')+1))
+		d := "### " + tool + "\n\n" + intro + "\n\n" + fence + "json\n" + body + "\n" + fence + "\n" + note
+		over := encodedLen(d) - MaxDetailsBytes
+		if over <= 0 || body == "" {
+			return d
+		}
+		// The encoded form is at least as long as the text: cutting the
+		// excess from the text, plus the note's own length, converges.
+		note = detailsCutNote
+		body = TruncateUTF8(body, max(0, len(body)-over-len(note)-8))
+	}
+}
+
+// encodedLen is how long s is as a JSON string (how its payload holds it).
+func encodedLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
+}
+
+// longestRun is the length of the longest run of c in s.
+func longestRun(s string, c byte) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != c {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest
+}
+
+// codeSpan is s as inline Markdown code, delimited by more backticks than
+// any run inside it (and padded when it begins or ends with one), on one
+// line.
+func codeSpan(s string) string {
+	s = oneLine(s)
+	delim := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return delim + s + delim
 }

@@ -88,12 +88,23 @@ func deadlineGrace(heartbeat time.Duration) time.Duration {
 //
 // A run begun by this release upserts its DurawaitState: running at once,
 // then how it ended (matched, settled, failed, timeout, cancelled, error).
-func WaitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err error) {
-	started := workflow.Now(ctx)
-	if observable(ctx) {
-		setState(ctx, StateRunning)
-		defer func() { setState(ctx, waitForEndState(result, err)) }()
+//
+// The end state is upserted on the way out, not in a defer: a deferred
+// upsert would also run when the SDK evicts the workflow from its cache
+// (runtime.Goexit), on a discarded environment.
+func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
+	if !observable(ctx) {
+		return waitFor(ctx, in)
 	}
+	setState(ctx, StateRunning)
+	result, err := waitFor(ctx, in)
+	setState(ctx, waitForEndState(result, err))
+	return result, err
+}
+
+// waitFor is WaitFor's body.
+func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err error) {
+	started := workflow.Now(ctx)
 	maxWait := in.Spec.MaxWait()
 	heartbeat := in.HeartbeatTimeout
 	if heartbeat <= 0 {

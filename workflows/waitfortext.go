@@ -71,6 +71,9 @@ const (
 	TextErrTmuxUnavailable TextErrorCode = "tmux_unavailable"
 	// TextErrPaneDied: the pane's process exited.
 	TextErrPaneDied TextErrorCode = "pane_died"
+	// TextErrCancelled: an operator cancelled the wait (Cancellation says
+	// who).
+	TextErrCancelled TextErrorCode = "cancelled"
 )
 
 // TextWaitError is the error of the second result variant.
@@ -196,12 +199,21 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 // A run begun by this release upserts its DurawaitState: running at once,
 // then matched, timeout (the bound passed without the text), error (the
 // pane or tmux failed) or cancelled.
-func WaitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome, err error) {
-	started := workflow.Now(ctx)
-	if observable(ctx) {
-		setState(ctx, StateRunning)
-		defer func() { setState(ctx, textEndState(out, err)) }()
+//
+// The end state is upserted on the way out, not in a defer (see WaitFor).
+func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
+	if !observable(ctx) {
+		return waitForText(ctx, in)
 	}
+	setState(ctx, StateRunning)
+	out, err := waitForText(ctx, in)
+	setState(ctx, textEndState(out, err))
+	return out, err
+}
+
+// waitForText is WaitForText's body.
+func waitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome, err error) {
+	started := workflow.Now(ctx)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              in.HostQueue,
 		ScheduleToCloseTimeout: in.MaxWait + deadlineGrace(TmuxHeartbeatTimeout),

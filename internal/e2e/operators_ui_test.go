@@ -192,6 +192,7 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 			want  []string
 		}{
 			{`DurawaitTool = "wait_for" AND DurawaitState = "running"`, []string{waitForID}},
+			{`DurawaitTool = "wait_for" AND DurawaitState = "running" AND ExecutionStatus = "Running"`, []string{waitForID}}, // the saved view
 			{`DurawaitProbeTool = "demo.read_file" AND DurawaitState = "running"`, []string{waitForID}},
 			{`DurawaitTool = "wait_for_text" AND DurawaitState = "running"`, []string{textID}},
 			{fmt.Sprintf(`DurawaitPane = %q`, pane.PaneID), []string{textID}},

@@ -20,9 +20,9 @@ import (
 // the test is skipped when it is unset (`make screenshot` sets it).
 const screenshotEnv = "DURAWAIT_SCREENSHOTS"
 
-// operatorQuery is the saved view docs/operations.md recommends: every
+// operatorQuery is the saved view docs/temporal-ui.md recommends: every
 // wait_for still waiting.
-const operatorQuery = `DurawaitTool = "wait_for" AND DurawaitState = "running"`
+const operatorQuery = `DurawaitTool = "wait_for" AND DurawaitState = "running" AND ExecutionStatus = "Running"`
 
 // operatorViewName is the saved view's name in the UI.
 const operatorViewName = "Waiting now"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -26,6 +27,49 @@ type Services struct {
 // ErrMissingSearchAttributes is returned (wrapped, with the commands that
 // create them) when a cluster's namespace lacks search attributes.
 var ErrMissingSearchAttributes = errors.New("the namespace lacks durawait's search attributes")
+
+// ErrSearchAttributeTypes is returned (wrapped, naming each) when a
+// namespace has registered a search attribute of durawait's with another
+// type: creating it again fails ("already exists"), and a type cannot be
+// changed in place.
+var ErrSearchAttributeTypes = errors.New("the namespace has durawait's search attributes registered with another type")
+
+// Gap is how a namespace's search attributes differ from what durawait
+// upserts.
+type Gap struct {
+	// Missing are not registered at all, in names order.
+	Missing []string
+	// WrongType are registered with another type, in names order, as
+	// "<name> is registered as <type>, want <type>".
+	WrongType []string
+}
+
+// Check compares namespace ns's custom search attributes with want. It
+// needs the operator API (ListSearchAttributes).
+func Check(ctx context.Context, op operatorservice.OperatorServiceClient, ns string, want map[string]enumspb.IndexedValueType, names []string) (Gap, error) {
+	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return Gap{}, fmt.Errorf("list the search attributes of namespace %q: %w", ns, err)
+	}
+	have := resp.GetCustomAttributes()
+	var g Gap
+	for _, name := range names {
+		t, ok := have[name]
+		switch {
+		case !ok:
+			g.Missing = append(g.Missing, name)
+		case t != want[name]:
+			g.WrongType = append(g.WrongType, fmt.Sprintf("%s is registered as %s, want %s", name, typeName(t), typeName(want[name])))
+		}
+	}
+	return g, nil
+}
+
+// wrongTypeError explains search attributes registered with another type.
+func wrongTypeError(ns string, wrong []string) error {
+	return fmt.Errorf("%w: %s; remove each from namespace %q (temporal operator search-attribute remove) and start durawait again, or use another namespace",
+		ErrSearchAttributeTypes, strings.Join(wrong, "; "), ns)
+}
 
 // Missing lists the search attributes of want that namespace ns has not
 // registered (or has with another type), in names order.
@@ -74,18 +118,24 @@ func typeName(t enumspb.IndexedValueType) string {
 // CheckCluster refuses (ErrMissingSearchAttributes, with the exact create
 // commands) when namespace ns of a cluster lacks any of the search
 // attributes: a workflow that upserts an unregistered one stalls, so
-// durawait does not start rather than stall. It changes nothing on the
-// cluster.
+// durawait does not start rather than stall. One registered with another
+// type is refused apart (ErrSearchAttributeTypes): its create line would
+// fail. It changes nothing on the cluster, and needs the operator API
+// (ListSearchAttributes).
 func CheckCluster(ctx context.Context, s Services, ns string, want map[string]enumspb.IndexedValueType, names []string) error {
-	missing, err := Missing(ctx, s.Operator, ns, want, names)
+	g, err := Check(ctx, s.Operator, ns, want, names)
 	if err != nil {
 		return err
 	}
-	if len(missing) == 0 {
-		return nil
+	var errs []error
+	if len(g.Missing) > 0 {
+		errs = append(errs, fmt.Errorf("%w (%s): create them with the Temporal CLI, then start durawait again:\n%s",
+			ErrMissingSearchAttributes, strings.Join(g.Missing, ", "), CreateLines(ns, g.Missing, want)))
 	}
-	return fmt.Errorf("%w (%s): create them with the Temporal CLI, then start durawait again:\n%s",
-		ErrMissingSearchAttributes, strings.Join(missing, ", "), CreateLines(ns, missing, want))
+	if len(g.WrongType) > 0 {
+		errs = append(errs, wrongTypeError(ns, g.WrongType))
+	}
+	return errors.Join(errs...)
 }
 
 // EmbeddedOptions say what the embedded engine's namespace must have.
@@ -106,10 +156,14 @@ type EmbeddedOptions struct {
 // on the embedded engine, before any worker starts. It returns once every
 // search attribute is usable (see awaitUsable) or ctx ends.
 func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
-	missing, err := Missing(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
+	g, err := Check(ctx, s.Operator, o.Namespace, o.SearchAttributes, o.Names)
 	if err != nil {
 		return err
 	}
+	if len(g.WrongType) > 0 {
+		return wrongTypeError(o.Namespace, g.WrongType)
+	}
+	missing := g.Missing
 	if len(missing) > 0 {
 		add := map[string]enumspb.IndexedValueType{}
 		for _, name := range missing {
@@ -166,7 +220,11 @@ func awaitUsable(ctx context.Context, s Services, o EmbeddedOptions) error {
 	}
 }
 
-// setRetention updates the namespace's retention when it differs.
+// setRetention updates the namespace's retention when it differs. It sends
+// the retention alone: the server keeps every config field left unset
+// (aliases, bad binaries, archival), where sending back the described
+// config would rewrite them. A new retention applies to waits that close
+// afterwards.
 func setRetention(ctx context.Context, ws workflowservice.WorkflowServiceClient, ns string, retention time.Duration) error {
 	desc, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
 	if err != nil {
@@ -175,10 +233,8 @@ func setRetention(ctx context.Context, ws workflowservice.WorkflowServiceClient,
 	if desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() == retention {
 		return nil
 	}
-	cfg := desc.GetConfig()
-	cfg.WorkflowExecutionRetentionTtl = durationpb.New(retention)
 	if _, err := ws.UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{
-		Namespace: ns, Config: cfg,
+		Namespace: ns, Config: &namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(retention)},
 	}); err != nil {
 		return fmt.Errorf("set the retention of namespace %q to %s: %w", ns, retention, err)
 	}

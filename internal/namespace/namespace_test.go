@@ -10,9 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/durawait/durawait/internal/engine"
 )
@@ -56,6 +62,21 @@ func TestAnEarlierNamespaceGetsTheSearchAttributesAndRetention(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 72*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
 
+	// A workflow upserts one at once: its workflow task is not refused
+	// (an unknown attribute would stall it).
+	w := worker.New(c, "upsert", worker.Options{})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		return workflow.UpsertTypedSearchAttributes(ctx, temporal.NewSearchAttributeKeyKeyword("DurawaitState").ValueSet("running"))
+	}, workflow.RegisterOptions{Name: "Upserts"})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "upserts", TaskQueue: "upsert"}, "Upserts")
+	require.NoError(t, err)
+	require.NoError(t, run.Get(ctx, nil), "the upsert right after registration is taken")
+	wdesc, err := c.DescribeWorkflowExecution(ctx, "upserts", "")
+	require.NoError(t, err)
+	assert.Contains(t, wdesc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields(), "DurawaitState")
+
 	// A workflow starts with them at once (the engine's caches know them)
 	// and is found by them.
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "w", TaskQueue: "none",
@@ -95,4 +116,54 @@ func TestANewNamespaceIsCreatedWithThemAndItsRetention(t *testing.T) {
 	desc, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	require.NoError(t, err)
 	assert.Equal(t, 5*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
+}
+
+// A search attribute registered with another type is named apart, with
+// no create line (it would fail "already exists"); the embedded engine
+// refuses it rather than try to register it again.
+func TestAnAttributeOfAnotherTypeIsNamedApart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, _, stop := startEngine(t, t.TempDir(), map[string]enumspb.IndexedValueType{"DurawaitTool": enumspb.INDEXED_VALUE_TYPE_TEXT})
+	defer stop()
+
+	err := CheckCluster(ctx, s, "default", want, names)
+	require.ErrorIs(t, err, ErrMissingSearchAttributes)
+	require.ErrorIs(t, err, ErrSearchAttributeTypes)
+	assert.Contains(t, err.Error(), "--name DurawaitState --type Keyword\n")
+	assert.NotContains(t, err.Error(), "--name DurawaitTool")
+	assert.Contains(t, err.Error(), "DurawaitTool is registered as Text, want Keyword")
+
+	err = PrepareEmbedded(ctx, s, EmbeddedOptions{Namespace: "default", SearchAttributes: want, Names: names})
+	require.ErrorIs(t, err, ErrSearchAttributeTypes)
+	assert.Contains(t, err.Error(), "DurawaitTool is registered as Text, want Keyword")
+}
+
+// retentionService records the UpdateNamespace request.
+type retentionService struct {
+	workflowservice.WorkflowServiceClient
+	update *workflowservice.UpdateNamespaceRequest
+}
+
+func (r *retentionService) DescribeNamespace(context.Context, *workflowservice.DescribeNamespaceRequest, ...grpc.CallOption) (*workflowservice.DescribeNamespaceResponse, error) {
+	return &workflowservice.DescribeNamespaceResponse{Config: &namespacepb.NamespaceConfig{
+		WorkflowExecutionRetentionTtl: durationpb.New(24 * time.Hour),
+		BadBinaries:                   &namespacepb.BadBinaries{Binaries: map[string]*namespacepb.BadBinaryInfo{"abc": {Reason: "r"}}},
+		CustomSearchAttributeAliases:  map[string]string{"Keyword01": "DurawaitTool"},
+	}}, nil
+}
+
+func (r *retentionService) UpdateNamespace(_ context.Context, req *workflowservice.UpdateNamespaceRequest, _ ...grpc.CallOption) (*workflowservice.UpdateNamespaceResponse, error) {
+	r.update = req
+	return &workflowservice.UpdateNamespaceResponse{}, nil
+}
+
+// Setting the retention sends the retention alone, not the rest of the
+// described config back.
+func TestSetRetentionSendsOnlyTheRetention(t *testing.T) {
+	ws := &retentionService{}
+	require.NoError(t, setRetention(context.Background(), ws, "default", 72*time.Hour))
+	require.NotNil(t, ws.update)
+	assert.True(t, proto.Equal(&namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(72 * time.Hour)}, ws.update.GetConfig()),
+		"sent %v", ws.update.GetConfig())
 }
