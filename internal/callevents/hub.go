@@ -80,8 +80,14 @@ func (h *Hub) SetLimits(total, perKey int) {
 // names who subscribes (a principal). At a cap it returns an error that
 // wraps ErrTooManySubscribers and says which cap.
 func (h *Hub) Join(filter Filter, key string) (*Subscription, func(), error) {
+	return h.join(filter, key, true)
+}
+
+// join adds a subscriber; capped applies the caps of SetLimits.
+func (h *Hub) join(filter Filter, key string, capped bool) (*Subscription, func(), error) {
 	h.mu.Lock()
 	switch {
+	case !capped:
 	case h.total > 0 && len(h.subs) >= h.total:
 		h.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: this process has %d, its limit", ErrTooManySubscribers, h.total)
@@ -143,21 +149,12 @@ func (h *Hub) Publish(ev Event) {
 	}
 }
 
-// Subscribe adds a subscriber with filter; the returned function removes
-// it (the Events channel is not closed: stop reading when you unsubscribe).
+// Subscribe adds a subscriber with filter, outside the caps of Join; the
+// returned function removes it (the Events channel is not closed: stop
+// reading when you unsubscribe).
 func (h *Hub) Subscribe(filter Filter) (*Subscription, func()) {
-	s := &Subscription{filter: filter, events: make(chan Event, h.buffer)}
-	h.mu.Lock()
-	h.subs[s] = struct{}{}
-	h.mu.Unlock()
-	var once sync.Once
-	return s, func() {
-		once.Do(func() {
-			h.mu.Lock()
-			delete(h.subs, s)
-			h.mu.Unlock()
-		})
-	}
+	s, end, _ := h.join(filter, "", false)
+	return s, end
 }
 
 // Subscribers counts the current subscribers.
