@@ -457,6 +457,16 @@ func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
 	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
 	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
+	// An operator's cancel of wait_for answers reason "failed" and a
+	// "cancelled" object: its outcome is cancelled, as DurawaitState and
+	// the worker's "wait ended" line say, and as wait_for_text's is.
+	f := cancelledFront()
+	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 60)
+	assert.Equal(t, OutcomeCancelled, callOutcome(context.Background(), "wait_for", cancelled, nil))
+	failed := &mcp.CallToolResult{IsError: true, StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonFailed}}
+	assert.Equal(t, "failed", callOutcome(context.Background(), "wait_for", failed, nil), "fail_matches is still failed")
+	assert.Equal(t, OutcomeCancelled, callOutcome(context.Background(), "wait_for_text",
+		f.cancelledText(context.Background(), "wait_for_text/abc", "run-1"), nil))
 }
 
 // A caller at its cap of streams gets 429; a client that hangs up is

@@ -66,16 +66,22 @@ func validates(t *testing.T, schema []byte, res *mcp.CallToolResult) map[string]
 	return out
 }
 
-// An operator's cancel answers each tool with a result its output schema
-// validates, naming who cancelled and why.
-func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
+// cancelledFront is a Front whose Temporal holds, for any workflow, the
+// history of a run an operator-alice cancelled 12 s after it started.
+func cancelledFront() *Front {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	tc := &mocks.Client{}
 	tc.On("GetWorkflowHistory", mock.Anything, mock.Anything, mock.Anything, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).
 		Return(func(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
 			return cancelledHistory(t0)
 		})
-	f := New(Options{Temporal: tc, TaskQueue: "q"})
+	return New(Options{Temporal: tc, TaskQueue: "q"})
+}
+
+// An operator's cancel answers each tool with a result its output schema
+// validates, naming who cancelled and why.
+func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
+	f := cancelledFront()
 
 	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
 	assert.True(t, res.IsError)

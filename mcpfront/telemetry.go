@@ -52,10 +52,13 @@ const (
 
 // The outcomes of a wait that are not read from its result: the tool
 // answered with isError, or the caller went away before the answer (the
-// wait itself runs on to its own bound).
+// wait itself runs on to its own bound); and wait_for's outcome when an
+// operator cancelled its wait (its reason says "failed", its "cancelled"
+// object who cancelled).
 const (
 	OutcomeError      = "error"
 	OutcomeClientGone = "client_gone"
+	OutcomeCancelled  = "cancelled"
 )
 
 // meteredWaitTools are the tools whose calls count as waits in the metrics.
@@ -80,6 +83,7 @@ const (
 	attrOutcome       = attribute.Key("outcome")
 	attrWaitStart     = attribute.Key("wait_start")
 	attrTask          = attribute.Key("task")
+	attrCancelledBy   = attribute.Key("cancelled_by")
 )
 
 // toolTelemetry instruments the calls of one tool.
@@ -468,7 +472,12 @@ func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.Key
 	if args.Probe.Tool != "" {
 		attrs = append(attrs, attrProbeTool.String(args.Probe.Tool))
 	}
-	var result workflows.WaitForResult
+	var result struct {
+		workflows.WaitForResult
+		// Cancelled is set when an operator cancelled the wait
+		// (cancelledWaitFor).
+		Cancelled *workflows.Cancellation `json:"cancelled"`
+	}
 	if !asResult(structured, &result) || result.Reason == "" {
 		return attrs, ""
 	}
@@ -476,6 +485,12 @@ func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.Key
 		attrPollCount.Int(result.Samples),
 		attrStopReason.String(string(result.Reason)),
 		attrElapsedMs.Int64(int64(result.ElapsedSec*1000+0.5)))
+	if result.Cancelled != nil {
+		// The contract's stop_reason stays "failed"; the outcome says
+		// cancelled, as DurawaitState and the worker's "wait ended" do.
+		attrs = append(attrs, attrCancelledBy.String(result.Cancelled.By))
+		return attrs, OutcomeCancelled
+	}
 	return attrs, string(result.Reason)
 }
 

@@ -108,6 +108,23 @@ func TestWaitForSpanHasExactlyTheContractsAttributes(t *testing.T) {
 	}, attrs(r.lastSpan(t, "wait_for")))
 }
 
+// An operator's cancel of wait_for keeps the contract's stop_reason
+// ("failed"), names who cancelled, and counts as outcome cancelled.
+func TestACancelledWaitForIsCancelledNotFailed(t *testing.T) {
+	r := newRecorded(t)
+	res := cancelledFront().cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
+	_, err := r.call(t, context.Background(), "wait_for", map[string]any{"probe": map[string]any{"tool": "clock"},
+		"until": map[string]any{"matches": "x"}}, nil, answerWith(res))
+	require.NoError(t, err)
+	span := r.lastSpan(t, "wait_for")
+	assert.Equal(t, map[string]any{
+		"wait_condition": "matches", "probe_tool": "clock", "poll_count": int64(0), "stop_reason": "failed",
+		"elapsed_ms": int64(12000), "cancelled_by": "operator-alice",
+	}, attrs(span))
+	assert.Equal(t, "the tool answered with isError: cancelled", span.Status().Description)
+	assert.Equal(t, map[string]float64{"outcome=cancelled,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsEnded))
+}
+
 func TestAWaitForErrorSetsTheSpanStatus(t *testing.T) {
 	r := newRecorded(t)
 	_, err := r.call(t, context.Background(), "wait_for", map[string]any{"probe": map[string]any{"tool": "clock"}},
