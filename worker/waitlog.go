@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"log/slog"
+
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -86,7 +88,10 @@ func logWaitEnd(ctx workflow.Context, tool string, err error) {
 	}
 	took := workflow.Now(ctx).Sub(info.WorkflowStartTime)
 	fields := []any{"tool", tool, "wait_id", info.WorkflowExecution.ID, "run_id", info.WorkflowExecution.RunID,
-		"caller.principal", caller, "caller.client", client, "caller.session", session,
+		// A group, as the front's lines have it: caller.principal=… in
+		// text, a nested "caller" object in JSON (the SDK's structured
+		// logger hands slog attributes to the handler as they are).
+		slog.Group("caller", "principal", caller, "client", client, "session", session),
 		"outcome", outcome, "duration_ms", took.Milliseconds()}
 	if status, ok := attrs.GetKeyword(workflows.KeyAgentStatus); ok && status != "" {
 		fields = append(fields, "agent_status", status)

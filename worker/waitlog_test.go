@@ -111,7 +111,8 @@ func TestWaitEndLoggerLogsEachWaitsEndOnce(t *testing.T) {
 			assert.Equal(t, "INFO", l["level"])
 			assert.Equal(t, want.tool, l["tool"])
 			assert.NotEmpty(t, l["wait_id"])
-			assert.Contains(t, l, "caller.principal")
+			require.IsType(t, map[string]any{}, l["caller"], "caller is a group, as on the front's lines")
+			assert.Contains(t, l["caller"], "principal")
 			assert.Equal(t, want.outcome, l["outcome"])
 			assert.GreaterOrEqual(t, l["duration_ms"], float64(0))
 		})
@@ -145,8 +146,8 @@ func TestWaitEndLoggerNamesTheCallerAndAnError(t *testing.T) {
 	require.Len(t, ended, 1)
 	l := ended[0]
 	assert.Equal(t, "wait_for", l["tool"])
-	assert.Equal(t, "alice", l["caller.principal"])
-	assert.Equal(t, "claude/1", l["caller.client"])
+	assert.Equal(t, map[string]any{"principal": "alice", "client": "claude/1", "session": ""}, l["caller"],
+		"a nested caller object, the shape of the front's lines")
 	assert.Equal(t, "error", l["outcome"])
 	assert.Contains(t, l["error"], "probe failed")
 	assert.Equal(t, float64(90000), l["duration_ms"])

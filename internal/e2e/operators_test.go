@@ -306,8 +306,20 @@ func TestOpsReadyzAndJSONLogs(t *testing.T) {
 	res := c.waitFor(t, readFileWait(w.path("job"), nil))
 	assert.Equal(t, "matched", res.Reason)
 	// The log reaches the test through a pipe, maybe after the answer.
-	eventually(t, "the end line in the log", func() bool { return strings.Contains(inst.log.String(), `"msg":"wait call ended"`) })
-	var sawStart, sawEnd bool
+	eventually(t, "the end lines in the log", func() bool {
+		log := inst.log.String()
+		return strings.Contains(log, `"msg":"wait call ended"`) && strings.Contains(log, `"msg":"wait ended"`)
+	})
+	var sawStart, sawEnd, sawWorkerEnd bool
+	// caller is one nested object on the front's lines and the worker's
+	// alike.
+	callerOf := func(m map[string]any) map[string]any {
+		t.Helper()
+		c, ok := m["caller"].(map[string]any)
+		require.True(t, ok, "caller is a JSON object: %v", m)
+		assert.NotContains(t, m, "caller.principal", "no flat caller keys")
+		return c
+	}
 	// Complete lines only: the last may still be on its way.
 	log := inst.log.String()
 	for _, line := range strings.Split(log[:strings.LastIndexByte(log, '\n')], "\n") {
@@ -317,14 +329,21 @@ func TestOpsReadyzAndJSONLogs(t *testing.T) {
 		case "wait started":
 			sawStart = true
 			assert.Equal(t, "wait_for", m["tool"])
+			assert.Equal(t, "anonymous", callerOf(m)["principal"])
 		case "wait call ended":
 			sawEnd = true
 			assert.Equal(t, "matched", m["outcome"])
-			assert.Equal(t, "anonymous", m["caller"].(map[string]any)["principal"])
+			assert.Equal(t, "anonymous", callerOf(m)["principal"])
+		case "wait ended":
+			sawWorkerEnd = true
+			assert.Equal(t, "matched", m["outcome"])
+			assert.Equal(t, "wait_for", m["tool"])
+			assert.Equal(t, "anonymous", callerOf(m)["principal"])
 		}
 	}
 	assert.True(t, sawStart)
 	assert.True(t, sawEnd)
+	assert.True(t, sawWorkerEnd)
 }
 
 // waits runs `durawait waits` with args; it returns stdout, stderr and
