@@ -396,16 +396,15 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	if status != nil {
 		p.availability.Store(&status)
 	}
-	p.ready.SetChecks(readiness.Temporal(p.temporal, p.temporalAddr), readiness.Workers(p.temporal, p.cfg.TaskQueue, nil))
 	if p.front == nil {
-		p.health.setReady(p.temporalAddr, status)
+		p.markReady(status)
 		<-ctx.Done()
 		p.ready.SetDraining()
 		return nil
 	}
 	if p.cfg.Stdio {
 		p.logger.Info("serving MCP on stdio")
-		p.health.setReady(p.temporalAddr, status)
+		p.markReady(status)
 		// A signal drains the calls first (they answer "call again"), then
 		// ends the session.
 		serveCtx, endServe := context.WithCancel(context.WithoutCancel(ctx))
@@ -441,7 +440,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	}
 	p.mux.Handle("/mcp", p.traced(mcpHandler))
 	p.mux.Handle("/events", p.front.EventsHandler(httpOpts))
-	p.health.setReady(p.temporalAddr, status)
+	p.markReady(status)
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()
 	p.logger.Info("shutting down")
@@ -452,6 +451,15 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	drainFront(p.front, p.logger)
 	p.shutdownHTTP()
 	return nil
+}
+
+// markReady marks the process ready, once everything it serves is in
+// place (for an HTTP front end: authentication set up and /mcp and /events
+// routed): /healthz says ready and /readyz starts running its checks, so
+// /readyz is never 200 while /mcp is still 404.
+func (p *process) markReady(status func() map[string]string) {
+	p.ready.SetChecks(readiness.Temporal(p.temporal, p.temporalAddr), readiness.Workers(p.temporal, p.cfg.TaskQueue, nil))
+	p.health.setReady(p.temporalAddr, status)
 }
 
 // downstreamStatus reports the downstream servers for /healthz: the
