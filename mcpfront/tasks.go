@@ -224,9 +224,13 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		if !workflows.Owns(principalFrom(ctx), id) {
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
 		}
-		noteWait(ctx, id, waitAttached)
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
-		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr != nil {
+		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr == nil {
+			// The invocation runs and took the wait: only now is the
+			// call attached to it (an unknown or closed one logs no
+			// wait line), as on the plain path (handleWaitAgent).
+			noteWait(ctx, id, waitAttached)
+		} else {
 			// A closed invocation takes no update: its task is its run,
 			// whose result is the final payload. Any other failure is the
 			// call's.

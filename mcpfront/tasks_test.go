@@ -3,12 +3,18 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 func TestTaskIDsNameTheirRunOrUpdate(t *testing.T) {
@@ -96,4 +102,27 @@ func TestModernCallsDropTheLegacyTaskParam(t *testing.T) {
 	msg, _ = parseRPC(list)
 	_, changed = forMCPGo(msg, list, true)
 	assert.False(t, changed, "only tools/call")
+}
+
+// A task-augmented wait_agent on an invocation that does not exist is
+// attached to nothing: the call logs no wait line and counts no attach,
+// as a plain wait_agent call (the attach is noted once the invocation
+// accepted the wait).
+func TestAWaitAgentTaskOnAnUnknownInvocationAttachesToNothing(t *testing.T) {
+	tc := &mocks.Client{}
+	notFound := serviceerror.NewNotFound("workflow not found")
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, notFound)
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(nil, notFound)
+	logs := &lockedBuffer{}
+	f := New(Options{Temporal: tc, TaskQueue: "q", Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := &toolCall{f: f, tool: "wait_agent", id: newCallID(), begun: time.Now()}
+	ctx := context.WithValue(context.Background(), toolCallKey{}, c)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_agent"
+	req.Params.Arguments = map[string]any{"invocation_id": workflows.InvocationID("", [16]byte{1})}
+
+	_, err := f.createTask(ctx, req)
+	require.Error(t, err)
+	assert.Empty(t, c.waitID, "no wait to attach to")
+	assert.NotContains(t, logs.String(), "wait attached")
 }
