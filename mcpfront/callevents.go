@@ -301,7 +301,8 @@ func (c *toolCall) event(typ string) callevents.Event {
 	defer c.mu.Unlock()
 	return callevents.Event{
 		Type: typ, Tool: c.tool, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart,
-		Principal: c.who.principal, Session: baseSession(c.who.session), Client: c.client,
+		Principal: workflows.CallerValue(c.who.principal), Owner: c.who.principal,
+		Session: baseSession(c.who.session), Client: c.client,
 	}
 }
 

@@ -108,6 +108,28 @@ func drainEvents(sub *callevents.Subscription) []callevents.Event {
 	}
 }
 
+// The local user's events name it as the logs and DurawaitCaller do,
+// "anonymous"; they still reach only the local user's subscriptions.
+func TestTheLocalUsersEventsSayAnonymous(t *testing.T) {
+	f, hub, logs := eventsFront(t, jsonLogs, 40)
+	local, endLocal := hub.Subscribe(callevents.Filter{})
+	defer endLocal()
+	named, endNamed := hub.Subscribe(callevents.Filter{Principal: workflows.CallerAnonymous})
+	defer endNamed()
+
+	callTool(t, f, "", "wait_for", waitForArgs)
+	evs := drainEvents(local)
+	require.NotEmpty(t, evs)
+	for _, ev := range evs {
+		assert.Equal(t, "anonymous", ev.Principal)
+		var frame bytes.Buffer
+		require.NoError(t, callevents.WriteFrame(&frame, ev))
+		assert.Contains(t, frame.String(), `"principal":"anonymous"`)
+	}
+	assert.Empty(t, drainEvents(named), "a principal named anonymous is not the local user")
+	assert.Contains(t, logs.String(), `"principal":"anonymous"`)
+}
+
 func TestAWaitForCallPublishesStartedSamplesAndEnded(t *testing.T) {
 	f, hub, _ := eventsFront(t, jsonLogs, 40)
 	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
@@ -298,7 +320,7 @@ func TestEventsStreamIsPerPrincipalAndFiltersByTool(t *testing.T) {
 	assert.Equal(t, callevents.TypeStarted, ev.Type)
 	// The wait_agent filter let no wait_for event through: a sentinel
 	// published straight to the hub is alice's first frame there.
-	hub.Publish(callevents.Event{Type: callevents.TypeStarted, Tool: "wait_agent", Principal: "alice", CallID: "sentinel"})
+	hub.Publish(callevents.Event{Type: callevents.TypeStarted, Tool: "wait_agent", Principal: "alice", Owner: "alice", CallID: "sentinel"})
 	assert.Equal(t, "sentinel", nextFrame(t, aliceAgents).CallID)
 }
 

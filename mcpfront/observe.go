@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +62,13 @@ func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
 			return name
 		}
 	}
-	if sid := sessionOf(ctx); sid != "" {
+	// The names are kept by mcp-go's session ID: the transport's session,
+	// or stdio's own ("stdio").
+	sid := sessionOf(ctx)
+	if s := server.ClientSessionFromContext(ctx); sid == "" && s != nil {
+		sid = baseSession(s.SessionID())
+	}
+	if sid != "" {
 		if name, ok := f.clients.m.Load(sid); ok {
 			return name.(string)
 		}
@@ -71,16 +76,12 @@ func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
 	return ""
 }
 
-// sessionOf is the caller's MCP session ID (the client's, not one
-// request's), or "".
+// sessionOf is the caller's MCP session ID as its transport gave it (the
+// client's, not one request's), or "": on stdio, which has no session ID,
+// and on protocol 2026-07-28. It is the one value of the DurawaitSession
+// attribute, the log lines' caller.session and the events' session.
 func sessionOf(ctx context.Context) string {
-	sid, _, _ := strings.Cut(callerFrom(ctx).session, perCallSuffix)
-	if sid == "" {
-		if s := server.ClientSessionFromContext(ctx); s != nil {
-			sid, _, _ = strings.Cut(s.SessionID(), perCallSuffix)
-		}
-	}
-	return sid
+	return baseSession(callerFrom(ctx).session)
 }
 
 // startAttributes are the search attributes a workflow of tool starts with:

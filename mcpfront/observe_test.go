@@ -153,6 +153,30 @@ func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
 	assert.False(t, hasSession)
 }
 
+// On stdio, which has no session ID, a wait has no DurawaitSession (as its
+// log lines and events have no session), yet its client is still named
+// from the stdio session's initialize.
+func TestAStdioWaitHasNoSessionButItsClient(t *testing.T) {
+	f := New(Options{TaskQueue: "q", Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
+	sess := &stdioSession{}
+	f.clients.m.Store(sess.SessionID(), "claude-code/2.1")
+	ctx := f.mcp.WithContext(withCaller(context.Background(), caller{}), sess)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_for"
+	req.Params.Arguments = map[string]any{
+		"probe": map[string]any{"tool": "demo.read_file", "args": map[string]any{}},
+		"until": map[string]any{"matches": "READY"}, "poll_sec": 2, "max_wait_sec": 300,
+	}
+	w, bad := f.prepareWaitFor(ctx, req)
+	require.Nil(t, bad)
+	_, hasSession := w.attrs.GetKeyword(workflows.KeySession)
+	assert.False(t, hasSession, "not mcp-go's stdio session ID")
+	v, _ := w.attrs.GetKeyword(workflows.KeyClient)
+	assert.Equal(t, "claude-code/2.1", v)
+	v, _ = w.attrs.GetKeyword(workflows.KeyCaller)
+	assert.Equal(t, "anonymous", v)
+}
+
 // A task-augmented wait_for or wait_for_text an operator cancelled answers
 // with the same structured result as a plain call: who cancelled, and for
 // wait_for its max_wait_sec read from the run's start.

@@ -70,12 +70,12 @@ func TestParseToolsTakesRepeatsAndCommaLists(t *testing.T) {
 
 func TestFilterKeepsOnesOwnCallsAndTools(t *testing.T) {
 	alice := Filter{Principal: "alice"}
-	assert.True(t, alice.Match(Event{Principal: "alice", Tool: "wait_for"}))
-	assert.False(t, alice.Match(Event{Principal: "bob", Tool: "wait_for"}))
-	assert.False(t, alice.Match(Event{Principal: "", Tool: "wait_for"}), "the local user's calls are not alice's")
+	assert.True(t, alice.Match(Event{Owner: "alice", Tool: "wait_for"}))
+	assert.False(t, alice.Match(Event{Owner: "bob", Tool: "wait_for"}))
+	assert.False(t, alice.Match(Event{Owner: "", Tool: "wait_for"}), "the local user's calls are not alice's")
 
 	local := Filter{AllPrincipals: true}
-	assert.True(t, local.Match(Event{Principal: "bob"}))
+	assert.True(t, local.Match(Event{Owner: "bob"}))
 
 	onlyWaitFor := Filter{AllPrincipals: true, Tools: map[string]bool{"wait_for": true}}
 	assert.True(t, onlyWaitFor.Match(Event{Tool: "wait_for"}))
@@ -89,9 +89,9 @@ func TestHubDeliversInOrderPerPrincipal(t *testing.T) {
 	bob, endB := h.Subscribe(Filter{Principal: "bob"})
 	defer endB()
 
-	h.Publish(Event{Type: TypeStarted, Principal: "alice", CallID: "a1"})
-	h.Publish(Event{Type: TypeStarted, Principal: "bob", CallID: "b1"})
-	h.Publish(Event{Type: TypeEnded, Principal: "alice", CallID: "a1"})
+	h.Publish(Event{Type: TypeStarted, Owner: "alice", CallID: "a1"})
+	h.Publish(Event{Type: TypeStarted, Owner: "bob", CallID: "b1"})
+	h.Publish(Event{Type: TypeEnded, Owner: "alice", CallID: "a1"})
 
 	first, second := <-alice.Events(), <-alice.Events()
 	assert.Equal(t, []string{TypeStarted, TypeEnded}, []string{first.Type, second.Type})

@@ -46,8 +46,14 @@ type Event struct {
 	// call waits on an existing one such as wait_agent's invocation), or
 	// "started_or_attached" when Temporal's answer did not say.
 	WaitStart string `json:"wait_start,omitempty"`
-	// Principal is the caller's principal; empty is the local user.
+	// Principal is the caller's principal as the logs and DurawaitCaller
+	// name it: "anonymous" for the local user.
 	Principal string `json:"principal,omitempty"`
+	// Owner is the caller's principal as authenticated, "" for the local
+	// user: the principal whose subscriptions see the event (Filter). It
+	// is not sent, so a principal named "anonymous" never sees the local
+	// user's events.
+	Owner string `json:"-"`
 	// Session is the MCP session ID, when the protocol has sessions.
 	Session string `json:"session,omitempty"`
 	// Client is the MCP client's name/version, when known.

@@ -17,7 +17,7 @@ type Filter struct {
 	// Tools, when not empty, keeps only the events of these tools.
 	Tools map[string]bool
 	// AllPrincipals receives every caller's events; otherwise only those
-	// whose Principal equals Principal.
+	// whose Owner equals Principal ("" is the local user).
 	AllPrincipals bool
 	Principal     string
 }
@@ -27,7 +27,7 @@ func (f Filter) Match(ev Event) bool {
 	if len(f.Tools) > 0 && !f.Tools[ev.Tool] {
 		return false
 	}
-	return f.AllPrincipals || ev.Principal == f.Principal
+	return f.AllPrincipals || ev.Owner == f.Principal
 }
 
 // Hub fans tool-call events out to subscribers. Publish never blocks: a
