@@ -433,13 +433,16 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 		Authenticate:   authenticate,
 	}
 	var mcpHandler http.Handler = p.front.HTTPHandlerWith("/mcp", httpOpts)
+	eventsHandler := p.front.EventsHandler(httpOpts)
 	if p.roles.daemon && p.cfg.DaemonIdleExitMin > 0 {
+		// An operator watching /events keeps the daemon up, as a client
+		// on /mcp does.
 		idle := &activity{}
-		mcpHandler = idle.wrap(mcpHandler)
+		mcpHandler, eventsHandler = idle.wrap(mcpHandler), idle.wrap(eventsHandler)
 		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
 	p.mux.Handle("/mcp", p.traced(mcpHandler))
-	p.mux.Handle("/events", p.front.EventsHandler(httpOpts))
+	p.mux.Handle("/events", eventsHandler)
 	p.markReady(status)
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()
