@@ -58,8 +58,9 @@ const DefaultLimit = 50
 // search attribute exists on the namespace: without AttrTool, --tool falls
 // back to the tool's workflow ID prefix (and says so in notes); without
 // AttrCaller, --caller is an error that names the missing attribute.
-// durawait's internal workflows (the catalog) are left out unless asked
-// for by tool.
+// Without --tool only the wait workflows (wait_for, wait_for_text, agent
+// invocations) are listed: durawait's internal ones (the catalog, a split
+// front end's downstream calls and list_panes) only when asked for by tool.
 func Query(opts ListOptions, registered func(string) bool) (query string, notes []string, err error) {
 	var terms []string
 	if opts.Running {
@@ -85,7 +86,7 @@ func Query(opts ListOptions, registered func(string) bool) (query string, notes 
 			return "", nil, fmt.Errorf("--tool %s: search attribute %s is not registered on this namespace, and %q is not one of durawait's own tools (%s) that can be found by workflow ID", opts.Tool, AttrTool, opts.Tool, strings.Join(ownTools(), ", "))
 		}
 	} else {
-		terms = append(terms, fmt.Sprintf("WorkflowType != %s", quote(workflows.CatalogWorkflowName)))
+		terms = append(terms, waitTypesTerm())
 	}
 	if opts.Caller != "" {
 		if !registered(AttrCaller) {
@@ -94,6 +95,21 @@ func Query(opts ListOptions, registered func(string) bool) (query string, notes 
 		terms = append(terms, fmt.Sprintf("%s = %s", AttrCaller, quote(opts.Caller)))
 	}
 	return strings.Join(terms, " AND "), notes, nil
+}
+
+// waitWorkflowTypes are the workflow types of the waits `waits list`
+// shows without --tool: not the catalog, nor a split front end's
+// short-lived downstream-call and list_panes workflows (--tool names
+// those).
+var waitWorkflowTypes = []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName}
+
+// waitTypesTerm keeps the wait workflows: WorkflowType IN (...).
+func waitTypesTerm() string {
+	quoted := make([]string, len(waitWorkflowTypes))
+	for i, t := range waitWorkflowTypes {
+		quoted[i] = quote(t)
+	}
+	return fmt.Sprintf("WorkflowType IN (%s)", strings.Join(quoted, ", "))
 }
 
 func ownTools() []string {

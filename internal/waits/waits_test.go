@@ -30,7 +30,8 @@ func TestQueryUsesTheSearchAttributes(t *testing.T) {
 
 	q, _, err = Query(ListOptions{}, registered(AttrTool))
 	require.NoError(t, err)
-	assert.Equal(t, `WorkflowType != 'DownstreamCatalog'`, q, "the internal catalog workflows are left out")
+	assert.Equal(t, `WorkflowType IN ('WaitFor', 'WaitForText', 'AgentInvocation')`, q,
+		"only the waits: not the catalog, nor a split front end's call/ and list_panes/ workflows")
 }
 
 func TestQueryFallsBackToTheIDPrefixWithoutTheToolAttribute(t *testing.T) {
