@@ -255,16 +255,11 @@ func (f *Front) subscribed() bool {
 	return hub != nil && hub.Subscribers() > 0
 }
 
-// OutcomeTaskCreated is the outcome of a task-augmented call that
-// returned its task: the wait goes on, and its end is the worker's
-// "wait ended" line (and tasks/result).
-const OutcomeTaskCreated = "task_created"
-
 // taskCall runs a task-augmented call of tool (createTask, instrumented by
 // observedTask) as a tool call of its own for the events and the wait log
 // lines: started once its wait is started or attached to (noteWait in
 // createTask), ended when the task is returned, with outcome
-// OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
+// workflows.OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
 // A panic ends the call as an error and goes on.
 func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
 	c := &toolCall{f: f, tool: req.Params.Name, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
@@ -273,14 +268,14 @@ func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp
 		switch {
 		case !returned:
 			panicked := recover()
-			c.finish(OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.tool, panicked))
+			c.finish(workflows.OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.tool, panicked))
 			if panicked != nil {
 				panic(panicked)
 			}
 		case err != nil:
-			c.finish(OutcomeError, true, err.Error())
+			c.finish(workflows.OutcomeError, true, err.Error())
 		default:
-			c.finish(OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
+			c.finish(workflows.OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
 		}
 	}()
 	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
@@ -321,24 +316,24 @@ func (c *toolCall) logAttrs() []any {
 }
 
 // callOutcome names how a call of tool ended, one value for the metrics
-// (durawait.waits.ended), the log lines and the events: OutcomeClientGone
+// (durawait.waits.ended), the log lines and the events: workflows.OutcomeClientGone
 // when the caller went away (the wait runs on); the tool's own outcome
 // read from its structured result (wait_for's reason, an agent's status,
-// wait_for_text's matched / not_matched or error code); OutcomeError for
+// wait_for_text's matched / not_matched or error code); workflows.OutcomeError for
 // any other error or isError answer; for any other result its "status",
 // "reason" or "matched" field, else "ok".
 func callOutcome(ctx context.Context, tool string, res *mcp.CallToolResult, err error) string {
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return OutcomeClientGone
+		return workflows.OutcomeClientGone
 	case err != nil || res == nil:
-		return OutcomeError
+		return workflows.OutcomeError
 	}
 	if _, outcome := callAttributes(tool, mcp.CallToolRequest{}, res, false); outcome != "" {
 		return outcome
 	}
 	if res.IsError {
-		return OutcomeError
+		return workflows.OutcomeError
 	}
 	var fields map[string]any
 	if b, merr := json.Marshal(res.StructuredContent); merr == nil {

@@ -457,7 +457,7 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 	assert.True(t, strings.HasPrefix(evs[0].WaitID, workflows.WaitForIDPrefix), evs[0].WaitID)
 	assert.Equal(t, "alice", evs[0].Principal)
 	assert.Equal(t, callevents.TypeEnded, evs[1].Type)
-	assert.Equal(t, OutcomeTaskCreated, evs[1].Outcome)
+	assert.Equal(t, workflows.OutcomeTaskCreated, evs[1].Outcome)
 	assert.Contains(t, evs[1].Result, evs[0].WaitID+"@run-1", "the task ID names the run")
 	assert.Contains(t, logs.String(), `"msg":"wait started or attached"`)
 	assert.Contains(t, logs.String(), `"outcome":"task_created"`)
@@ -469,13 +469,13 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.Equal(t, OutcomeClientGone, callOutcome(gone, "wait_for", nil, gone.Err()))
-	assert.Equal(t, OutcomeClientGone, callOutcome(context.Background(), "wait_for", nil, context.Canceled))
-	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", nil, errors.New("boom")))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(gone, "wait_for", nil, gone.Err()))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(context.Background(), "wait_for", nil, context.Canceled))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), "wait_for", nil, errors.New("boom")))
 	paneGone := &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{
 		"error": map[string]any{"code": "pane_not_found", "message": "no pane %9"}}}
 	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), "wait_for_text", paneGone, nil))
-	assert.Equal(t, OutcomeError, callOutcome(context.Background(), "wait_for", mcp.NewToolResultError("bad"), nil))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), "wait_for", mcp.NewToolResultError("bad"), nil))
 	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
 	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
 	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
@@ -484,10 +484,10 @@ func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	// the worker's "wait ended" line say, and as wait_for_text's is.
 	f := cancelledFront()
 	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 60)
-	assert.Equal(t, OutcomeCancelled, callOutcome(context.Background(), "wait_for", cancelled, nil))
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), "wait_for", cancelled, nil))
 	failed := &mcp.CallToolResult{IsError: true, StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonFailed}}
 	assert.Equal(t, "failed", callOutcome(context.Background(), "wait_for", failed, nil), "fail_matches is still failed")
-	assert.Equal(t, OutcomeCancelled, callOutcome(context.Background(), "wait_for_text",
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), "wait_for_text",
 		f.cancelledText(context.Background(), "wait_for_text/abc", "run-1"), nil))
 }
 

@@ -50,17 +50,6 @@ const (
 	MetricWaitStarts = "durawait.waits.start_or_attach"
 )
 
-// The outcomes of a wait that are not read from its result: the tool
-// answered with isError, or the caller went away before the answer (the
-// wait itself runs on to its own bound); and wait_for's outcome when an
-// operator cancelled its wait (its reason says "failed", its "cancelled"
-// object who cancelled).
-const (
-	OutcomeError      = "error"
-	OutcomeClientGone = "client_gone"
-	OutcomeCancelled  = "cancelled"
-)
-
 // meteredWaitTools are the tools whose calls count as waits in the metrics.
 var meteredWaitTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
 
@@ -259,7 +248,7 @@ func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
 // finishSpan sets the tool's attributes and the status on span and ends
 // it. The status of an isError answer is a fixed message with its outcome
 // (its error code when the result names one, wait_for_text's
-// pane_not_found say, else OutcomeError), never the result's text (which
+// pane_not_found say, else workflows.OutcomeError), never the result's text (which
 // may hold probe output or a downstream server's error). The call's
 // outcome for the metrics is callOutcome's.
 func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error, rec *callRecord) {
@@ -270,7 +259,7 @@ func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res
 		span.SetStatus(codes.Error, err.Error())
 	case res != nil && res.IsError:
 		if outcome == "" {
-			outcome = OutcomeError
+			outcome = workflows.OutcomeError
 		}
 		span.SetStatus(codes.Error, "the tool answered with isError: "+outcome)
 	}
@@ -489,7 +478,7 @@ func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.Key
 		// The contract's stop_reason stays "failed"; the outcome says
 		// cancelled, as DurawaitState and the worker's "wait ended" do.
 		attrs = append(attrs, attrCancelledBy.String(result.Cancelled.By))
-		return attrs, OutcomeCancelled
+		return attrs, workflows.OutcomeCancelled
 	}
 	return attrs, string(result.Reason)
 }

@@ -19,13 +19,10 @@ var waitWorkflowTools = map[string]string{
 	workflows.AgentWorkflowName:       "start_agent",
 }
 
-// Outcomes of the "wait ended" line that are not a DurawaitState: a run
-// that returned an error other than a cancellation, and a run begun
-// before search attributes that completed.
-const (
-	endOutcomeError     = string(workflows.StateError)
-	endOutcomeCompleted = "completed"
-)
+// endOutcomeError is the "wait ended" outcome of a run that returned an
+// error other than a cancellation (a run begun before search attributes
+// that completed is workflows.OutcomeCompleted).
+const endOutcomeError = string(workflows.StateError)
 
 // WaitEndLogger is a worker interceptor that writes one info line,
 // "wait ended", when a wait workflow (WaitFor, WaitForText,
@@ -84,7 +81,7 @@ func logWaitEnd(ctx workflow.Context, tool string, err error) {
 	case err != nil:
 		outcome = endOutcomeError
 	case outcome == "":
-		outcome = endOutcomeCompleted
+		outcome = workflows.OutcomeCompleted
 	}
 	took := workflow.Now(ctx).Sub(info.WorkflowStartTime)
 	fields := []any{"tool", tool, "wait_id", info.WorkflowExecution.ID, "run_id", info.WorkflowExecution.RunID,
