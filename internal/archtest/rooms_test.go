@@ -105,6 +105,26 @@ func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
 	}
 }
 
+// The leaves: small packages that the roles share, which reach no
+// package of the module but, where they need its vocabulary, workflows.
+func TestLeavesImportNoModulePackageButWorkflows(t *testing.T) {
+	for _, tc := range []struct{ room, reason string }{
+		{"internal/callevents", "the tool-call events hub and stream: the front end fills the events"},
+		{"internal/telemetry", "the OpenTelemetry providers: every role sets them up, none is reached"},
+		{"internal/readiness", "the /readyz checks: they read Temporal, nothing of durawait's"},
+		{"internal/namespace", "the namespace setup: Temporal's API only"},
+		{"internal/waits", "`durawait waits` reads the wait workflows' records, in workflows' vocabulary"},
+	} {
+		t.Run(tc.room, func(t *testing.T) {
+			for _, p := range closure(t, tc.room) {
+				if strings.HasPrefix(p, module+"/") && p != module+"/workflows" {
+					t.Errorf("%s reaches %s: it is a leaf (%s)", tc.room, p, tc.reason)
+				}
+			}
+		})
+	}
+}
+
 // prefixOf matches an import path equal to, or under, one of prefixes
 // (a prefix ending in "/" matches everything under it).
 func prefixOf(prefixes ...string) func(string) bool {
