@@ -26,6 +26,8 @@ type toolEvent struct {
 	WaitID     string  `json:"wait_id"`
 	WaitStart  string  `json:"wait_start"`
 	Principal  string  `json:"principal"`
+	Session    string  `json:"session"`
+	Client     string  `json:"client"`
 	Progress   float64 `json:"progress"`
 	Message    string  `json:"message"`
 	Outcome    string  `json:"outcome"`
