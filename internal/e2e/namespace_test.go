@@ -1,13 +1,18 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/operatorservice/v1"
 
 	"github.com/durawait/durawait/internal/engine"
 	"github.com/durawait/durawait/workflows"
@@ -26,7 +31,7 @@ func bareEngine(t *testing.T, dir string) *engine.Engine {
 
 // On a cluster whose namespace lacks the search attributes, durawait
 // refuses to start (rather than stall every workflow task) and prints the
-// exact commands that create them.
+// exact commands that create them; once they exist, its roles run there.
 func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testing.T) {
 	w := newWorkspace(t)
 	e := bareEngine(t, w.path("cluster"))
@@ -41,6 +46,44 @@ func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testin
 			assert.Contains(t, string(out), "temporal operator search-attribute create --namespace default --name "+name+" --type Keyword", role)
 		}
 	}
+
+	// The operator creates them (through the operator service, as those
+	// lines do); then a worker and a front end, each its own process on
+	// the cluster, serve a wait that the operator finds by its attributes,
+	// through the visibility API and `durawait waits --temporal`.
+	ctx := context.Background()
+	tc := temporalClient(t, e.Addr())
+	_, err := tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: "default", SearchAttributes: workflows.SearchAttributes()})
+	require.NoError(t, err)
+	w.startRole("worker", config, e.Addr())
+	frontConfig := w.path("front.toml")
+	require.NoError(t, os.WriteFile(frontConfig, []byte(fmt.Sprintf("data_dir = %q\n", w.path("front-data"))), 0o644))
+	c := w.startRole("front", frontConfig, e.Addr()).client(t)
+	eventually(t, "the front to list the worker's tools", func() bool { return listedTools(t, c)["read_file"] != "" })
+
+	answer := make(chan waitResult, 1)
+	go func() { answer <- c.waitFor(t, readFileWait(w.path("job"), nil)) }()
+	var ids []string
+	eventually(t, "the running wait found by its attributes", func() bool {
+		ids = found(t, tc, `DurawaitTool = "wait_for" AND DurawaitState = "running" AND DurawaitCaller = "anonymous" AND DurawaitProbeTool = "demo.read_file"`)
+		return len(ids) == 1
+	})
+	var rows []struct{ ID, State string }
+	eventually(t, "durawait waits --temporal to list it", func() bool {
+		out, errOut, ok := w.waits("list", "--temporal", e.Addr(), "--running", "--tool", "wait_for", "--json")
+		require.True(t, ok, errOut)
+		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		return len(rows) == 1
+	})
+	assert.Equal(t, ids[0], rows[0].ID)
+	assert.Equal(t, "running", rows[0].State)
+
+	w.write("job", "READY")
+	assert.Equal(t, "matched", (<-answer).Reason)
+	eventually(t, "its end state", func() bool {
+		return len(found(t, tc, fmt.Sprintf(`WorkflowId = %q AND DurawaitState = "matched"`, ids[0]))) == 1
+	})
 }
 
 // A data dir created by the previous release (its namespace has no

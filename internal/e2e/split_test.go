@@ -22,26 +22,38 @@ import (
 // its /healthz to answer 200.
 func (w *workspace) startFront(config, engine string) *instance {
 	w.t.Helper()
-	front := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
-	front.cmd = exec.Command(bin.durawait, "front", "--config", config, "--temporal", engine, "--http", front.http)
-	front.cmd.Stdout, front.cmd.Stderr = front.log, front.log
-	require.NoError(w.t, front.cmd.Start())
-	go func() { _ = front.cmd.Wait(); close(front.done) }()
+	return w.startRole("front", config, engine)
+}
+
+// startRole runs `durawait <role>` (front or worker) on the Temporal at
+// engine and waits for its /healthz to answer 200.
+func (w *workspace) startRole(role, config, engine string) *instance {
+	w.t.Helper()
+	inst := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
+	inst.cmd = exec.Command(bin.durawait, role, "--config", config, "--temporal", engine, "--http", inst.http)
+	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
+	require.NoError(w.t, inst.cmd.Start())
+	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
 	w.t.Cleanup(func() {
-		front.kill9()
+		inst.kill9()
 		if w.t.Failed() {
-			w.t.Logf("front log:\n%s", front.log.String())
+			w.t.Logf("%s log:\n%s", role, inst.log.String())
 		}
 	})
-	eventually(w.t, "the front's /healthz", func() bool {
-		resp, err := http.Get("http://" + front.http + "/healthz")
+	eventually(w.t, "the "+role+"'s /healthz", func() bool {
+		select {
+		case <-inst.done:
+			w.t.Fatalf("durawait %s exited during start-up:\n%s", role, inst.log.String())
+		default:
+		}
+		resp, err := http.Get("http://" + inst.http + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return front
+	return inst
 }
 
 // listedTools are the tools a client lists, by name, each as its JSON.
