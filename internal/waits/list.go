@@ -9,13 +9,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -54,47 +54,35 @@ type ListOptions struct {
 // DefaultLimit is how many waits list shows unless told otherwise.
 const DefaultLimit = 50
 
-// Query builds the visibility query of opts. registered says whether a
-// search attribute exists on the namespace: without AttrTool, --tool falls
-// back to the tool's workflow ID prefix (and says so in notes); without
-// AttrCaller, --caller is an error that names the missing attribute.
+// Query builds the visibility query of opts, on the search attributes
+// every namespace durawait runs on has (registered at boot on the embedded
+// engine, required at start on a cluster). notes say how a --tool was read.
 // Without --tool only the wait workflows (wait_for, wait_for_text, agent
 // invocations) are listed: durawait's internal ones (the catalog, a split
 // front end's downstream calls and list_panes) only when asked for by tool.
-func Query(opts ListOptions, registered func(string) bool) (query string, notes []string, err error) {
+func Query(opts ListOptions) (query string, notes []string) {
 	var terms []string
 	if opts.Running {
 		terms = append(terms, "ExecutionStatus = 'Running'")
 	}
-	if opts.Tool != "" {
-		switch prefix, known := idPrefixes[opts.Tool]; {
-		case registered(AttrTool) && opts.Tool == "wait_agent":
-			// wait_agent waits on an invocation start_agent started; the
-			// invocation's workflow carries start_agent, whichever front
-			// end is asked (the fallback's agent/ prefix is the same set).
-			terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote("start_agent")))
-			notes = append(notes, "--tool wait_agent: agent invocations carry DurawaitTool start_agent (wait_agent waits on them); listing those")
-		case registered(AttrTool):
-			terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(opts.Tool)))
-			if !known {
-				notes = append(notes, fmt.Sprintf("--tool %s is not one of durawait's own tools (%s): only calls of a re-exposed downstream tool of that name match", opts.Tool, strings.Join(ownTools(), ", ")))
-			}
-		case known:
-			terms = append(terms, fmt.Sprintf("WorkflowId STARTS_WITH %s", quote(prefix)))
-			notes = append(notes, fmt.Sprintf("search attribute %s is not registered on this namespace: --tool filters by workflow ID prefix %q", AttrTool, prefix))
-		default:
-			return "", nil, fmt.Errorf("--tool %s: search attribute %s is not registered on this namespace, and %q is not one of durawait's own tools (%s) that can be found by workflow ID", opts.Tool, AttrTool, opts.Tool, strings.Join(ownTools(), ", "))
-		}
-	} else {
+	switch tool := opts.Tool; {
+	case tool == "":
 		terms = append(terms, waitTypesTerm())
+	case tool == "wait_agent":
+		// wait_agent waits on an invocation start_agent started; the
+		// invocation's workflow carries start_agent.
+		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote("start_agent")))
+		notes = append(notes, "--tool wait_agent: agent invocations carry DurawaitTool start_agent (wait_agent waits on them); listing those")
+	default:
+		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(tool)))
+		if !slices.Contains(ownTools(), tool) {
+			notes = append(notes, fmt.Sprintf("--tool %s is not one of durawait's own tools (%s): only calls of a re-exposed downstream tool of that name match", tool, strings.Join(ownTools(), ", ")))
+		}
 	}
 	if opts.Caller != "" {
-		if !registered(AttrCaller) {
-			return "", nil, fmt.Errorf("--caller %s: search attribute %s is not registered on this namespace (temporal operator search-attribute create --name %s --type Keyword)", opts.Caller, AttrCaller, AttrCaller)
-		}
 		terms = append(terms, fmt.Sprintf("%s = %s", AttrCaller, quote(opts.Caller)))
 	}
-	return strings.Join(terms, " AND "), notes, nil
+	return strings.Join(terms, " AND "), notes
 }
 
 // waitWorkflowTypes are the workflow types of the waits `waits list`
@@ -121,41 +109,13 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-// Registered reads which search attributes namespace has: the operator
-// service's custom attributes of the namespace. (The workflow service's
-// GetSearchAttributes does not list a namespace's own attributes on SQL
-// visibility, the embedded engine's, so every Durawait* attribute looked
-// unregistered there.)
-func Registered(ctx context.Context, c client.Client, namespace string) (func(string) bool, error) {
-	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return nil, fmt.Errorf("read the search attributes of namespace %q: %w", namespace, err)
-	}
-	custom, system := resp.GetCustomAttributes(), resp.GetSystemAttributes()
-	return func(name string) bool {
-		_, ok := custom[name]
-		if !ok {
-			_, ok = system[name]
-		}
-		return ok
-	}, nil
-}
-
 // List finds the waits that opts select, with their summaries, in the
 // visibility store's order: the embedded engine's SQL visibility lists the
 // running waits first (newest first), then the closed ones by close time,
 // newest first; Elasticsearch visibility (a cluster) orders by start time,
-// newest first. notes say how the query had to be adapted to the
-// namespace.
+// newest first. notes say how a --tool was read.
 func List(ctx context.Context, c client.Client, namespace string, opts ListOptions) ([]Wait, []string, error) {
-	registered, err := Registered(ctx, c, namespace)
-	if err != nil {
-		return nil, nil, err
-	}
-	query, notes, err := Query(opts, registered)
-	if err != nil {
-		return nil, nil, err
-	}
+	query, notes := Query(opts)
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -167,7 +127,7 @@ func List(ctx context.Context, c client.Client, namespace string, opts ListOptio
 			Namespace: namespace, Query: query, PageSize: int32(min(limit-len(infos), 1000)), NextPageToken: token,
 		})
 		if err != nil {
-			return nil, notes, fmt.Errorf("list waits (query %q): %w", query, err)
+			return nil, notes, fmt.Errorf("list waits (query %q; the namespace needs durawait's search attributes, docs/temporal-ui.md): %w", query, err)
 		}
 		infos = append(infos, resp.GetExecutions()...)
 		if token = resp.GetNextPageToken(); len(token) == 0 {

@@ -11,44 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func registered(names ...string) func(string) bool {
-	return func(n string) bool {
-		for _, x := range names {
-			if x == n {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 func TestQueryUsesTheSearchAttributes(t *testing.T) {
-	q, notes, err := Query(ListOptions{Running: true, Tool: "wait_for", Caller: "o'brien"}, registered(AttrTool, AttrCaller))
-	require.NoError(t, err)
+	q, notes := Query(ListOptions{Running: true, Tool: "wait_for", Caller: "o'brien"})
 	assert.Equal(t, `ExecutionStatus = 'Running' AND DurawaitTool = 'wait_for' AND DurawaitCaller = 'o\'brien'`, q)
 	assert.Empty(t, notes)
 
-	q, _, err = Query(ListOptions{}, registered(AttrTool))
-	require.NoError(t, err)
+	q, _ = Query(ListOptions{})
 	assert.Equal(t, `WorkflowType IN ('WaitFor', 'WaitForText', 'AgentInvocation')`, q,
 		"only the waits: not the catalog, nor a split front end's call/ and list_panes/ workflows")
-}
-
-func TestQueryFallsBackToTheIDPrefixWithoutTheToolAttribute(t *testing.T) {
-	q, notes, err := Query(ListOptions{Running: true, Tool: "wait_for"}, registered())
-	require.NoError(t, err)
-	assert.Equal(t, `ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH 'wait_for/'`, q)
-	require.Len(t, notes, 1)
-	assert.Contains(t, notes[0], "DurawaitTool is not registered")
-
-	_, _, err = Query(ListOptions{Tool: "demo.read_file"}, registered())
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--tool demo.read_file")
-
-	_, _, err = Query(ListOptions{Caller: "alice"}, registered(AttrTool))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--caller alice: search attribute DurawaitCaller is not registered")
-	assert.Contains(t, err.Error(), "temporal operator search-attribute create --name DurawaitCaller --type Keyword")
 }
 
 func TestToolOfID(t *testing.T) {
@@ -91,18 +61,16 @@ func TestOperatorIdentityNamesUserAndHost(t *testing.T) {
 	assert.Contains(t, id, "@")
 }
 
-// --tool wait_agent finds the agent invocations (they carry start_agent),
-// as the ID-prefix fallback does; a tool that is none of durawait's own
+// --tool wait_agent finds the agent invocations (they carry start_agent);
+// a tool that is none of durawait's own
 // is queried but noted.
 func TestQueryMapsWaitAgentAndNotesAnUnknownTool(t *testing.T) {
-	q, notes, err := Query(ListOptions{Tool: "wait_agent"}, registered(AttrTool))
-	require.NoError(t, err)
+	q, notes := Query(ListOptions{Tool: "wait_agent"})
 	assert.Equal(t, `DurawaitTool = 'start_agent'`, q)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "start_agent")
 
-	q, notes, err = Query(ListOptions{Tool: "wiat_for"}, registered(AttrTool))
-	require.NoError(t, err)
+	q, notes = Query(ListOptions{Tool: "wiat_for"})
 	assert.Equal(t, `DurawaitTool = 'wiat_for'`, q)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0], "--tool wiat_for is not one of durawait's own tools")
