@@ -48,14 +48,22 @@ func dataDirOwner(name string, args []string, stdout, stderr io.Writer) (dir str
 	if err != nil {
 		return "", datadir.Owner{}, false, err
 	}
-	if dir, err = filepath.Abs(cfg.DataDir); err != nil {
-		return "", datadir.Owner{}, false, err
-	}
-	if owner, held, err = datadir.Inspect(dir); err != nil {
+	if dir, owner, held, err = inspectDataDir(cfg.DataDir); err != nil {
 		return "", datadir.Owner{}, false, err
 	}
 	if !held {
 		fmt.Fprintf(stdout, "no durawait runs on data dir %s\n", dir)
+	}
+	return dir, owner, held, nil
+}
+
+// inspectDataDir reads who holds the data dir dataDir (made absolute).
+func inspectDataDir(dataDir string) (dir string, owner datadir.Owner, held bool, err error) {
+	if dir, err = filepath.Abs(dataDir); err != nil {
+		return "", datadir.Owner{}, false, fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	if owner, held, err = datadir.Inspect(dir); err != nil {
+		return "", datadir.Owner{}, false, fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	return dir, owner, held, nil
 }

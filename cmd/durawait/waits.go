@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/durawait/durawait/internal/config"
-	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/waits"
 )
 
@@ -182,13 +180,9 @@ func waitsEngine(cfg config.Config) (addr, namespace string, err error) {
 	if cfg.DataDir == "" {
 		return "", "", errors.New("--data-dir: no data dir (set --data-dir, or --temporal HOST:PORT)")
 	}
-	dir, err := filepath.Abs(cfg.DataDir)
+	dir, owner, held, err := inspectDataDir(cfg.DataDir)
 	if err != nil {
-		return "", "", fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
-	}
-	owner, held, err := datadir.Inspect(dir)
-	if err != nil {
-		return "", "", fmt.Errorf("--data-dir %s: %w", dir, err)
+		return "", "", fmt.Errorf("--data-dir: %w", err)
 	}
 	if !held {
 		return "", "", fmt.Errorf("no durawait runs on data dir %s: start durawait serve there, or pass --temporal HOST:PORT", dir)
