@@ -19,8 +19,7 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 		httpAddr   = fs.String("http", def.HTTP, "listen address of the MCP front end (streamable HTTP at /mcp) and /healthz")
 		stdio      = fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP; logs go to stderr")
 		dataDir    = fs.String("data-dir", def.DataDir, "data dir of the embedded engine (SQLite) and the lock file")
-		temporal   = fs.String("temporal", "", "HOST:PORT of an existing Temporal frontend; no embedded engine is started")
-		namespace  = fs.String("namespace", def.Namespace, "Temporal namespace")
+		conn       = registerTemporalFlags(fs)
 		taskQueue  = fs.String("task-queue", def.TaskQueue, "Temporal task queue of the workers")
 		enginePort = fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)")
 		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
@@ -58,10 +57,6 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 			cfg.Stdio = *stdio
 		case "data-dir":
 			cfg.DataDir = *dataDir
-		case "temporal":
-			cfg.Temporal = *temporal
-		case "namespace":
-			cfg.Namespace = *namespace
 		case "task-queue":
 			cfg.TaskQueue = *taskQueue
 		case "engine-port":
@@ -78,8 +73,20 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 			cfg.Tools = tools
 		}
 	})
+	if err := cfg.ResolveTemporal(conn.layer(), nil, configName(*file)); err != nil {
+		return config.Config{}, fmt.Errorf("configuration: %w", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return config.Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// configName names durawait's config file in the Temporal connection's
+// sources.
+func configName(path string) string {
+	if path == "" {
+		return "durawait's defaults"
+	}
+	return path
 }

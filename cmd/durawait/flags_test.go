@@ -48,6 +48,6 @@ func TestWorkerAndFrontNeedATemporalAddress(t *testing.T) {
 	for _, cmd := range []string{"worker", "front"} {
 		err := run(t.Context(), []string{cmd}, nil, io.Discard, io.Discard)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "durawait "+cmd+" needs --temporal HOST:PORT")
+		assert.Contains(t, err.Error(), "durawait "+cmd+" needs a Temporal cluster: --temporal HOST:PORT")
 	}
 }

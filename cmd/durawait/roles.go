@@ -141,7 +141,7 @@ func (p *process) checkRoles(name string) error {
 		p.roles.engine = false
 		p.temporalAddr = p.cfg.Temporal
 	} else if !p.roles.engine {
-		return fmt.Errorf("durawait %s needs --temporal HOST:PORT (only serve embeds an engine)", name)
+		return fmt.Errorf("durawait %s needs a Temporal cluster: --temporal HOST:PORT, temporal in the config file, TEMPORAL_ADDRESS or a Temporal config profile (only serve embeds an engine)", name)
 	}
 	if p.roles.daemon {
 		p.cfg = daemonConfig(p.cfg, p.logger)
@@ -242,18 +242,46 @@ func (p *process) startEngine(context.Context) (func(), error) {
 
 // dialTemporal connects the process's Temporal client.
 func (p *process) dialTemporal(ctx context.Context) (func(), error) {
-	tc, err := client.DialContext(ctx, p.instrumented(client.Options{
-		HostPort:  p.temporalAddr,
-		Namespace: p.cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk")),
-		// Tells the front end whether a call started its wait or attached.
-		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(mcpfront.StartReporter)}},
-	}))
+	opts, err := p.cfg.Connection.ClientOptions()
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", p.temporalAddr, err)
+		return nil, err
+	}
+	opts.HostPort = p.temporalAddr
+	opts.Namespace = p.cfg.Namespace
+	opts.Logger = sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk"))
+	// Tells the front end whether a call started its wait or attached.
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(mcpfront.StartReporter))
+	tc, err := client.DialContext(ctx, p.instrumented(opts))
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s%s: %w", p.temporalAddr, p.connectionNote(), err)
 	}
 	p.temporal = tc
+	if !p.roles.engine {
+		c := p.cfg.Connection
+		p.logger.Info("connected to Temporal", "addr", c.Address(), "namespace", c.Namespace(), "tls", c.TLS(), "api_key", c.APIKey(),
+			"addr_from", c.Sources["address"], "namespace_from", c.Sources["namespace"], "tls_from", c.Sources["tls"], "api_key_from", c.Sources["api_key"])
+	}
 	return tc.Close, nil
+}
+
+// connectionNote says, for an error, how the process connects to a
+// cluster: with or without TLS and an API key, and where the address came
+// from.
+func (p *process) connectionNote() string {
+	if p.roles.engine {
+		return ""
+	}
+	c := p.cfg.Connection
+	note := " (address from " + c.Sources["address"]
+	switch {
+	case c.TLS() && c.APIKey():
+		note += "; TLS and API key"
+	case c.TLS():
+		note += "; TLS"
+	default:
+		note += "; plain gRPC, no TLS"
+	}
+	return note + ")"
 }
 
 // prepareNamespaceTimeout bounds the namespace's preparation at start-up.
@@ -271,8 +299,11 @@ func (p *process) prepareNamespace(ctx context.Context) (func(), error) {
 	defer cancel()
 	services := namespace.Services{Operator: p.temporal.OperatorService(), Workflow: p.temporal.WorkflowService()}
 	if !p.roles.engine {
-		if err := namespace.CheckCluster(ctx, services, p.cfg.Namespace, workflows.SearchAttributes(), workflows.SearchAttributeNames); err != nil {
-			return nil, fmt.Errorf("Temporal at %s: %w", p.temporalAddr, err)
+		if err := namespace.CheckCluster(ctx, services, namespace.ClusterCheck{
+			Namespace: p.cfg.Namespace, SearchAttributes: workflows.SearchAttributes(), Names: workflows.SearchAttributeNames,
+			Connect: p.cfg.Connection.CLIFlags(), Retention: p.cfg.Retention(),
+		}); err != nil {
+			return nil, fmt.Errorf("Temporal at %s%s: %w", p.temporalAddr, p.connectionNote(), err)
 		}
 		return nil, nil
 	}

@@ -44,12 +44,11 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	def := config.Default()
 	var (
-		file      = fs.String("config", "", "TOML config file (its data_dir, temporal and namespace)")
-		dataDir   = fs.String("data-dir", def.DataDir, "data dir whose running durawait's engine to use")
-		temporal  = fs.String("temporal", "", "HOST:PORT of a Temporal frontend, instead of the data dir's engine")
-		namespace = fs.String("namespace", def.Namespace, "Temporal namespace")
-		asJSON    = fs.Bool("json", false, "print JSON for scripts instead of a table")
-		opts      waits.ListOptions
+		file    = fs.String("config", "", "TOML config file (its data_dir, temporal and namespace)")
+		dataDir = fs.String("data-dir", def.DataDir, "data dir whose running durawait's engine to use")
+		conn    = registerTemporalFlags(fs)
+		asJSON  = fs.Bool("json", false, "print JSON for scripts instead of a table")
+		opts    waits.ListOptions
 	)
 	switch sub {
 	case "list":
@@ -82,32 +81,31 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	namespaceSet := false
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "data-dir":
+		if f.Name == "data-dir" {
 			cfg.DataDir = *dataDir
-		case "temporal":
-			cfg.Temporal = *temporal
-		case "namespace":
-			cfg.Namespace = *namespace
-			namespaceSet = true
 		}
 	})
+	if err := cfg.ResolveTemporal(conn.layer(), nil, configName(*file)); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
 	addr, ownerNamespace, err := waitsEngine(cfg)
 	if err != nil {
 		return err
 	}
-	if ownerNamespace != "" && !namespaceSet {
+	if ownerNamespace != "" && cfg.Connection.Sources["namespace"] == "default" {
 		// The serve that owns the data dir may run with --namespace.
 		cfg.Namespace = ownerNamespace
 	}
 	ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
 	defer cancel()
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort: addr, Namespace: cfg.Namespace, Identity: waits.OperatorIdentity(),
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
+	dial, err := cfg.Connection.ClientOptions()
+	if err != nil {
+		return err
+	}
+	dial.HostPort, dial.Namespace, dial.Identity = addr, cfg.Namespace, waits.OperatorIdentity()
+	dial.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	tc, err := client.DialContext(ctx, dial)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", addr, err)
 	}

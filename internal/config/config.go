@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/durawait/durawait/internal/temporalconn"
 )
 
 // Config is durawait's whole configuration.
@@ -26,10 +28,26 @@ type Config struct {
 	// DataDir holds the embedded engine's database and the lock file.
 	DataDir string `toml:"data_dir"`
 	// Temporal is the HOST:PORT of an existing Temporal frontend; empty runs
-	// the embedded engine.
-	Temporal  string `toml:"temporal"`
+	// the embedded engine. The TEMPORAL_* environment and a Temporal config
+	// file's profile may set it and the rest of the connection too (see
+	// ResolveTemporal).
+	Temporal string `toml:"temporal"`
+	// Namespace is the Temporal namespace; empty takes the environment's or
+	// the profile's, else "default".
 	Namespace string `toml:"namespace"`
-	TaskQueue string `toml:"task_queue"`
+	// TemporalProfile and TemporalConfigFile select a profile of a Temporal
+	// config file (the Temporal CLI's and SDKs' TOML format).
+	TemporalProfile    string `toml:"temporal_profile"`
+	TemporalConfigFile string `toml:"temporal_config_file"`
+	// TemporalAPIKeyFile holds the API key of the cluster (a mounted
+	// secret): an API key does not belong in a config file.
+	TemporalAPIKeyFile string `toml:"temporal_api_key_file"`
+	// TemporalTLS is [temporal_tls]: TLS and mTLS to the cluster.
+	TemporalTLS TemporalTLS `toml:"temporal_tls"`
+	// Connection is the resolved connection (ResolveTemporal); not a key
+	// of the file.
+	Connection temporalconn.Settings `toml:"-"`
+	TaskQueue  string                `toml:"task_queue"`
 	// EnginePort is the embedded engine's gRPC port.
 	EnginePort int `toml:"engine_port"`
 	// UIPort is the embedded Web UI's port; 0 disables it.
@@ -170,7 +188,6 @@ func Default() Config {
 		DataDir:            dataDir,
 		DaemonIdleExitMin:  30,
 		HTTPReadTimeoutSec: 30,
-		Namespace:          "default",
 		TaskQueue:          "durawait",
 		EnginePort:         7233,
 		UIPort:             8233,
@@ -207,6 +224,12 @@ func Load(path string) (Config, error) {
 	case !md.IsDefined("data_dir") && cfg.DataDir != "":
 		cfg.DataDir = configDataDir(cfg.DataDir, path)
 	}
+	for _, p := range []*string{&cfg.TemporalAPIKeyFile, &cfg.TemporalConfigFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	cfg.TemporalTLS.resolvePaths(base)
 	if cfg.Auth.TokensFile != "" && !filepath.IsAbs(cfg.Auth.TokensFile) {
 		cfg.Auth.TokensFile = filepath.Join(base, cfg.Auth.TokensFile)
 	}
@@ -228,9 +251,6 @@ func Load(path string) (Config, error) {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.Namespace == "" {
-		bad("namespace: must not be empty")
-	}
 	if c.TaskQueue == "" {
 		bad("task_queue: must not be empty")
 	}

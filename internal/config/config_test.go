@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/temporalconn"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -69,7 +71,6 @@ func TestLoadReportsSyntaxErrors(t *testing.T) {
 
 func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	cfg := Default()
-	cfg.Namespace = ""
 	cfg.LogLevel = "loud"
 	cfg.LogFormat = "xml"
 	cfg.EventResultMaxLen = 0
@@ -87,7 +88,6 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	err := cfg.Validate()
 	require.Error(t, err)
 	for _, msg := range []string{
-		"namespace: must not be empty",
 		`log_level: must be debug, info, warn or error, got "loud"`,
 		`log_format: must be text or json, got "xml"`,
 		"tool_result_max_length: must be at least 1 (characters), got 0",
@@ -261,3 +261,55 @@ func TestRetentionHoursIsBoundedWithANamedError(t *testing.T) {
 	cfg.RetentionHours = 1
 	assert.NoError(t, cfg.Validate())
 }
+
+// [temporal_tls] and the key files are read relative to the file, and
+// the file's connection settings sit between the TEMPORAL_* environment
+// (over them) and the Temporal config file's profile (under them).
+func TestTemporalConnectionKeys(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "api-key"), []byte("from-file-key\n"), 0o600))
+	path := filepath.Join(dir, "durawait.toml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+temporal = "cluster.example:7233"
+namespace = "waits"
+temporal_api_key_file = "api-key"
+temporal_profile = "prod"
+temporal_config_file = "temporal.toml"
+[temporal_tls]
+server_ca_cert_path = "certs/ca.pem"
+server_name = "cluster.example"
+`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "temporal.toml"), []byte("[profile.prod]\nnamespace = \"profile-ns\"\n[profile.prod.grpc_meta]\nx-team = \"a\"\n"), 0o600))
+	cfg, err := Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "certs/ca.pem"), cfg.TemporalTLS.ServerCACertPath)
+	assert.Equal(t, filepath.Join(dir, "api-key"), cfg.TemporalAPIKeyFile)
+	assert.Equal(t, filepath.Join(dir, "temporal.toml"), cfg.TemporalConfigFile)
+
+	cfg.TemporalTLS.ServerCACertPath = "" // no such file: temporalconn's tests load real ones
+	require.NoError(t, cfg.ResolveTemporal(temporalconn.Layer{}, mapEnv{"TEMPORAL_NAMESPACE": "env-ns"}, path))
+	assert.Equal(t, "cluster.example:7233", cfg.Temporal)
+	assert.Equal(t, "env-ns", cfg.Namespace, "TEMPORAL_NAMESPACE wins over the file")
+	c := cfg.Connection
+	assert.True(t, c.TLS())
+	assert.True(t, c.APIKey())
+	assert.Equal(t, path, c.Sources["api_key"])
+	assert.Equal(t, map[string]string{"x-team": "a"}, c.Profile.GRPCMeta, "the profile's gRPC metadata is kept")
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "api-key")))
+	err = cfg.ResolveTemporal(temporalconn.Layer{}, mapEnv{}, path)
+	require.ErrorContains(t, err, "temporal_api_key_file: read the API key")
+}
+
+// mapEnv is a fixed environment for envconfig.
+type mapEnv map[string]string
+
+func (e mapEnv) Environ() []string {
+	var out []string
+	for k, v := range e {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func (e mapEnv) LookupEnv(k string) (string, bool) { v, ok := e[k]; return v, ok }

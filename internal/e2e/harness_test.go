@@ -40,6 +40,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The durawait processes of these tests connect only where a test says:
+	// no TEMPORAL_* of the developer's shell, and not the Temporal CLI's
+	// own config file (its default profile would point serve at a cluster).
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "TEMPORAL_") {
+			os.Unsetenv(name)
+		}
+	}
+	os.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(dir, "no-temporal-config.toml"))
 	bin.durawait = filepath.Join(dir, "durawait")
 	bin.demoprobe = filepath.Join(dir, "demoprobe")
 	bin.fakeagent = filepath.Join(dir, "fakeagent")

@@ -37,6 +37,20 @@ func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testin
 	e := bareEngine(t, w.path("cluster"))
 	defer e.Stop()
 	config := w.writeConfig(w.demoServer("demo"))
+	// A namespace the cluster lacks is named, with the lines that create it
+	// and the attributes in it; the address comes from TEMPORAL_ADDRESS
+	// as from --temporal, and the lines connect the CLI the same way.
+	cmd := exec.Command(bin.durawait, "worker", "--config", config, "--http", freeAddr(t), "--namespace", "team-x")
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+e.Addr())
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the worker must not start:\n%s", out)
+	assert.Contains(t, string(out), `the namespace does not exist: "team-x"`)
+	assert.Contains(t, string(out), "(address from TEMPORAL_ADDRESS; plain gRPC, no TLS)")
+	assert.Contains(t, string(out), "temporal operator namespace create --namespace team-x --retention 24h --address "+e.Addr()+"\n")
+	for _, name := range workflows.SearchAttributeNames {
+		assert.Contains(t, string(out), "temporal operator search-attribute create --namespace team-x --name "+name+" --type Keyword --address "+e.Addr()+"\n")
+	}
+
 	for _, role := range []string{"worker", "front"} {
 		cmd := exec.Command(bin.durawait, role, "--config", config, "--http", freeAddr(t), "--temporal", e.Addr())
 		out, err := cmd.CombinedOutput()
@@ -53,7 +67,7 @@ func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testin
 	// through the visibility API and `durawait waits --temporal`.
 	ctx := context.Background()
 	tc := temporalClient(t, e.Addr())
-	_, err := tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+	_, err = tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: "default", SearchAttributes: workflows.SearchAttributes()})
 	require.NoError(t, err)
 	w.startRole("worker", config, e.Addr())

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -89,14 +90,23 @@ func Missing(ctx context.Context, op operatorservice.OperatorServiceClient, ns s
 }
 
 // CreateLines are the Temporal CLI commands that create the missing search
-// attributes on namespace ns, one a line.
-func CreateLines(ns string, missing []string, want map[string]enumspb.IndexedValueType) string {
+// attributes on namespace ns, one a line; connect (the CLI's connection
+// flags, see ClusterCheck) ends each line when set.
+func CreateLines(ns string, missing []string, want map[string]enumspb.IndexedValueType, connect string) string {
 	var b strings.Builder
 	for _, name := range missing {
-		fmt.Fprintf(&b, "temporal operator search-attribute create --namespace %s --name %s --type %s\n",
-			ns, name, typeName(want[name]))
+		fmt.Fprintf(&b, "temporal operator search-attribute create --namespace %s --name %s --type %s%s\n",
+			ns, name, typeName(want[name]), suffix(connect))
 	}
 	return b.String()
+}
+
+// suffix is " "+s, or "" for an empty s.
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
 }
 
 // typeName is a search attribute type as the Temporal CLI spells it.
@@ -115,25 +125,59 @@ func typeName(t enumspb.IndexedValueType) string {
 	return b.String()
 }
 
-// CheckCluster refuses (ErrMissingSearchAttributes, with the exact create
-// commands) when namespace ns of a cluster lacks any of the search
-// attributes: a workflow that upserts an unregistered one stalls, so
-// durawait does not start rather than stall. One registered with another
-// type is refused apart (ErrSearchAttributeTypes): its create line would
-// fail. It changes nothing on the cluster, and needs the operator API
+// ErrNamespaceNotFound is returned (wrapped, with the commands that create
+// it and durawait's search attributes in it) when a cluster has no such
+// namespace.
+var ErrNamespaceNotFound = errors.New("the namespace does not exist")
+
+// ClusterCheck says what a cluster's namespace must have.
+type ClusterCheck struct {
+	Namespace        string
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Names lists SearchAttributes' names in order.
+	Names []string
+	// Connect are the Temporal CLI's flags that connect it as durawait is
+	// connected (--address, --tls-*), appended to each printed command.
+	Connect string
+	// Retention is suggested in the namespace's create command.
+	Retention time.Duration
+}
+
+// CheckCluster refuses to go on when the cluster lacks what durawait
+// needs, printing the exact Temporal CLI commands that create it:
+// ErrNamespaceNotFound when the namespace does not exist,
+// ErrMissingSearchAttributes when it lacks search attributes (a workflow
+// that upserts an unregistered one stalls, so durawait does not start
+// rather than stall), ErrSearchAttributeTypes for one registered with
+// another type (its create line would fail). It changes nothing on the
+// cluster; it needs DescribeNamespace and the operator API
 // (ListSearchAttributes).
-func CheckCluster(ctx context.Context, s Services, ns string, want map[string]enumspb.IndexedValueType, names []string) error {
-	g, err := Check(ctx, s.Operator, ns, want, names)
+func CheckCluster(ctx context.Context, s Services, c ClusterCheck) error {
+	if _, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: c.Namespace}); err != nil {
+		var notFound *serviceerror.NamespaceNotFound
+		if !errors.As(err, &notFound) {
+			return fmt.Errorf("describe namespace %q: %w", c.Namespace, err)
+		}
+		retention := c.Retention
+		if retention <= 0 {
+			retention = 24 * time.Hour
+		}
+		return fmt.Errorf("%w: %q; create it and durawait's search attributes in it with the Temporal CLI (on Temporal Cloud, create the namespace in the Cloud UI or with tcld first), then start durawait again:\n"+
+			"temporal operator namespace create --namespace %s --retention %dh%s\n%s",
+			ErrNamespaceNotFound, c.Namespace, c.Namespace, int(retention.Hours()), suffix(c.Connect),
+			CreateLines(c.Namespace, c.Names, c.SearchAttributes, c.Connect))
+	}
+	g, err := Check(ctx, s.Operator, c.Namespace, c.SearchAttributes, c.Names)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	if len(g.Missing) > 0 {
 		errs = append(errs, fmt.Errorf("%w (%s): create them with the Temporal CLI, then start durawait again:\n%s",
-			ErrMissingSearchAttributes, strings.Join(g.Missing, ", "), CreateLines(ns, g.Missing, want)))
+			ErrMissingSearchAttributes, strings.Join(g.Missing, ", "), CreateLines(c.Namespace, g.Missing, c.SearchAttributes, c.Connect)))
 	}
 	if len(g.WrongType) > 0 {
-		errs = append(errs, wrongTypeError(ns, g.WrongType))
+		errs = append(errs, wrongTypeError(c.Namespace, g.WrongType))
 	}
 	return errors.Join(errs...)
 }

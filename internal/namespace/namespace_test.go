@@ -50,14 +50,23 @@ func TestAnEarlierNamespaceGetsTheSearchAttributesAndRetention(t *testing.T) {
 	s, c, stop := startEngine(t, t.TempDir(), nil)
 	defer stop()
 
-	err := CheckCluster(ctx, s, "default", want, names)
+	err := CheckCluster(ctx, s, ClusterCheck{Namespace: "default", SearchAttributes: want, Names: names})
 	require.ErrorIs(t, err, ErrMissingSearchAttributes)
 	assert.Contains(t, err.Error(), "(DurawaitTool, DurawaitState)")
 	assert.Contains(t, err.Error(), "temporal operator search-attribute create --namespace default --name DurawaitTool --type Keyword\n"+
 		"temporal operator search-attribute create --namespace default --name DurawaitState --type Keyword\n")
 
+	// A namespace the cluster does not have is named, with the commands
+	// that create it and the attributes in it, connected as durawait is.
+	err = CheckCluster(ctx, s, ClusterCheck{Namespace: "team-x", SearchAttributes: want, Names: names,
+		Connect: "--address 10.0.0.1:7233 --tls-ca-path /ca.pem", Retention: 72 * time.Hour})
+	require.ErrorIs(t, err, ErrNamespaceNotFound)
+	assert.Contains(t, err.Error(), "temporal operator namespace create --namespace team-x --retention 72h --address 10.0.0.1:7233 --tls-ca-path /ca.pem\n"+
+		"temporal operator search-attribute create --namespace team-x --name DurawaitTool --type Keyword --address 10.0.0.1:7233 --tls-ca-path /ca.pem\n"+
+		"temporal operator search-attribute create --namespace team-x --name DurawaitState --type Keyword --address 10.0.0.1:7233 --tls-ca-path /ca.pem\n")
+
 	require.NoError(t, PrepareEmbedded(ctx, s, EmbeddedOptions{Namespace: "default", SearchAttributes: want, Names: names, Retention: 72 * time.Hour}))
-	require.NoError(t, CheckCluster(ctx, s, "default", want, names), "every search attribute is registered")
+	require.NoError(t, CheckCluster(ctx, s, ClusterCheck{Namespace: "default", SearchAttributes: want, Names: names}), "every search attribute is registered")
 	desc, err := s.Workflow.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	require.NoError(t, err)
 	assert.Equal(t, 72*time.Hour, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
@@ -127,7 +136,7 @@ func TestAnAttributeOfAnotherTypeIsNamedApart(t *testing.T) {
 	s, _, stop := startEngine(t, t.TempDir(), map[string]enumspb.IndexedValueType{"DurawaitTool": enumspb.INDEXED_VALUE_TYPE_TEXT})
 	defer stop()
 
-	err := CheckCluster(ctx, s, "default", want, names)
+	err := CheckCluster(ctx, s, ClusterCheck{Namespace: "default", SearchAttributes: want, Names: names})
 	require.ErrorIs(t, err, ErrMissingSearchAttributes)
 	require.ErrorIs(t, err, ErrSearchAttributeTypes)
 	assert.Contains(t, err.Error(), "--name DurawaitState --type Keyword\n")
