@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e fuzz vet fmt-check bench screenshot clean
+.PHONY: all build run test unit e2e fuzz vet fmt-check bench screenshot deploy-check clean
 
 all: build
 
@@ -58,6 +58,12 @@ fuzz:
 ## rendered by headless Chromium (apt-get install -y chromium) from a real durawait serve
 screenshot:
 	DURAWAIT_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestUIScreenshot$$' -v ./internal/e2e/
+
+## deploy-check: validate deploy/ without a container engine or a cluster: the
+## compose file (docker-compose config), every kustomization (kubectl kustomize),
+## the systemd unit (systemd-analyze verify, when installed); see deploy/check.sh
+deploy-check:
+	./deploy/check.sh
 
 vet:
 	$(GO) vet ./...
