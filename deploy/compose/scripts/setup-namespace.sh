@@ -10,7 +10,8 @@
 set -eu
 
 ns=${TEMPORAL_NAMESPACE:-default}
-retention=${NAMESPACE_RETENTION:-72h}
+# durawait's retention_hours default, as its start-up check suggests.
+retention=${NAMESPACE_RETENTION:-24h}
 
 tries=0
 until temporal operator cluster health >/dev/null 2>&1; do
