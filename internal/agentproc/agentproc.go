@@ -10,8 +10,15 @@
 //	<dir>/prompt          the prompt, when the CLI reads it on stdin
 //	<dir>/stdout          the CLI's output, as it is written
 //	<dir>/stderr          its error output
-//	<dir>/supervisor.pid  the supervisor's pid
-//	<dir>/cli.pgid        the CLI's process group
+//	<dir>/supervisor.pid  the supervisor's pid and start time
+//	<dir>/cli.pgid        the CLI's process group and its leader's start time
+//
+// A pid is recorded with its process's start time (Linux: /proc/<pid>/stat)
+// because pids are reused: after a container restart or a reboot, the pid
+// of a supervisor that is gone may belong to another process, which must
+// neither count as the run nor be signalled. Where the start time cannot be
+// read (other systems) the pid alone is trusted.
+//
 //	<dir>/exit            its exit status, written atomically once it ended
 package agentproc
 
@@ -82,7 +89,7 @@ func Start(l Launch) error {
 	// The supervisor is not our child for long: release it so it is never
 	// a zombie of ours, and let it live on without us.
 	go func() { _ = cmd.Wait() }()
-	if err := writeAtomic(filepath.Join(l.Dir, SupervisorFile), strconv.Itoa(pid)); err != nil {
+	if err := writeAtomic(filepath.Join(l.Dir, SupervisorFile), processRecord(pid)); err != nil {
 		return err
 	}
 	return nil
@@ -118,7 +125,7 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 		fmt.Fprintf(stderr, "durawait: cannot start %s: %v\n", argv[0], err)
 		return recordExit(dir, 127, nil)
 	}
-	_ = writeAtomic(filepath.Join(dir, PgidFile), strconv.Itoa(cmd.Process.Pid))
+	_ = writeAtomic(filepath.Join(dir, PgidFile), processRecord(cmd.Process.Pid))
 	code := 0
 	if err := cmd.Wait(); err != nil {
 		var exitErr *exec.ExitError
@@ -165,7 +172,7 @@ func ExitCode(dir string) (int, bool) {
 
 // Running reports whether the run's supervisor is still alive.
 func Running(dir string) bool {
-	pid, ok := readInt(filepath.Join(dir, SupervisorFile))
+	pid, ok := readProcess(filepath.Join(dir, SupervisorFile))
 	if !ok {
 		return false
 	}
@@ -184,9 +191,10 @@ func Running(dir string) bool {
 
 // Terminate stops the CLI's whole process group: SIGTERM, then SIGKILL if
 // it has not ended after grace. It returns once the exit status is recorded
-// or the supervisor is gone.
+// or the supervisor is gone. A group whose recorded leader is now another
+// process (its pid reused) is not signalled.
 func Terminate(dir string, grace time.Duration) {
-	pgid, ok := readInt(filepath.Join(dir, PgidFile))
+	pgid, ok := readProcess(filepath.Join(dir, PgidFile))
 	if !ok {
 		return
 	}
@@ -212,13 +220,60 @@ func waitExit(dir string, d time.Duration) bool {
 	return false
 }
 
-func readInt(path string) (int, bool) {
+// processRecord is the line recording process pid: its pid and, where it
+// can be read, its start time.
+func processRecord(pid int) string {
+	if start, ok := startTime(pid); ok {
+		return strconv.Itoa(pid) + " " + start
+	}
+	return strconv.Itoa(pid)
+}
+
+// readProcess reads a process record and returns its pid when it still
+// names the same process: ok is false when the file is missing or
+// malformed, or when the pid now belongs to a process that started at
+// another time. A record of an earlier release (a pid alone) is trusted.
+func readProcess(path string) (int, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n, err == nil && n > 0
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 || len(fields) > 2 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if len(fields) == 2 {
+		if now, ok := startTime(pid); ok && now != fields[1] {
+			return 0, false
+		}
+	}
+	return pid, true
+}
+
+// startTime is process pid's start time in clock ticks since boot (field
+// 22 of /proc/<pid>/stat), which tells a process from a later one that
+// reuses its pid; ok is false where there is no /proc or no such process.
+func startTime(pid int) (string, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start after its last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return "", false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	const startTimeField = 22 - 3 // fields 3 onwards
+	if len(fields) <= startTimeField {
+		return "", false
+	}
+	return fields[startTimeField], true
 }
 
 func writeAtomic(path, content string) error {

@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,4 +102,54 @@ func TestAMissingProgramIsRecorded(t *testing.T) {
 	assert.Equal(t, 127, code)
 	errOut, _ := os.ReadFile(filepath.Join(dir, StderrFile))
 	assert.Contains(t, string(errOut), "cannot start /no/such/cli")
+}
+
+// A pid is trusted only while it names the process recorded: after a
+// container restart or a reboot the pid may be another process's, which
+// neither counts as the run nor is signalled.
+func TestAReusedPidIsNeitherTheRunNorSignalled(t *testing.T) {
+	if _, ok := startTime(os.Getpid()); !ok {
+		t.Skip("no /proc start times on this system: pids alone are trusted")
+	}
+	dir := t.TempDir()
+	supervisor := filepath.Join(dir, SupervisorFile)
+	self := os.Getpid()
+
+	require.NoError(t, os.WriteFile(supervisor, []byte(processRecord(self)), 0o600))
+	assert.True(t, Running(dir), "the recorded process itself")
+	require.NoError(t, os.WriteFile(supervisor, []byte(strconv.Itoa(self)+" 1"), 0o600))
+	assert.False(t, Running(dir), "the pid of a process that started at another time")
+	require.NoError(t, os.WriteFile(supervisor, []byte(strconv.Itoa(self)+"\n"), 0o600))
+	assert.True(t, Running(dir), "an earlier release's record (a pid alone) is trusted")
+	for _, bad := range []string{"", "x", "0", "-3", "1 2 3"} {
+		require.NoError(t, os.WriteFile(supervisor, []byte(bad), 0o600))
+		assert.False(t, Running(dir), "malformed record %q", bad)
+	}
+	require.NoError(t, os.Remove(supervisor))
+
+	// A process group whose recorded leader started at another time is
+	// left alone; the same group recorded right is stopped.
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() { _ = cmd.Process.Kill() }()
+	pgid := cmd.Process.Pid
+	require.NoError(t, os.WriteFile(filepath.Join(dir, PgidFile), []byte(strconv.Itoa(pgid)+" 1"), 0o600))
+	_, trusted := readProcess(filepath.Join(dir, PgidFile))
+	assert.False(t, trusted)
+	Terminate(dir, 50*time.Millisecond)
+	select {
+	case <-exited:
+		t.Fatal("a group recorded with another start time was signalled")
+	default:
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, PgidFile), []byte(processRecord(pgid)), 0o600))
+	Terminate(dir, 50*time.Millisecond)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recorded group was not stopped")
+	}
 }
