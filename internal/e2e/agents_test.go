@@ -453,13 +453,22 @@ func killRun(t testing.TB, w *agentWorkspace, id string) {
 	t.Helper()
 	dir := w.path("data/agents/" + strings.ReplaceAll(id, "/", "_"))
 	eventually(t, "the CLI's process group", func() bool { return readFile(dir+"/cli.pgid") != "" })
-	pgid, err := strconv.Atoi(readFile(dir + "/cli.pgid"))
-	require.NoError(t, err)
-	sup, err := strconv.Atoi(readFile(dir + "/supervisor.pid"))
-	require.NoError(t, err)
+	pgid := recordedPid(t, dir+"/cli.pgid")
+	sup := recordedPid(t, dir+"/supervisor.pid")
 	require.NoError(t, syscall.Kill(sup, syscall.SIGKILL))
 	require.NoError(t, syscall.Kill(-pgid, syscall.SIGKILL))
 	eventually(t, "the supervisor to be gone", func() bool { return syscall.Kill(sup, 0) != nil || isZombie(sup) })
+}
+
+// recordedPid reads the pid of a spool folder's process record ("<pid>
+// <start time>").
+func recordedPid(t testing.TB, path string) int {
+	t.Helper()
+	fields := strings.Fields(readFile(path))
+	require.NotEmpty(t, fields, path)
+	pid, err := strconv.Atoi(fields[0])
+	require.NoError(t, err, path)
+	return pid
 }
 
 // When the CLI is lost with its machine, a run whose provider session is
