@@ -88,17 +88,28 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	}
 	principal := principalFrom(ctx)
 	id := newInvocationID(principal)
-	_, err = f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:            id,
-		TaskQueue:     f.opts.TaskQueue,
-		StaticSummary: workflows.AgentSummary(spec),
-		StaticDetails: workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
-		Memo:          principalMemo(agentMemo(spec), principal),
+	opts := client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: f.opts.TaskQueue,
+		// The ID is this call's own: the policy only makes a retried start
+		// attach to what an attempt whose answer was lost started.
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            workflows.AgentSummary(spec),
+		StaticDetails:            workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
+		Memo:                     principalMemo(agentMemo(spec), principal),
 		TypedSearchAttributes: f.startAttributes(ctx, &req, "start_agent",
 			workflows.KeyAgentProvider.ValueSet(workflows.KeywordValue(spec.Provider))),
-	}, workflows.AgentWorkflowName, workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
-	if err != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation (Temporal engine unavailable?): %v", err)), nil
+	}
+	err = f.starts.do(ctx, func(ctx context.Context) error {
+		_, err := f.opts.Temporal.ExecuteWorkflow(ctx, opts, workflows.AgentWorkflowName,
+			workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrOverloaded):
+		return mcp.NewToolResultError(fmt.Sprintf("start_agent: %v; invocation %s may have started after all: list_agents shows it if so, else call again", err, id)), nil
+	case err != nil:
+		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation: %v", err)), nil
 	}
 	noteWait(ctx, id, waitStarted)
 	return structuredResult(workflows.InvocationPayload{

@@ -73,17 +73,25 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 
 // start starts the wait, or attaches to it while it runs: step 3 of the
 // dance described at sharedWait.
+// Starts wait their turn and are retried while Temporal is busy (see
+// starter).
 func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, error) {
-	return f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       w.id,
-		TaskQueue:                f.opts.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            w.summary,
-		StaticDetails:            w.details,
-		Memo:                     w.memo,
-		TypedSearchAttributes:    w.attrs,
-	}, w.workflow, w.input)
+	var run client.WorkflowRun
+	err := f.starts.do(ctx, func(ctx context.Context) error {
+		var err error
+		run, err = f.opts.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:                       w.id,
+			TaskQueue:                f.opts.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			StaticSummary:            w.summary,
+			StaticDetails:            w.details,
+			Memo:                     w.memo,
+			TypedSearchAttributes:    w.attrs,
+		}, w.workflow, w.input)
+		return err
+	})
+	return run, err
 }
 
 // subscribe follows a workflow's in-process events, when there is a feed:

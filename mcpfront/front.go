@@ -56,12 +56,16 @@ type Options struct {
 	Version string
 	// Telemetry records a span per tool call and the wait metrics.
 	Telemetry Telemetry
+	// Starts bound how workflow starts meet a busy engine.
+	Starts StartOptions
 }
 
 // Front is the MCP server.
 type Front struct {
 	opts Options
 	mcp  *server.MCPServer
+	// starts queues and retries workflow starts.
+	starts *starter
 
 	mu  sync.Mutex
 	cat *catalog
@@ -100,7 +104,7 @@ func New(opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	f := &Front{opts: opts, drain: newDrain()}
+	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts)}
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
 		// Tasks are answered from Temporal by handleOwn, never by mcp-go.

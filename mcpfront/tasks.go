@@ -267,7 +267,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		run, err := f.start(context.WithValue(ctx, startReportKey{}, report), w)
 		if err != nil {
 			release()
-			return mcp.Task{}, fmt.Errorf("%s: could not start the wait (Temporal engine unavailable?): %w", req.Params.Name, err)
+			return mcp.Task{}, errors.New(startFailedMessage(req.Params.Name, err))
 		}
 		noteWait(ctx, run.GetID(), report.how())
 		if req.Params.Name == "wait_for_text" {

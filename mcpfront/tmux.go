@@ -106,7 +106,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	run, events, unsubscribe, err := f.startOrAttach(ctx, w)
 	if err != nil {
 		return textError(workflows.TextWaitError{Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
-			Message: "could not start the wait (Temporal engine unavailable?): " + err.Error()}), nil
+			Message: startFailure(err)}), nil
 	}
 	defer unsubscribe()
 	token := progressToken(req)

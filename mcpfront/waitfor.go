@@ -98,8 +98,3 @@ func waitForAnswer(result workflows.WaitForResult, err error) *mcp.CallToolResul
 	}
 	return structuredResult(result)
 }
-
-// startFailed answers a call whose wait could not be started.
-func startFailed(tool string, err error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(fmt.Sprintf("%s: could not start the wait (Temporal engine unavailable?): %v", tool, err))
-}

@@ -1,0 +1,159 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrOverloaded is returned (wrapped, with Temporal's last answer) when a
+// wait could not be started within the start budget because Temporal kept
+// answering that it is busy. Nothing was lost: the same call, made again,
+// starts the wait (or attaches to it, if a start went through after all).
+var ErrOverloaded = errors.New("durawait is overloaded")
+
+// Defaults of StartOptions.
+const (
+	// DefaultStartConcurrency bounds the workflow starts in flight at once:
+	// a burst of calls queues here instead of overrunning the engine, whose
+	// start rate (history shards, persistence) is what it is.
+	DefaultStartConcurrency = 64
+	// DefaultStartBudget bounds how long one call's start is queued and
+	// retried before the call answers ErrOverloaded: well inside the
+	// minutes an MCP client waits for a tool call.
+	DefaultStartBudget = 60 * time.Second
+)
+
+// StartOptions say how the front end starts workflows against a busy
+// engine.
+type StartOptions struct {
+	// Concurrency bounds the starts in flight; the rest wait their turn.
+	// 0 is DefaultStartConcurrency.
+	Concurrency int
+	// Budget bounds how long one start is queued and retried; 0 is
+	// DefaultStartBudget.
+	Budget time.Duration
+	// FirstBackoff is the first pause before a retry (doubling, with
+	// jitter, up to MaxBackoff); 0 is 100 ms. MaxBackoff 0 is 2 s.
+	FirstBackoff, MaxBackoff time.Duration
+}
+
+// starter queues workflow starts and retries them while Temporal is busy.
+// A start is idempotent here (a wait's ID is derived from its arguments and
+// an invocation's is chosen before the first attempt, both started with the
+// use-existing conflict policy), so a retry after an attempt whose answer
+// was lost attaches to what that attempt started.
+type starter struct {
+	slots                    chan struct{}
+	budget                   time.Duration
+	firstBackoff, maxBackoff time.Duration
+}
+
+func newStarter(o StartOptions) *starter {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultStartConcurrency
+	}
+	if o.Budget <= 0 {
+		o.Budget = DefaultStartBudget
+	}
+	if o.FirstBackoff <= 0 {
+		o.FirstBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 2 * time.Second
+	}
+	return &starter{slots: make(chan struct{}, o.Concurrency), budget: o.Budget,
+		firstBackoff: o.FirstBackoff, maxBackoff: max(o.MaxBackoff, o.FirstBackoff)}
+}
+
+// do runs start in turn, retrying it with backoff while Temporal answers
+// that it is busy, for at most the budget. It returns start's error when it
+// is not a busy answer, ErrOverloaded (wrapping the last busy answer) when
+// the budget runs out, and ctx's error when the caller goes away.
+func (s *starter) do(ctx context.Context, start func(context.Context) error) error {
+	budget, cancel := context.WithTimeout(ctx, s.budget)
+	defer cancel()
+	backoff := s.firstBackoff
+	var last error
+	for {
+		err := s.attempt(budget, start)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case budget.Err() != nil:
+			if last == nil {
+				last = err
+			}
+			return fmt.Errorf("%w: the start was queued and retried for %s (Temporal: %v)", ErrOverloaded, s.budget, last)
+		case !busy(err):
+			return err
+		}
+		last = err
+		pause := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, s.maxBackoff)
+		select {
+		case <-time.After(pause):
+		case <-budget.Done():
+		}
+	}
+}
+
+// attempt runs start once it has a slot.
+func (s *starter) attempt(ctx context.Context, start func(context.Context) error) error {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.slots }()
+	return start(ctx)
+}
+
+// busy reports whether err says Temporal is busy or briefly unreachable
+// (worth another try), as opposed to refusing the start.
+func busy(err error) bool {
+	var exhausted *serviceerror.ResourceExhausted
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	switch {
+	case errors.As(err, &exhausted), errors.As(err, &unavailable), errors.As(err, &deadline):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		// The SDK's own per-call timeout, the caller's context being alive.
+		return true
+	}
+	switch status.Code(err) {
+	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// startFailed answers a call whose wait could not be started: an overload
+// says to call again (the same arguments name the same wait, so nothing
+// starts twice); anything else is Temporal's refusal.
+func startFailed(tool string, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(startFailedMessage(tool, err))
+}
+
+// startFailedMessage is startFailed's text.
+func startFailedMessage(tool string, err error) string {
+	return tool + ": " + startFailure(err)
+}
+
+// startFailure says why a wait was not started.
+func startFailure(err error) string {
+	if errors.Is(err, ErrOverloaded) {
+		return fmt.Sprintf("%v; call again with the same arguments: they name the same wait, so it starts once", err)
+	}
+	return fmt.Sprintf("could not start the wait: %v", err)
+}

@@ -1,0 +1,119 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// fast is a starter whose pauses are short, so the tests run quickly; the
+// assertions are on outcomes and counts, never on time.
+func fast(concurrency int, budget time.Duration) *starter {
+	return newStarter(StartOptions{Concurrency: concurrency, Budget: budget, FirstBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+}
+
+func TestABusyEngineIsRetriedUntilTheStartGoesThrough(t *testing.T) {
+	for _, busyErr := range []error{
+		serviceerror.NewResourceExhausted(0, "namespace rps limit"),
+		serviceerror.NewUnavailable("frontend restarting"),
+		fmt.Errorf("start: %w", context.DeadlineExceeded), // the SDK's own per-call timeout
+		status.Error(codes.Unavailable, "connection refused"),
+	} {
+		t.Run(busyErr.Error(), func(t *testing.T) {
+			var attempts int
+			err := fast(1, time.Minute).do(t.Context(), func(context.Context) error {
+				attempts++
+				if attempts < 4 {
+					return busyErr
+				}
+				return nil
+			})
+			require.NoError(t, err)
+			assert.Equal(t, 4, attempts)
+		})
+	}
+}
+
+func TestARefusalIsAnsweredAtOnce(t *testing.T) {
+	refusal := serviceerror.NewInvalidArgument("search attribute DurawaitTool is not defined")
+	var attempts int
+	err := fast(1, time.Minute).do(t.Context(), func(context.Context) error { attempts++; return refusal })
+	require.ErrorIs(t, err, refusal)
+	assert.NotErrorIs(t, err, ErrOverloaded)
+	assert.Equal(t, 1, attempts)
+}
+
+// An engine that stays busy past the budget is an overload, named with
+// Temporal's last answer, and the call's answer says to call again —
+// never that the engine is unavailable.
+func TestAnEngineBusyPastTheBudgetIsAnOverload(t *testing.T) {
+	var attempts atomic.Int32
+	err := fast(1, 50*time.Millisecond).do(t.Context(), func(ctx context.Context) error {
+		attempts.Add(1)
+		return serviceerror.NewResourceExhausted(0, "persistence max qps reached")
+	})
+	require.ErrorIs(t, err, ErrOverloaded)
+	assert.Contains(t, err.Error(), "persistence max qps reached")
+	assert.Greater(t, attempts.Load(), int32(1), "it was retried")
+
+	msg := startFailedMessage("wait_for", err)
+	assert.Contains(t, msg, "wait_for: durawait is overloaded")
+	assert.Contains(t, msg, "call again with the same arguments")
+	assert.NotContains(t, msg, "unavailable?")
+	assert.Equal(t, "wait_for: could not start the wait: boom", startFailedMessage("wait_for", errors.New("boom")))
+}
+
+func TestACallerThatLeavesStopsItsStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var attempts atomic.Int32
+	err := fast(1, time.Minute).do(ctx, func(context.Context) error {
+		if attempts.Add(1) == 2 {
+			cancel()
+		}
+		return serviceerror.NewUnavailable("busy")
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrOverloaded)
+}
+
+// A burst queues: never more starts in flight than the concurrency, and
+// every one of them goes through.
+func TestABurstQueuesWithinTheConcurrency(t *testing.T) {
+	s := fast(4, time.Minute)
+	var inFlight, peak, done atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.do(t.Context(), func(context.Context) error {
+				n := inFlight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				<-release
+				inFlight.Add(-1)
+				return nil
+			})
+			if err == nil {
+				done.Add(1)
+			}
+		}()
+	}
+	// Let the first four in, then all of them through.
+	require.Eventually(t, func() bool { return inFlight.Load() == 4 }, 10*time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(4), peak.Load())
+	assert.Equal(t, int32(40), done.Load())
+}
