@@ -61,16 +61,15 @@ func newRolesWorld(t *testing.T, target temporalTarget) *rolesWorld {
 	rw.tmux("new-session", "-d", "-s", "main", "-x", "120", "-y", "30", "sh")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", rw.tmuxSocket, "kill-server").Run() })
 
-	ns := fmt.Sprintf("namespace = %q\n", target.Namespace)
 	tools := "tools = [\"list_panes\", \"wait_for_text\"]\n"
 	tmux := fmt.Sprintf("\n[tmux]\nsocket = %q\nwait_max_sec = 60\n", rw.tmuxSocket)
 	cmd, _ := json.Marshal([]string{bin.fakeagent, "--scripts", w.path("scripts"), "--argv-log", w.path("argv.log"), "{prompt}"})
 	agents := fmt.Sprintf("\n[agents]\nwait_window_sec = 5\ncancel_grace_sec = 1\nallowed_roots = [%q]\n\n[agents.providers.fake]\nformat = \"claude-stream-json\"\ncommand = %s\n",
 		w.path("work"), cmd)
-	rw.worker1 = w.writeConfigAt("worker1.toml", w.path("worker1-data"), ns+agents, w.demoServer("demo"))
-	rw.worker2 = w.writeConfigAt("worker2.toml", w.path("worker2-data"), ns+tools+tmux+"host = \"hostb\"\n", w.demoServer("demo"))
+	rw.worker1 = w.writeConfigAt("worker1.toml", w.path("worker1-data"), agents, w.demoServer("demo"))
+	rw.worker2 = w.writeConfigAt("worker2.toml", w.path("worker2-data"), tools+tmux+"host = \"hostb\"\n", w.demoServer("demo"))
 	for i, name := range []string{"frontA", "frontB"} {
-		rw.front[i] = w.writeConfigAt(name+".toml", w.path(name+"-data"), ns+tools+tmux+agents)
+		rw.front[i] = w.writeConfigAt(name+".toml", w.path(name+"-data"), tools+tmux+agents)
 	}
 	return rw
 }
