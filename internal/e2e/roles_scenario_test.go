@@ -171,8 +171,11 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 		rw.tmux("send-keys", "-t", panes[0].PaneID, "Enter")
 		r := <-text
 		assert.True(t, r.Matched)
-		ids := found(t, tc, `DurawaitTool = "wait_for_text"`)
-		require.Len(t, ids, 1)
+		var ids []string
+		eventually(t, "the tmux wait in the visibility store", func() bool {
+			ids = found(t, tc, `DurawaitTool = "wait_for_text"`)
+			return len(ids) == 1
+		})
 		ran := activityRuns(t, tc, ids[0], workflows.WatchPaneActivityName)
 		require.NotEmpty(t, ran)
 		assert.Equal(t, worker2.cmd.Process.Pid, ran[len(ran)-1].pid, "the pane watch ran on worker 2")
