@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
@@ -19,7 +20,7 @@ const clusterNamespace = "durawait-e2e"
 // productionCluster starts PostgreSQL 15, sets up Temporal's schema with
 // the server's SQL tool, starts the production temporal-server on it with
 // an mTLS frontend, and creates the namespace. It returns how to reach it.
-func productionCluster(t *testing.T) temporalTarget {
+func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 	t.Helper()
 	serverBin, sqlTool := temporalServerBinaries(t)
 	dir := t.TempDir()
@@ -88,7 +89,7 @@ func productionCluster(t *testing.T) temporalTarget {
 		Addr: s.Addr, Namespace: clusterNamespace, connect: connect, client: tc,
 		cliFlags: []string{"--address", s.Addr, "--tls-ca-path", pki.CAFile, "--tls-cert-path", operator.CertFile,
 			"--tls-key-path", operator.KeyFile, "--tls-server-name", "localhost"},
-	}
+	}, s
 }
 
 // The production Temporal server (built from go.temporal.io/server at the
@@ -99,5 +100,10 @@ func TestRolesOnAProductionCluster(t *testing.T) {
 	if os.Getenv("DURAWAIT_E2E_CLUSTER") == "" {
 		t.Skip("needs PostgreSQL and builds temporal-server: make e2e-cluster runs it (DURAWAIT_E2E_CLUSTER=1)")
 	}
-	runRolesScenario(t, productionCluster(t))
+	target, server := productionCluster(t)
+	runRolesScenario(t, target)
+	// The server's own clients of its frontend (the system worker's, the
+	// services') presented their certificates all along.
+	assert.NotContains(t, server.log.String(), "handshake failed")
+	assert.NotContains(t, server.log.String(), "error creating sdk client")
 }
