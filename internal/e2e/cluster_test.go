@@ -81,14 +81,12 @@ func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 				"TEMPORAL_TLS_SERVER_NAME=localhost",
 			}
 		}
-		return []string{"--temporal", s.Addr, "--namespace", clusterNamespace, "--tls-ca", pki.CAFile,
-			"--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile, "--tls-server-name", "localhost"}, nil
+		return []string{"--temporal", s.Addr, "--namespace", clusterNamespace, "--tls-ca-path", pki.CAFile,
+			"--tls-cert-path", cert.CertFile, "--tls-key-path", cert.KeyFile, "--tls-server-name", "localhost"}, nil
 	}
-	operator := pki.clientCert("operator", "operator")
 	return temporalTarget{
 		Addr: s.Addr, Namespace: clusterNamespace, connect: connect, client: tc,
-		cliFlags: []string{"--address", s.Addr, "--tls-ca-path", pki.CAFile, "--tls-cert-path", operator.CertFile,
-			"--tls-key-path", operator.KeyFile, "--tls-server-name", "localhost"},
+		cliConnect: []string{"--address " + s.Addr, "--tls-ca-path " + pki.CAFile, "--tls-cert-path ", "--tls-key-path ", "--tls-server-name localhost"},
 	}, s
 }
 

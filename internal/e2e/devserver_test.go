@@ -60,8 +60,8 @@ func TestRolesOnTheDevServer(t *testing.T) {
 	addr := startDevServer(t)
 	runRolesScenario(t, temporalTarget{
 		Addr: addr, Namespace: "default",
-		connect:  func(int) (flags, env []string) { return []string{"--temporal", addr}, nil },
-		client:   temporalClient(t, addr),
-		cliFlags: []string{"--address", addr},
+		connect:    func(int) (flags, env []string) { return []string{"--temporal", addr}, nil },
+		client:     temporalClient(t, addr),
+		cliConnect: []string{"--address " + addr},
 	})
 }

@@ -32,8 +32,10 @@ type temporalTarget struct {
 	connect func(i int) (flags, env []string)
 	// client is the test's own SDK client, as an operator's tools connect.
 	client client.Client
-	// cliFlags connect the Temporal CLI (--address, TLS).
-	cliFlags []string
+	// cliConnect are what the create lines a refusing role prints must
+	// carry to connect the Temporal CLI as that role is connected
+	// (--address, TLS).
+	cliConnect []string
 }
 
 // rolesWorld is the scenario's hosts: two workers and two front ends, each
@@ -240,8 +242,8 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 }
 
 // createSearchAttributesAfterRefusal starts worker 1 on the bare
-// namespace: it refuses with the create lines, which the Temporal CLI runs
-// (with the target's connection flags) until the namespace has them all.
+// namespace: it refuses with the create lines, connected as the worker is,
+// which the Temporal CLI runs as printed until the namespace has them all.
 func (rw *rolesWorld) createSearchAttributesAfterRefusal() {
 	t := rw.t
 	flags, env := rw.target.connect(0)
@@ -259,12 +261,15 @@ func (rw *rolesWorld) createSearchAttributesAfterRefusal() {
 			continue
 		}
 		lines++
-		args := append(append([]string{"operator", "search-attribute", "create"}, strings.Fields(rest)...), rw.target.cliFlags...)
-		b, err := exec.Command(cli, args...).CombinedOutput()
+		require.Contains(t, line, "--namespace "+rw.target.Namespace+" ")
+		for _, connect := range rw.target.cliConnect {
+			require.Contains(t, line, connect)
+		}
+		// As an operator would paste it into a shell.
+		b, err := exec.Command("sh", "-c", "exec \"$0\" operator search-attribute create "+rest, cli).CombinedOutput()
 		require.NoError(t, err, "%s: %s", line, b)
 	}
 	require.Equal(t, len(workflows.SearchAttributeNames), lines, "one create line per search attribute:\n%s", out)
-	require.Contains(t, string(out), "--namespace "+rw.target.Namespace+" ")
 	eventually(t, "the namespace to list every search attribute", func() bool {
 		resp, err := rw.target.client.OperatorService().ListSearchAttributes(context.Background(),
 			&operatorservice.ListSearchAttributesRequest{Namespace: rw.target.Namespace})
