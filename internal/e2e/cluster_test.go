@@ -86,6 +86,13 @@ func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 	}
 	return temporalTarget{
 		Addr: s.Addr, Namespace: clusterNamespace, connect: connect, client: tc,
+		connected: func(i int) []string {
+			from := "addr_from=flags"
+			if i%2 == 0 {
+				from = "addr_from=TEMPORAL_ADDRESS"
+			}
+			return []string{"addr=" + s.Addr, "namespace=" + clusterNamespace, "tls=true", from}
+		},
 		cliConnect: []string{"--address " + s.Addr, "--tls-ca-path " + pki.CAFile, "--tls-cert-path ", "--tls-key-path ", "--tls-server-name localhost"},
 	}, s
 }

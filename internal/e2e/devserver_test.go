@@ -60,7 +60,10 @@ func TestRolesOnTheDevServer(t *testing.T) {
 	addr := startDevServer(t)
 	runRolesScenario(t, temporalTarget{
 		Addr: addr, Namespace: "default",
-		connect:    func(int) (flags, env []string) { return []string{"--temporal", addr}, nil },
+		connect: func(int) (flags, env []string) { return []string{"--temporal", addr}, nil },
+		connected: func(int) []string {
+			return []string{"addr=" + addr, "namespace=default", "tls=false", "addr_from=flags"}
+		},
 		client:     temporalClient(t, addr),
 		cliConnect: []string{"--address " + addr},
 	})

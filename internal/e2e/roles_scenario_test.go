@@ -30,6 +30,9 @@ type temporalTarget struct {
 	// durawait process of the scenario connects (0 and 1 the workers, 2
 	// and 3 the front ends).
 	connect func(i int) (flags, env []string)
+	// connected are what the i-th process logs in its "connected to
+	// Temporal" line (namespace, TLS, where the address came from).
+	connected func(i int) []string
 	// client is the test's own SDK client, as an operator's tools connect.
 	client client.Client
 	// cliConnect are what the create lines a refusing role prints must
@@ -125,6 +128,12 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 		eventually(t, "the front ends to list the workers' tools", func() bool { return listedTools(t, c)["read_file"] != "" })
 	}
 	workers := map[int]*instance{worker1.cmd.Process.Pid: worker1, worker2.cmd.Process.Pid: worker2}
+	for i, p := range []*instance{worker1, worker2, frontA, frontB} {
+		line := logLine(p.log.String(), "connected to Temporal")
+		for _, want := range target.connected(i) {
+			assert.Contains(t, line, want, "process %d", i)
+		}
+	}
 
 	t.Run("an agent runs on the agent host, whichever front took the call", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(rw.path("scripts/cluster.script"), []byte(strings.Join([]string{
@@ -363,6 +372,16 @@ func pendingProbe(t testing.TB, tc client.Client, workflowID string) activityRun
 		return false
 	})
 	return run
+}
+
+// logLine is the first line of log that contains msg.
+func logLine(log, msg string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, msg) {
+			return line
+		}
+	}
+	return ""
 }
 
 // parentPID is pid's parent process.
