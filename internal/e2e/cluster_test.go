@@ -69,8 +69,13 @@ func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 	// Each durawait process has a client certificate of its own. Half of
 	// them connect through the SDK's environment variables, half through
 	// flags.
+	clientCerts := map[int]certPair{}
 	connect := func(i int) (flags, env []string) {
-		cert := pki.clientCert(fmt.Sprintf("durawait-%d", i), fmt.Sprintf("durawait-%d", i))
+		cert, ok := clientCerts[i]
+		if !ok {
+			cert = pki.clientCert(fmt.Sprintf("durawait-%d", i), fmt.Sprintf("durawait-%d", i))
+			clientCerts[i] = cert
+		}
 		if i%2 == 0 {
 			return nil, []string{
 				"TEMPORAL_ADDRESS=" + s.Addr,
