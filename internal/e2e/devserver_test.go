@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -67,4 +68,19 @@ func TestRolesOnTheDevServer(t *testing.T) {
 		client:     temporalClient(t, addr),
 		cliConnect: []string{"--address " + addr},
 	})
+}
+
+// temporalCLI is the Temporal CLI: $DURAWAIT_TEMPORAL_CLI, else bin/temporal
+// of the repository (make tools builds it), else temporal on the PATH.
+func temporalCLI(t testing.TB) string {
+	t.Helper()
+	if path := os.Getenv("DURAWAIT_TEMPORAL_CLI"); path != "" {
+		return path
+	}
+	if path, err := exec.LookPath("../../bin/temporal"); err == nil {
+		return path
+	}
+	path, err := exec.LookPath("temporal")
+	require.NoError(t, err, "the Temporal CLI is needed: make tools builds it into bin/temporal")
+	return path
 }
