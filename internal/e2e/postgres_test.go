@@ -79,12 +79,15 @@ func startPostgres(t testing.TB) *postgres {
 }
 
 // command is one of PostgreSQL's programs, run as the cluster's user.
+// It runs in the cluster's folder, which that user can enter.
 func (pg *postgres) command(program string, args ...string) *exec.Cmd {
 	path := filepath.Join(pg.binDir, program)
+	cmd := exec.Command(path, args...)
 	if pg.asUser != "" {
-		return exec.Command("runuser", append([]string{"-u", pg.asUser, "--", path}, args...)...)
+		cmd = exec.Command("runuser", append([]string{"-u", pg.asUser, "--", path}, args...)...)
 	}
-	return exec.Command(path, args...)
+	cmd.Dir = pg.dir
+	return cmd
 }
 
 func (pg *postgres) run(t testing.TB, program string, args ...string) {
