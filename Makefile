@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e fuzz vet fmt-check bench screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check bench screenshot deploy-check clean
 
 all: build
 
@@ -22,8 +22,30 @@ run: build
 ## target's seed corpus (the seeds in the test file plus testdata/fuzz, where
 ## each crasher ever found is kept) runs as an ordinary unit test here, which
 ## is what CI needs; `make fuzz` explores beyond the seeds.
-test: fmt-check vet
+test: fmt-check vet tools
 	$(GO) test -count=1 -timeout 30m ./...
+
+# TEMPORAL_CLI_VERSION: the Temporal CLI the end-to-end tests start a dev
+# server with (v1.5.1: later releases do not build from the module proxy).
+TEMPORAL_CLI_VERSION := v1.5.1
+
+## tools: the Temporal CLI into bin/temporal (its dev server is a Temporal
+## started outside durawait for the end-to-end tests), built only when missing
+tools: $(BIN)/temporal
+
+$(BIN)/temporal:
+	GOBIN=$(CURDIR)/$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+## e2e-cluster: the roles end-to-end test on a production Temporal cluster:
+## temporal-server and temporal-sql-tool built from go.temporal.io/server at
+## the version go.mod pins (its tool lines), on PostgreSQL 15 (apt-get install
+## -y postgresql), the frontend serving mTLS; two fronts and two workers
+e2e-cluster: tools
+	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
+	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+	DURAWAIT_E2E_CLUSTER=1 DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server \
+		DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool DURAWAIT_TEMPORAL_CLI=$(CURDIR)/$(BIN)/temporal \
+		$(GO) test -count=1 -timeout 15m -run '^TestRolesOnAProductionCluster$$' -v ./internal/e2e/
 
 ## unit: the fast tests only (no processes started)
 unit:

@@ -157,8 +157,15 @@ func (w *workspace) writeConfig(servers ...server) string {
 // then tables) before the wait_for section.
 func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 	w.t.Helper()
+	return w.writeConfigAt("durawait.toml", w.path("data"), extra, servers...)
+}
+
+// writeConfigAt writes the config file name of the workspace with its own
+// data dir: one process's config where several run side by side.
+func (w *workspace) writeConfigAt(name, dataDir, extra string, servers ...server) string {
+	w.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", w.path("data"), extra)
+	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", dataDir, extra)
 	for _, s := range servers {
 		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\n", s.name)
 		if s.url != "" {
@@ -178,7 +185,7 @@ func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 			fmt.Fprintf(&b, "probe_tools = %s\n", tools)
 		}
 	}
-	path := w.path("durawait.toml")
+	path := w.path(name)
 	require.NoError(w.t, os.WriteFile(path, []byte(b.String()), 0o644))
 	return path
 }

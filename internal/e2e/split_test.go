@@ -29,8 +29,17 @@ func (w *workspace) startFront(config, engine string) *instance {
 // engine and waits for its /healthz to answer 200.
 func (w *workspace) startRole(role, config, engine string) *instance {
 	w.t.Helper()
+	return w.startRoleWith(role, config, []string{"--temporal", engine}, nil)
+}
+
+// startRoleWith runs `durawait <role>` with flags and env added (they say
+// which Temporal and how to connect) and waits for its /healthz to answer
+// 200.
+func (w *workspace) startRoleWith(role, config string, flags, env []string) *instance {
+	w.t.Helper()
 	inst := &instance{t: w.t, http: freeAddr(w.t), log: &syncBuffer{}, done: make(chan struct{})}
-	inst.cmd = exec.Command(bin.durawait, role, "--config", config, "--temporal", engine, "--http", inst.http)
+	inst.cmd = exec.Command(bin.durawait, append([]string{role, "--config", config, "--http", inst.http}, flags...)...)
+	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
 	require.NoError(w.t, inst.cmd.Start())
 	go func() { _ = inst.cmd.Wait(); close(inst.done) }()

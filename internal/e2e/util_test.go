@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -90,4 +92,26 @@ func schemaJSON(t testing.TB, raw []byte, parsed any) []byte {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// logLine is the first line of log that contains msg.
+func logLine(log, msg string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, msg) {
+			return line
+		}
+	}
+	return ""
+}
+
+// parentPID is pid's parent process.
+func parentPID(t testing.TB, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	require.GreaterOrEqual(t, len(fields), 2)
+	return atoi(fields[1])
 }
