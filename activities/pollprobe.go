@@ -90,9 +90,11 @@ func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflo
 	}
 	var progress workflows.PollProgress
 	if activity.HasHeartbeatDetails(ctx) {
-		if err := activity.GetHeartbeatDetails(ctx, &progress); err != nil {
+		var checkpoint workflows.PollCheckpoint // the previous release's PollProgress decodes too
+		if err := activity.GetHeartbeatDetails(ctx, &checkpoint); err != nil {
 			return workflows.WaitForResult{}, fmt.Errorf("resume probe loop from heartbeat: %w", err)
 		}
+		progress = checkpoint.Progress()
 	}
 	info := activity.GetInfo(ctx)
 	schedule := in.Schedule()
@@ -135,10 +137,11 @@ type probeLoop struct {
 	nextBeat  time.Time
 }
 
-// heartbeat records the progress and puts the next heartbeat a beatEvery
+// heartbeat records the progress (bounded: see workflows.PollCheckpoint)
+// and puts the next heartbeat a beatEvery
 // from now.
 func (l *probeLoop) heartbeat(ctx context.Context) {
-	activity.RecordHeartbeat(ctx, l.progress)
+	activity.RecordHeartbeat(ctx, l.progress.Checkpoint())
 	l.nextBeat = l.clock.Now().Add(l.beatEvery)
 }
 

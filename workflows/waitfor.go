@@ -138,12 +138,13 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 	// The activity could not report by deadline plus grace: its worker is
 	// gone or stuck. Finish from its last heartbeat.
 	elapsed := workflow.Now(ctx).Sub(started)
-	var progress PollProgress
+	var checkpoint PollCheckpoint // the previous release's PollProgress decodes too
 	if timeoutErr.HasLastHeartbeatDetails() {
-		if derr := timeoutErr.LastHeartbeatDetails(&progress); derr != nil {
+		if derr := timeoutErr.LastHeartbeatDetails(&checkpoint); derr != nil {
 			return WaitForResult{}, fmt.Errorf("decode last heartbeat of the probe loop: %w", derr)
 		}
 	}
+	progress := checkpoint.Progress()
 	if !progress.HasObservation {
 		return WaitForResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("no sample of %s was taken within max_wait_sec %d: no worker ran the probe in time",

@@ -40,8 +40,9 @@ type WaitForResult struct {
 }
 
 // PollProgress is the resumable state of a wait_for's probe loop. The
-// activity records it in every heartbeat, so a retried attempt (after a crash
-// or on another worker) continues the same wait instead of starting over.
+// activity records it in every heartbeat, in its bounded form
+// (PollCheckpoint), so a retried attempt (after a crash or on another
+// worker) continues the same wait instead of starting over.
 type PollProgress struct {
 	// Samples counts successful probe calls.
 	Samples int `json:"samples"`
@@ -57,6 +58,25 @@ type PollProgress struct {
 	// LastError is the unavailability error of the most recent attempt, or
 	// empty when it succeeded.
 	LastError string `json:"last_error,omitempty"`
+	// lastObservationHash, when set, stands for LastObservation, which is
+	// then only an excerpt (a loop resumed from a PollCheckpoint).
+	lastObservationHash string
+}
+
+// observationHash is the hash of the last observation.
+func (p PollProgress) observationHash() string {
+	if p.lastObservationHash != "" {
+		return p.lastObservationHash
+	}
+	return observationHash(p.LastObservation)
+}
+
+// sameObservation reports whether observation is the last one.
+func (p PollProgress) sameObservation(observation string) bool {
+	if p.lastObservationHash != "" {
+		return observationHash(observation) == p.lastObservationHash
+	}
+	return observation == p.LastObservation
 }
 
 // RecordAttempt notes that a probe call started at at.
@@ -67,12 +87,13 @@ func (p *PollProgress) RecordAttempt(at time.Time) {
 
 // RecordObservation notes a successful sample taken at at.
 func (p *PollProgress) RecordObservation(observation string, at time.Time) {
-	if !p.HasObservation || observation != p.LastObservation {
+	if !p.HasObservation || !p.sameObservation(observation) {
 		p.QuietSince = at
 	}
 	p.Samples++
 	p.HasObservation = true
 	p.LastObservation = observation
+	p.lastObservationHash = ""
 	p.LastError = ""
 }
 
