@@ -13,7 +13,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -78,7 +80,7 @@ func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		for _, pa := range desc.GetPendingActivities() {
-			if v := decodeAll(pa.GetHeartbeatDetails()); v != nil {
+			if v := heartbeatOf(pa); v != nil {
 				d.LastObservation = v
 			}
 		}
@@ -96,6 +98,21 @@ func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
 		}
 	}
 	return d, nil
+}
+
+// heartbeatOf is what a pending activity's last heartbeat says: a probe
+// loop's progress, its bounded checkpoint read back (the last
+// observation's excerpt, marked when it was cut), or any other activity's
+// details as they are.
+func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
+	details := pa.GetHeartbeatDetails()
+	if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && len(details.GetPayloads()) > 0 {
+		var cp workflows.PollCheckpoint
+		if err := converter.GetDefaultDataConverter().FromPayloads(details, &cp); err == nil {
+			return cp.Progress()
+		}
+	}
+	return decodeAll(details)
 }
 
 // apply adds what one history event says to d.
