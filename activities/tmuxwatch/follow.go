@@ -9,7 +9,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/durawait/durawait/workflows"
@@ -41,9 +40,10 @@ const attachTimeout = 10 * time.Second
 // it is attached, so output printed from then on is seen.
 func (s Server) Follow(ctx context.Context, paneID string) (*Follower, error) {
 	cmd := exec.Command("tmux", s.args("-C", "attach-session", "-t", paneID, "-f", "read-only,ignore-size")...)
-	// The control client dies with durawait, even on kill -9: no client is
-	// ever left behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The control client dies with durawait: no client is left behind
+	// (on Linux even after a kill -9; controlClientProcAttr says how on
+	// other systems).
+	cmd.SysProcAttr = controlClientProcAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

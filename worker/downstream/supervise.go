@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -182,13 +181,14 @@ func (c *conn) newClient() (*client.Client, *schemaRecorder, error) {
 	}
 }
 
-// stdioCommand starts a stdio server so that it dies with durawait, even on
-// kill -9, and does not share durawait's terminal signals. env is its whole
-// environment (see ServerEnv).
+// stdioCommand starts a stdio server in its own process group (it does not
+// share durawait's terminal signals) so that it dies with durawait: on
+// Linux even on kill -9 (stdioProcAttr says how on other systems). env is
+// its whole environment (see ServerEnv).
 func stdioCommand(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 	cmd := exec.Command(command, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = stdioProcAttr()
 	return cmd, nil
 }
 
