@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -191,8 +192,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 
 	// Claim a host: the first worker to take this activity runs the CLI.
 	var hostQueue string
-	claimCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, Summary: "claim a host for the " + in.Spec.Provider + " CLI"})
-	if err := workflow.ExecuteActivity(claimCtx, ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
+	if err := workflow.ExecuteActivity(claimOptions(ctx, in.Spec.Provider), ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
 		if obs && ctx.Err() != nil {
 			// An operator cancelled it before any host ran the CLI: it
 			// ends Canceled with a cancelled payload for wait_agent.
@@ -200,16 +200,25 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			final := st.payload(ctx, id, AgentReasonFinished)
 			return final, temporal.NewCanceledError(final)
 		}
-		return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
+		if !unclaimedEndsFailed(ctx) {
+			return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
+		}
+		st.final = &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: ErrCodeStart, Message: unclaimedMessage(err)}}
+		return st.finish(ctx, id, obs)
 	}
 
+	// max_run_sec bounds the run as a whole: the schedule-to-close timeout
+	// spans every attempt (a retry after a lost worker, a resumed session)
+	// and each attempt's context ends at the same instant, when the runner
+	// stops the CLI. No grace is added: Temporal's timer is the bound, and
+	// the last heartbeat carries what the run had said by then.
 	runCtx, cancelRun := workflow.WithCancel(ctx)
 	runCtx = workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
-		TaskQueue:           hostQueue,
-		StartToCloseTimeout: in.MaxRun,
-		HeartbeatTimeout:    AgentHeartbeatTimeout,
-		WaitForCancellation: true,
-		Summary:             TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes),
+		TaskQueue:              hostQueue,
+		ScheduleToCloseTimeout: in.MaxRun,
+		HeartbeatTimeout:       AgentHeartbeatTimeout,
+		WaitForCancellation:    true,
+		Summary:                TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			MaximumInterval:        5 * time.Second,
@@ -223,7 +232,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	sel.AddFuture(run, func(f workflow.Future) {
 		var final AgentFinal
 		err := f.Get(ctx, &final)
-		st.final = finalFrom(final, err, cancelled)
+		st.final = finalFrom(final, err, cancelled, in.MaxRun)
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
 		var b AgentError
@@ -243,6 +252,12 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	for st.final == nil {
 		sel.Select(ctx)
 	}
+	return st.finish(ctx, id, obs)
+}
+
+// finish records how the invocation ended (st.final), lets every wait_agent
+// in flight answer, and returns the final payload.
+func (st *agentState) finish(ctx workflow.Context, id string, obs bool) (InvocationPayload, error) {
 	_ = workflow.UpsertMemo(ctx, map[string]any{"status": string(st.final.Status)})
 	if obs {
 		setState(ctx, agentEndState(st.final), KeyAgentStatus.ValueSet(string(st.final.Status)))
@@ -270,8 +285,9 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	return final, nil
 }
 
-// finalFrom maps the run's outcome to how the invocation ended.
-func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
+// finalFrom maps the run's outcome to how the invocation ended; maxRun is
+// the invocation's bound (agents.max_run_sec).
+func finalFrom(final AgentFinal, err error, cancelled bool, maxRun time.Duration) *AgentFinal {
 	if err == nil {
 		return &final
 	}
@@ -289,14 +305,36 @@ func finalFrom(final AgentFinal, err error, cancelled bool) *AgentFinal {
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
 	switch {
+	case errors.As(err, &timeoutErr) && maxRunExpired(timeoutErr):
+		// Out of time (checked first: the timeout's cause may be the
+		// last attempt's retryable failure). What the CLI had said by
+		// its last heartbeat is the output, and its session can be
+		// resumed.
+		var live AgentLive
+		if timeoutErr.HasLastHeartbeatDetails() {
+			_ = timeoutErr.LastHeartbeatDetails(&live)
+		}
+		return &AgentFinal{Status: AgentFailed, Output: live.Reply, SessionID: live.SessionID, Error: &AgentError{
+			Code:    ErrCodeTimeout,
+			Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s, counted over every attempt)", int64(maxRun/time.Second)),
+		}}
 	case errors.As(err, &appErr):
 		// The run's non-retryable failures (ErrTypeAgent*) all mean the
 		// CLI did not start.
 		code, msg = ErrCodeStart, appErr.Message()
-	case errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
-		code, msg = ErrCodeAgentError, "the run exceeded agents.max_run_sec"
 	}
 	return &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: code, Message: msg}}
+}
+
+// maxRunExpired reports whether a run's timeout is its max_run_sec bound:
+// the schedule-to-close timeout, or the start-to-close timeout of a run
+// scheduled by a release that bounded each attempt alone.
+func maxRunExpired(err *temporal.TimeoutError) bool {
+	switch err.TimeoutType() {
+	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+		return true
+	}
+	return false
 }
 
 // agentEndState is the DurawaitState of an invocation that ended so: a run

@@ -191,44 +191,23 @@ func TestAnOperatorsCancelWithAWaitInFlightKeepsThePayload(t *testing.T) {
 	assert.Equal(t, []string{"running", "cancelled"}, u.states)
 }
 
-func TestAnInvocationEndedBeforeItsRunIsNotLeftRunning(t *testing.T) {
-	for _, tc := range []struct {
-		name             string
-		end              func(env *testsuite.TestWorkflowEnvironment)
-		claimErr         error
-		state, agentStat string
-	}{
-		{name: "cancelled", end: func(env *testsuite.TestWorkflowEnvironment) {
-			env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
-		}, state: "cancelled", agentStat: "cancelled"},
-		{name: "failed", claimErr: temporal.NewNonRetryableApplicationError("no host", "NoHost", nil),
-			state: "error", agentStat: "failed"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestWorkflowEnvironment()
-			env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-			env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-			env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
-			u := recordUpserts(env)
-			if tc.end != nil {
-				env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(time.Hour).Return("host-q", nil)
-				tc.end(env)
-			} else {
-				env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return("", tc.claimErr)
-			}
-			env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-			require.True(t, env.IsWorkflowCompleted())
-			require.Error(t, env.GetWorkflowError())
-			assert.Equal(t, []string{"running", tc.state}, u.states)
-			assert.Equal(t, []string{"running", tc.agentStat}, u.agentStatuses)
-			if tc.end != nil {
-				var canceled *temporal.CanceledError
-				require.ErrorAs(t, env.GetWorkflowError(), &canceled)
-				var p InvocationPayload
-				require.NoError(t, canceled.Details(&p))
-				assert.Equal(t, AgentCancelled, p.Status)
-			}
-		})
-	}
+func TestAnInvocationCancelledBeforeItsRunIsNotLeftRunning(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	u := recordUpserts(env)
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(time.Minute).Return("host-q", nil)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, env.GetWorkflowError(), &canceled)
+	var p InvocationPayload
+	require.NoError(t, canceled.Details(&p))
+	assert.Equal(t, AgentCancelled, p.Status)
+	assert.Equal(t, []string{"running", "cancelled"}, u.states)
+	assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
 }

@@ -49,6 +49,9 @@ const (
 	ErrCodeWorkerLost = "worker_lost"
 	ErrCodeStart      = "start_failed"
 	ErrCodeAgentError = "agent_error"
+	// ErrCodeTimeout: the run exceeded agents.max_run_sec, counted over
+	// all its attempts; the output is what the CLI had said by then.
+	ErrCodeTimeout = "timeout"
 	// ErrCodeCancelled: an operator cancelled the invocation's workflow
 	// through Temporal (not cancel_agent); the message names who.
 	ErrCodeCancelled = "cancelled"

@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// newBoundsEnv is a test environment for tests whose activities run in real
+// time: it waits up to a minute of wall time for progress (not 3 s), and
+// its deadlock detector allows a workflow task 10 s (not 1 s), which a
+// loaded machine can exceed.
+func newBoundsEnv() *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
+	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	return env
+}
+
+// A run whose first attempt is lost and retried does not get a fresh
+// max_run_sec: every attempt's context ends when the first was scheduled
+// plus max_run_sec, and the invocation ends failed with error.code
+// "timeout", carrying what the CLI had said by its last heartbeat.
+func TestARetriedRunStillEndsAtMaxRunOverall(t *testing.T) {
+	const maxRun = 3 * time.Second
+	env := newBoundsEnv()
+	env.RegisterActivityWithOptions(func(context.Context) (string, error) { return "host-q", nil },
+		activity.RegisterOptions{Name: ClaimAgentHostActivity})
+
+	type attempt struct{ scheduled, deadline time.Time }
+	var mu sync.Mutex
+	var attempts []attempt
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
+		info := activity.GetInfo(ctx)
+		mu.Lock()
+		attempts = append(attempts, attempt{info.ScheduledTime, info.Deadline})
+		mu.Unlock()
+		if info.Attempt == 1 {
+			return AgentFinal{}, errors.New("worker stopping; the CLI keeps running and is re-attached on restart")
+		}
+		activity.RecordHeartbeat(ctx, AgentLive{SessionID: "s1", Reply: "half way"})
+		<-ctx.Done() // the CLI runs on past the bound
+		return AgentFinal{}, ctx.Err()
+	}, activity.RegisterOptions{Name: RunAgentActivityName})
+
+	in := agentInput
+	in.MaxRun = maxRun
+	env.ExecuteWorkflow(AgentWorkflowName, in)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentFailed, final.Status)
+	require.NotNil(t, final.Error)
+	assert.Equal(t, ErrCodeTimeout, final.Error.Code)
+	assert.Contains(t, final.Error.Message, "agents.max_run_sec (3 s, counted over every attempt)")
+	// The output and session from the last heartbeat: see
+	// TestATimedOutRunKeepsItsLastHeartbeat (the test environment drops a
+	// timed-out activity's heartbeat).
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, attempts, 2, "the first attempt failed and was retried")
+	for i, a := range attempts {
+		assert.WithinDuration(t, attempts[0].scheduled.Add(maxRun), a.deadline, 10*time.Millisecond,
+			"attempt %d ends max_run_sec after the first was scheduled", i+1)
+	}
+}
+
+// A run that ran out of max_run_sec reports what the CLI had said by its
+// last heartbeat, and its session, so the caller can resume it.
+func TestATimedOutRunKeepsItsLastHeartbeat(t *testing.T) {
+	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, AgentLive{SessionID: "s1", Reply: "half way"})
+	final := finalFrom(AgentFinal{}, err, false, 90*time.Minute)
+	assert.Equal(t, &AgentFinal{Status: AgentFailed, Output: "half way", SessionID: "s1", Error: &AgentError{
+		Code: ErrCodeTimeout, Message: "the run exceeded agents.max_run_sec (5400 s, counted over every attempt)"}}, final)
+
+	// A heartbeat timeout is a lost worker, retried until max_run_sec.
+	lost := finalFrom(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), false, time.Hour)
+	assert.Equal(t, ErrCodeWorkerLost, lost.Error.Code)
+}
+
+// With no worker that has agents configured, every claim attempt fails (no
+// worker has the activity); the claim retries for AgentClaimTimeout and the
+// invocation then ends failed, its message naming the cause.
+func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
+	env := newBoundsEnv()
+	var claims int
+	env.RegisterActivityWithOptions(func(context.Context) (string, error) {
+		claims++
+		return "", errors.New("unable to find activityType=ClaimAgentHost")
+	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	u := recordUpserts(env)
+	start := env.Now()
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final), "it completes: wait_agent reads its payload")
+	assert.Equal(t, AgentFailed, final.Status)
+	assert.Equal(t, AgentReasonFinished, final.Reason)
+	require.NotNil(t, final.Error)
+	assert.Equal(t, ErrCodeStart, final.Error.Code)
+	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 2m0s")
+	assert.Contains(t, final.Error.Message, "[agents]")
+	assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
+	assert.GreaterOrEqual(t, claims, 10, "bounded by time, not by a few attempts")
+	assert.LessOrEqual(t, env.Now().Sub(start), AgentClaimTimeout)
+	assert.Equal(t, []string{"running", "failed"}, u.states)
+	assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
+}
