@@ -122,12 +122,7 @@ type Registry interface {
 // Register puts durawait's workflows and the shared-queue activities on r
 // under their durable names.
 func Register(r Registry, prober activities.Prober, observer activities.Observer, agents *activities.AgentRunner) {
-	r.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.AgentInvocation, workflow.RegisterOptions{Name: workflows.AgentWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.WaitForText, workflow.RegisterOptions{Name: workflows.WaitForTextWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.CallDownstreamTool, workflow.RegisterOptions{Name: workflows.CallDownstreamToolWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.ListPanes, workflow.RegisterOptions{Name: workflows.ListPanesWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.Catalog, workflow.RegisterOptions{Name: workflows.CatalogWorkflowName})
+	workflows.RegisterWorkflows(r)
 	poller := &activities.Poller{Prober: prober, Observer: observer}
 	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
 	if agents != nil {

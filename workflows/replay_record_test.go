@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/durawait/durawait/internal/engine"
 )
@@ -27,6 +26,9 @@ import (
 // engine with stand-in activities and writes its history as JSON into
 // testdata/replay, for TestReplayRecordedHistories. Histories recorded by a
 // release are kept as they are: they are what its running waits look like.
+// It covers what the tools cannot reach (an operator's cancel with a wait
+// in flight, the catalog workflow); TestRecordReplayHistories in
+// internal/e2e records the rest through the real binary.
 // Run with: go test -tags replayrecord -run TestRecordReplayHistories ./workflows/
 // (DURAWAIT_REPLAY_PREFIX names the files' prefix, e.g. "v2_").
 func TestRecordReplayHistories(t *testing.T) {
@@ -44,12 +46,7 @@ func TestRecordReplayHistories(t *testing.T) {
 	release := make(chan struct{})
 	running := make(chan string, 8) // workflow IDs whose blocking activity runs
 	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(WaitFor, workflow.RegisterOptions{Name: WaitForWorkflowName})
-	w.RegisterWorkflowWithOptions(WaitForText, workflow.RegisterOptions{Name: WaitForTextWorkflowName})
-	w.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	w.RegisterWorkflowWithOptions(CallDownstreamTool, workflow.RegisterOptions{Name: CallDownstreamToolWorkflowName})
-	w.RegisterWorkflowWithOptions(ListPanes, workflow.RegisterOptions{Name: ListPanesWorkflowName})
-	w.RegisterWorkflowWithOptions(Catalog, workflow.RegisterOptions{Name: CatalogWorkflowName})
+	RegisterWorkflows(w)
 	w.RegisterActivityWithOptions(func(ctx context.Context, in PollInput) (WaitForResult, error) {
 		if in.Spec.Until.Pattern == "block" {
 			running <- activity.GetInfo(ctx).WorkflowExecution.ID

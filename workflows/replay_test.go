@@ -1,32 +1,82 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
-// Every history in testdata/replay (recorded on a real engine by
-// TestRecordReplayHistories, by this release and by earlier ones) replays
-// on the current workflow code: a change to a workflow's commands that is
-// not guarded by workflow.GetVersion fails here with a nondeterminism error.
+// replayScenarios are the recorded histories CI must replay: each workflow
+// type in the ways it ends, and a crash or lost CLI recovered. A file
+// testdata/replay/[vN_]<scenario>.json holds one (vN_ names the release that
+// recorded it; files without a prefix were recorded before issue 10).
+var replayScenarios = []string{
+	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
+	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
+	"waitfortext_matched", "call", "list_panes", "catalog",
+}
+
+// replayFile is the name of a recorded history: release prefix, scenario.
+var replayFile = regexp.MustCompile(`^(v[0-9]+_)?([a-z_]+)\.json$`)
+
+// Every history in testdata/replay replays on the current workflow code: a
+// change to a workflow's commands that is not guarded by workflow.GetVersion
+// fails here with a nondeterminism error. The histories are recorded on a
+// real engine, by this release and by earlier ones: see
+// TestRecordReplayHistories in internal/e2e (the real binary; run it with
+// DURAWAIT_RECORD_REPLAY=<release prefix>) and in this package (stand-in
+// activities; build tag replayrecord). Every file is replayed, every
+// workflow type a worker registers has a history, and so does every
+// scenario of replayScenarios.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "replay", "*.json"))
+	dir := filepath.Join("testdata", "replay")
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(WaitFor, workflow.RegisterOptions{Name: WaitForWorkflowName})
-	r.RegisterWorkflowWithOptions(WaitForText, workflow.RegisterOptions{Name: WaitForTextWorkflowName})
-	r.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	r.RegisterWorkflowWithOptions(CallDownstreamTool, workflow.RegisterOptions{Name: CallDownstreamToolWorkflowName})
-	r.RegisterWorkflowWithOptions(ListPanes, workflow.RegisterOptions{Name: ListPanesWorkflowName})
-	r.RegisterWorkflowWithOptions(Catalog, workflow.RegisterOptions{Name: CatalogWorkflowName})
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+	RegisterWorkflows(r)
+	registered := map[string]bool{}
+	for _, d := range Definitions() {
+		registered[d.Name] = true
+	}
+
+	typesSeen := map[string]int{}
+	scenariosSeen := map[string]int{}
+	for _, e := range entries {
+		name := e.Name()
+		m := replayFile.FindStringSubmatch(name)
+		if !assert.NotNil(t, m, "%s: every file in %s is a history named [vN_]<scenario>.json", name, dir) {
+			continue
+		}
+		scenariosSeen[m[2]]++
+		t.Run(name, func(t *testing.T) {
+			hist, err := client.HistoryFromJSON(openFile(t, filepath.Join(dir, name)), client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			require.NotEmpty(t, hist.Events)
+			wfType := hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
+			require.True(t, registered[wfType], "workflow type %q is registered by no worker", wfType)
+			typesSeen[wfType]++
+			require.NoError(t, r.ReplayWorkflowHistory(nil, hist))
 		})
 	}
+	for _, d := range Definitions() {
+		assert.NotZero(t, typesSeen[d.Name], "no recorded history of workflow type %s", d.Name)
+	}
+	for _, s := range replayScenarios {
+		assert.NotZero(t, scenariosSeen[s], "no recorded history of scenario %s", s)
+	}
+}
+
+// openFile opens path for the test's duration.
+func openFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
 }

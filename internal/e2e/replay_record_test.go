@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// replayDir is where the replay test (workflows/replay_test.go) reads the
+// recorded histories.
+const replayDir = "../../workflows/testdata/replay"
+
+// TestRecordReplayHistories runs each scenario of each workflow type through
+// the real binary (its embedded engine, the real activities, the demo probe,
+// the fake agent CLI, a real tmux server), including the crash of durawait
+// and the loss of an agent's CLI, and writes every history into
+// workflows/testdata/replay as JSON, for TestReplayRecordedHistories.
+//
+// It is skipped unless DURAWAIT_RECORD_REPLAY names the release's file
+// prefix. A release records its own histories once, before it ships, and
+// commits them beside the earlier releases' (which are never rewritten):
+//
+//	DURAWAIT_RECORD_REPLAY=v4_ go test -count=1 -run '^TestRecordReplayHistories$' -v ./internal/e2e/
+//
+// workflows/replay_record_test.go (build tag replayrecord) records the
+// scenarios this one cannot reach through the tools (an operator's cancel
+// with a wait in flight, the catalog workflow) with stand-in activities.
+func TestRecordReplayHistories(t *testing.T) {
+	prefix := os.Getenv("DURAWAIT_RECORD_REPLAY")
+	if prefix == "" {
+		t.Skip("DURAWAIT_RECORD_REPLAY is not set (set it to the release's file prefix, e.g. v4_, to record)")
+	}
+	t.Run("wait_for and agents", func(t *testing.T) { recordWaitsAndAgents(t, prefix) })
+	t.Run("tmux", func(t *testing.T) { recordTmux(t, prefix) })
+}
+
+// recordWaitsAndAgents records wait_for matched, timed out and recovered
+// after a crash, and agent invocations that succeeded, ended blocked, were
+// cancelled, and were resumed after their CLI was lost.
+func recordWaitsAndAgents(t *testing.T, prefix string) {
+	w := newAgentWorkspace(t, 2)
+	w.script("hello", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`)
+	w.script("noauth", `{"type":"thread.started","thread_id":"th-1"}`, `{"type":"turn.started"}`,
+		`{"type":"turn.failed","error":{"message":"401 Unauthorized: invalid api key"}}`, `@exit 1`)
+	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"halfway"}]}}`, "@wait never")
+	w.script("session", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"started"}]}}`, "@wait never")
+	// The resumed run gets durawait's resume prompt, whose first word names this script.
+	w.script("durawait", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"picked up where it left off","session_id":"{session}"}`)
+
+	first := w.startServe(w.config)
+	c := first.client(t)
+	engine := w.owner().Engine
+	rec := newRecorder(t, prefix)
+
+	w.write("matched", "READY")
+	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("matched"), nil)).Reason)
+	rec.waitFor(engine, "waitfor_matched", w.path("matched"))
+
+	w.write("timeout", "pending")
+	assert.Equal(t, "timeout", c.waitFor(t, readFileWait(w.path("timeout"), map[string]any{"max_wait_sec": 3})).Reason)
+	rec.waitFor(engine, "waitfor_timeout", w.path("timeout"))
+
+	succeeded := c.startAgent(t, "fake", "hello", nil)
+	assert.Equal(t, "succeeded", c.waitUntilFinished(t, succeeded).Status)
+	rec.workflow(engine, "agent_succeeded", succeeded)
+
+	blocked := c.startAgent(t, "fakecodex", "noauth", nil)
+	assert.Equal(t, "blocked", c.waitUntilFinished(t, blocked).Status)
+	rec.workflow(engine, "agent_blocked", blocked)
+
+	cancelled := c.startAgent(t, "fake", "forever", nil)
+	eventually(t, "the cancelled run to report", func() bool { return c.waitAgent(t, cancelled).SessionID != "" })
+	assert.Equal(t, "cancelled", c.agentCall(t, "cancel_agent", map[string]any{"invocation_id": cancelled}).Status)
+	rec.workflow(engine, "agent_cancelled", cancelled)
+
+	// A crash: durawait is killed while a wait_for samples and an agent
+	// runs; the agent's CLI is lost with it (as on a machine loss). After
+	// the restart the probe loop is retried and the run is resumed.
+	w.write("crash", "rolling out")
+	go func() { _, _ = c.call(context.Background(), "wait_for", readFileWait(w.path("crash"), nil), "") }()
+	resumed := c.startAgent(t, "fake", "session", nil)
+	eventually(t, "samples before the crash", func() bool { return w.calls("crash") >= 2 })
+	eventually(t, "the session in a heartbeat", func() bool { return c.waitAgent(t, resumed).SessionID == "sess-new" })
+	first.kill9()
+	killRun(t, w, resumed)
+
+	second := w.startServe(w.config)
+	c2 := second.client(t)
+	engine = w.owner().Engine
+	before := w.calls("crash")
+	done := make(chan waitResult, 1)
+	go func() { done <- c2.waitFor(t, readFileWait(w.path("crash"), nil)) }()
+	eventually(t, "samples after the restart", func() bool { return w.calls("crash") >= before+1 })
+	w.write("crash", "READY")
+	assert.Equal(t, "matched", (<-done).Reason)
+	rec.waitFor(engine, "waitfor_recovered", w.path("crash"))
+
+	p := c2.waitUntilFinished(t, resumed)
+	assert.Equal(t, "succeeded", p.Status)
+	assert.Equal(t, "picked up where it left off", p.output())
+	rec.workflow(engine, "agent_resumed", resumed)
+	rec.write()
+}
+
+// recordTmux records wait_for_text matched on a real pane, and list_panes.
+func recordTmux(t *testing.T, prefix string) {
+	tw := newTmuxWorld(t, 30)
+	c := tw.startServe(tw.config).client(t)
+	engine := tw.owner().Engine
+	rec := newRecorder(t, prefix)
+
+	panes := listPanes(t, c)
+	require.Len(t, panes, 1)
+	tw.typeLine(panes[0].PaneID, "echo replay-ready-marker")
+	r := waitText(t, c, panes[0], "replay-ready-marker")
+	assert.True(t, r.Matched)
+	rec.byInput(engine, "WaitForText", "waitfortext_matched", "replay-ready-marker")
+	rec.write()
+}
+
+// recorder collects the histories of one engine's workflows, by file name.
+type recorder struct {
+	t         *testing.T
+	prefix    string
+	histories map[string]*historypb.History
+}
+
+func newRecorder(t *testing.T, prefix string) *recorder {
+	return &recorder{t: t, prefix: prefix, histories: map[string]*historypb.History{}}
+}
+
+// workflow records the closed workflow id's history as file.
+func (r *recorder) workflow(engine, file, id string) {
+	r.t.Helper()
+	tc := temporalClient(r.t, engine)
+	r.histories[file] = closedHistory(r.t, tc, id, "")
+}
+
+// waitFor records the closed wait_for whose probe reads path.
+func (r *recorder) waitFor(engine, file, path string) {
+	r.t.Helper()
+	r.byInput(engine, "WaitFor", file, path)
+}
+
+// byInput records the closed workflow of type whose input contains needle.
+func (r *recorder) byInput(engine, workflowType, file, needle string) {
+	r.t.Helper()
+	tc := temporalClient(r.t, engine)
+	ctx := context.Background()
+	eventually(r.t, file+": a closed "+workflowType+" with "+needle+" in its input", func() bool {
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = '" + workflowType + "' AND ExecutionStatus != 'Running'",
+		})
+		if err != nil {
+			return false
+		}
+		for _, e := range resp.Executions {
+			h := closedHistory(r.t, tc, e.Execution.WorkflowId, e.Execution.RunId)
+			start := h.Events[0].GetWorkflowExecutionStartedEventAttributes()
+			for _, p := range start.GetInput().GetPayloads() {
+				if strings.Contains(string(p.GetData()), needle) {
+					r.histories[file] = h
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// closedHistory is the whole history of a workflow run, once it is closed.
+func closedHistory(t *testing.T, tc client.Client, id, runID string) *historypb.History {
+	t.Helper()
+	var hist *historypb.History
+	eventually(t, id+" to close", func() bool {
+		hist = &historypb.History{}
+		it := tc.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return false
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		return len(hist.Events) > 0 && closing(hist.Events[len(hist.Events)-1].GetEventType())
+	})
+	return hist
+}
+
+// closing reports whether an event closes a workflow run.
+func closing(t enumspb.EventType) bool {
+	switch t {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		return true
+	}
+	return false
+}
+
+// write writes every recorded history as <prefix><file>.json, in the JSON
+// form the Temporal CLI and UI export.
+func (r *recorder) write() {
+	r.t.Helper()
+	for file, h := range r.histories {
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+		require.NoError(r.t, err)
+		path := filepath.Join(replayDir, r.prefix+file+".json")
+		require.NoError(r.t, os.WriteFile(path, data, 0o644))
+		r.t.Logf("wrote %s (%d events)", path, len(h.Events))
+	}
+}
