@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,8 +46,17 @@ func unclaimedEndsFailed(ctx workflow.Context) bool {
 }
 
 // unclaimedMessage is the error message of an invocation no host claimed,
-// err being the claim's failure.
+// err being the claim's failure (its cause, without the activity's IDs).
 func unclaimedMessage(err error) string {
+	cause := err.Error()
+	var appErr *temporal.ApplicationError
+	var timeoutErr *temporal.TimeoutError
+	switch {
+	case errors.As(err, &appErr):
+		cause = appErr.Message()
+	case errors.As(err, &timeoutErr):
+		cause = "no worker took the claim"
+	}
 	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
-		"took it (start one, or add [agents] to a worker's config); last error: %v", AgentClaimTimeout, err)
+		"took it (start one, or add [agents] to a worker's config); last error: %s", AgentClaimTimeout, cause)
 }

@@ -19,6 +19,7 @@ import (
 var replayScenarios = []string{
 	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
+	"agent_timeout", "agent_unclaimed",
 	"waitfortext_matched", "call", "list_panes", "catalog",
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,8 +23,9 @@ const replayDir = "../../workflows/testdata/replay"
 
 // TestRecordReplayHistories runs each scenario of each workflow type through
 // the real binary (its embedded engine, the real activities, the demo probe,
-// the fake agent CLI, a real tmux server), including the crash of durawait
-// and the loss of an agent's CLI, and writes every history into
+// the fake agent CLI, a real tmux server), including the crash of durawait,
+// the loss of an agent's CLI, a run past max_run_sec and an invocation no
+// host claims, and writes every history into
 // workflows/testdata/replay as JSON, for TestReplayRecordedHistories.
 //
 // It is skipped unless DURAWAIT_RECORD_REPLAY names the release's file
@@ -42,6 +44,33 @@ func TestRecordReplayHistories(t *testing.T) {
 	}
 	t.Run("wait_for and agents", func(t *testing.T) { recordWaitsAndAgents(t, prefix) })
 	t.Run("tmux", func(t *testing.T) { recordTmux(t, prefix) })
+	t.Run("max_run", func(t *testing.T) { recordMaxRun(t, prefix) })
+	t.Run("unclaimed", func(t *testing.T) { recordUnclaimed(t, prefix) })
+}
+
+// recordMaxRun records an agent invocation that runs past
+// agents.max_run_sec: it ends failed with error.code timeout, the CLI's
+// last reply as its output.
+func recordMaxRun(t *testing.T, prefix string) {
+	aw := newAgentWorkspace(t, 30)
+	aw.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"halfway"}]}}`, "@wait never")
+	agents, err := os.ReadFile(aw.config)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(aw.config, []byte(strings.Replace(string(agents), "[agents]\n", "[agents]\nmax_run_sec = 12\n", 1)), 0o644))
+	c := aw.startServe(aw.config).client(t)
+	rec := newRecorder(t, prefix)
+
+	id := c.startAgent(t, "fake", "forever", nil)
+	p := c.waitUntilFinished(t, id)
+	assert.Equal(t, "failed", p.Status)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "timeout", p.Error.Code)
+	assert.Contains(t, p.Error.Message, "agents.max_run_sec (12 s, counted over every attempt)")
+	assert.Equal(t, "halfway", p.output())
+	assert.Equal(t, "sess-new", p.SessionID)
+	rec.workflow(aw.owner().Engine, "agent_timeout", id)
+	rec.write()
 }
 
 // recordWaitsAndAgents records wait_for matched, timed out and recovered
@@ -129,6 +158,31 @@ func recordTmux(t *testing.T, prefix string) {
 	r := waitText(t, c, panes[0], "replay-ready-marker")
 	assert.True(t, r.Matched)
 	rec.byInput(engine, "WaitForText", "waitfortext_matched", "replay-ready-marker")
+	rec.write()
+}
+
+// recordUnclaimed records an agent invocation no host claims: a front with
+// [agents] takes start_agent, and the only worker (a durawait serve without
+// [agents]) has no ClaimAgentHost activity. It takes AgentClaimTimeout.
+func recordUnclaimed(t *testing.T, prefix string) {
+	aw := newAgentWorkspace(t, 30)
+	agents, err := os.ReadFile(aw.config)
+	require.NoError(t, err)
+	frontConfig := aw.path("front.toml")
+	require.NoError(t, os.WriteFile(frontConfig, []byte(strings.Replace(string(agents),
+		"data_dir = "+strconv.Quote(aw.path("data")), "data_dir = "+strconv.Quote(aw.path("front-data")), 1)), 0o644))
+	aw.startServe(aw.writeConfig(aw.demoServer("demo"))) // overwrites aw.config: no [agents]
+	engine := aw.owner().Engine
+	c := aw.startFront(frontConfig, engine).client(t)
+	rec := newRecorder(t, prefix)
+
+	id := c.startAgent(t, "fake", "hello", nil)
+	p := c.waitUntilFinished(t, id)
+	assert.Equal(t, "failed", p.Status)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "start_failed", p.Error.Code)
+	assert.Contains(t, p.Error.Message, "no host claimed this invocation")
+	rec.workflow(engine, "agent_unclaimed", id)
 	rec.write()
 }
 
