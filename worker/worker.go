@@ -75,7 +75,12 @@ func New(opts Options) (*Workers, error) {
 			MaxHeartbeatThrottleInterval: time.Second,
 		})
 		host.RegisterActivityWithOptions(opts.Agents.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
-		ws.workers = append(ws.workers, host)
+		// The host claims of new invocations: only agent hosts poll this
+		// queue (Register keeps the claim on the shared queue for the
+		// invocations an earlier release scheduled there).
+		claims := sdkworker.New(opts.Client, workflows.AgentClaimQueue(opts.TaskQueue), sdkworker.Options{})
+		claims.RegisterActivityWithOptions(opts.Agents.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
+		ws.workers = append(ws.workers, host, claims)
 	}
 	if opts.TmuxQueue != "" {
 		// Pane watches are few and human-paced; frequent heartbeats let a

@@ -14,14 +14,24 @@ import (
 // over every attempt.
 const AgentClaimTimeout = 2 * time.Minute
 
-// claimOptions are the options of the host claim. A worker without agents
-// configured fails an attempt at once (it has no such activity), so the
-// retries are bounded by time, not by a count: in a fleet where only some
-// workers run agents, a few attempts may all land on the others, while
-// attempts every few seconds for AgentClaimTimeout reach a claiming host if
-// there is one.
+// AgentClaimQueue is the task queue of the host claims of a durawait
+// whose workers poll taskQueue: only the workers with agents configured
+// poll it, so the first of them to take the claim runs the CLI, and no
+// attempt lands on a worker that cannot claim.
+func AgentClaimQueue(taskQueue string) string { return taskQueue + "-agent-hosts" }
+
+// claimQueueVersion is the change ID (workflow.GetVersion) under which the
+// claim is scheduled on AgentClaimQueue; before it, the claim went to the
+// shared task queue, where an attempt taken by a worker without agents
+// failed and was retried (the workers of this release still take those).
+const claimQueueVersion = "durawait-agent-claim-queue"
+
+// claimOptions are the options of the host claim. Its retries are bounded
+// by time (AgentClaimTimeout), not by a count: when no agent host polls, or
+// one is restarting, attempts every few seconds reach a host that comes
+// back within the bound.
 func claimOptions(ctx workflow.Context, provider string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		ScheduleToCloseTimeout: AgentClaimTimeout,
 		StartToCloseTimeout:    time.Minute,
 		Summary:                "claim a host for the " + provider + " CLI",
@@ -30,7 +40,11 @@ func claimOptions(ctx workflow.Context, provider string) workflow.Context {
 			BackoffCoefficient: 2,
 			MaximumInterval:    5 * time.Second,
 		},
-	})
+	}
+	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) >= 1 {
+		opts.TaskQueue = AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName)
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // unclaimedVersion is the change ID (workflow.GetVersion) under which an

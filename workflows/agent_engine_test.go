@@ -46,8 +46,11 @@ func TestAnOperatorsCancelOfAnAgentOnTheEngine(t *testing.T) {
 	// Heartbeats (which carry the cancel request) go out at once.
 	w := worker.New(c, queue, worker.Options{MaxHeartbeatThrottleInterval: 50 * time.Millisecond})
 	w.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	w.RegisterActivityWithOptions(func(context.Context) (string, error) { return queue, nil },
+	claims := worker.New(c, AgentClaimQueue(queue), worker.Options{})
+	claims.RegisterActivityWithOptions(func(context.Context) (string, error) { return queue, nil },
 		activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	require.NoError(t, claims.Start())
+	defer claims.Stop()
 	w.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
 		running <- struct{}{}
 		tick := time.NewTicker(100 * time.Millisecond) // heartbeats carry the cancel request
