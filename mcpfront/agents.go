@@ -91,9 +91,11 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: f.opts.TaskQueue,
-		// The ID is this call's own: the policy only makes a retried start
-		// attach to what an attempt whose answer was lost started.
+		// The ID is this call's own: the policies only make a retried start
+		// find what an attempt whose answer was lost started (running, or
+		// already closed), never start it twice.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            workflows.AgentSummary(spec),
 		StaticDetails:            workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
 		Memo:                     principalMemo(agentMemo(spec), principal),
@@ -103,6 +105,10 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	err = f.starts.do(ctx, func(ctx context.Context) error {
 		_, err := f.opts.Temporal.ExecuteWorkflow(ctx, opts, workflows.AgentWorkflowName,
 			workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return nil // an earlier attempt started it, and it already ended
+		}
 		return err
 	})
 	switch {

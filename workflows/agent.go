@@ -191,8 +191,8 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	}
 
 	// Claim a host: the first worker to take this activity runs the CLI.
-	var hostQueue string
-	if err := workflow.ExecuteActivity(claimOptions(ctx, in.Spec.Provider), ClaimAgentHostActivity).Get(ctx, &hostQueue); err != nil {
+	hostQueue, err := claimHost(ctx, in.Spec.Provider)
+	if err != nil {
 		if obs && ctx.Err() != nil {
 			// An operator cancelled it before any host ran the CLI: it
 			// ends Canceled with a cancelled payload for wait_agent.

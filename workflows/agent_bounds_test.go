@@ -123,3 +123,36 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	assert.Equal(t, []string{"running", "failed"}, u.states)
 	assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
 }
+
+// A rolling upgrade may bring the agent hosts last: a claim that no agent
+// host of this release takes from AgentClaimQueue within claimQueueWait is
+// offered on the shared queue, where an agent host of the previous release
+// takes it, and the invocation runs on that host.
+func TestAClaimNoNewAgentHostTakesGoesToTheSharedQueue(t *testing.T) {
+	env := newBoundsEnv()
+	var queues []string
+	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+		queue := activity.GetInfo(ctx).TaskQueue
+		queues = append(queues, queue)
+		if len(queues) == 1 {
+			// No agent host of this release polls the claim queue.
+			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+		}
+		return "old-host-queue", nil
+	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	var ranOn string
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
+		ranOn = activity.GetInfo(ctx).TaskQueue
+		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
+	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentSucceeded, final.Status)
+	require.Len(t, queues, 2)
+	assert.Equal(t, AgentClaimQueue("default-test-taskqueue"), queues[0], "offered to this release's agent hosts first")
+	assert.Equal(t, "default-test-taskqueue", queues[1], "then on the shared queue")
+	assert.Equal(t, "old-host-queue", ranOn)
+}

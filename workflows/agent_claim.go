@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -21,18 +22,53 @@ const AgentClaimTimeout = 2 * time.Minute
 func AgentClaimQueue(taskQueue string) string { return taskQueue + "-agent-hosts" }
 
 // claimQueueVersion is the change ID (workflow.GetVersion) under which the
-// claim is scheduled on AgentClaimQueue; before it, the claim went to the
-// shared task queue, where an attempt taken by a worker without agents
+// claim is first offered on AgentClaimQueue; before it, the claim went to
+// the shared task queue, where an attempt taken by a worker without agents
 // failed and was retried (the workers of this release still take those).
 const claimQueueVersion = "durawait-agent-claim-queue"
 
-// claimOptions are the options of the host claim. Its retries are bounded
-// by time (AgentClaimTimeout), not by a count: when no agent host polls, or
-// one is restarting, attempts every few seconds reach a host that comes
-// back within the bound.
-func claimOptions(ctx workflow.Context, provider string) workflow.Context {
-	opts := workflow.ActivityOptions{
-		ScheduleToCloseTimeout: AgentClaimTimeout,
+// claimQueueWait is how long a claim waits on AgentClaimQueue for an agent
+// host of this release before it is offered on the shared queue, where
+// agent hosts of the previous release take it: a rolling upgrade that
+// brings the agent hosts last loses no invocation.
+const claimQueueWait = 30 * time.Second
+
+// claimHost has a host claim the invocation and returns the claiming
+// host's task queue. Runs of this release offer the claim to the agent
+// hosts' own queue first, then (no agent host took it within
+// claimQueueWait) on the shared queue, within AgentClaimTimeout overall.
+func claimHost(ctx workflow.Context, provider string) (string, error) {
+	var hostQueue string
+	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		err := workflow.ExecuteActivity(claimOptions(ctx, provider, "", AgentClaimTimeout), ClaimAgentHostActivity).Get(ctx, &hostQueue)
+		return hostQueue, err
+	}
+	started := workflow.Now(ctx)
+	opts := claimOptions(ctx, provider, AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName), AgentClaimTimeout)
+	opts = workflow.WithScheduleToStartTimeout(opts, claimQueueWait)
+	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
+	var timeoutErr *temporal.TimeoutError
+	if err == nil || ctx.Err() != nil || !errors.As(err, &timeoutErr) || timeoutErr.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		return hostQueue, err
+	}
+	left := AgentClaimTimeout - workflow.Now(ctx).Sub(started)
+	if left <= 0 {
+		return "", err
+	}
+	err = workflow.ExecuteActivity(claimOptions(ctx, provider, "", left), ClaimAgentHostActivity).Get(ctx, &hostQueue)
+	return hostQueue, err
+}
+
+// claimOptions are the options of a host claim on queue ("" is the
+// workflow's own) bounded by budget. Its retries are bounded by time, not
+// by a count: on the shared queue a worker without agents configured fails
+// an attempt at once (it has no such activity), so in a fleet where only
+// some workers run agents a few attempts may all land on the others, while
+// attempts every few seconds reach a claiming host if there is one.
+func claimOptions(ctx workflow.Context, provider, queue string, budget time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		ScheduleToCloseTimeout: budget,
 		StartToCloseTimeout:    time.Minute,
 		Summary:                "claim a host for the " + provider + " CLI",
 		RetryPolicy: &temporal.RetryPolicy{
@@ -40,11 +76,7 @@ func claimOptions(ctx workflow.Context, provider string) workflow.Context {
 			BackoffCoefficient: 2,
 			MaximumInterval:    5 * time.Second,
 		},
-	}
-	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) >= 1 {
-		opts.TaskQueue = AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName)
-	}
-	return workflow.WithActivityOptions(ctx, opts)
+	})
 }
 
 // unclaimedVersion is the change ID (workflow.GetVersion) under which an

@@ -24,20 +24,21 @@ const maxCheckpointErrorBytes = 1024
 type PollCheckpoint struct {
 	Samples        int  `json:"samples"`
 	HasObservation bool `json:"has_observation"`
-	// ObservationSHA256 is the hex SHA-256 of the last observation.
-	ObservationSHA256 string `json:"observation_sha256,omitempty"`
-	// ObservationExcerpt is the last observation's first
-	// MaxCheckpointExcerptBytes (cut on a rune boundary); ObservationBytes
-	// is its whole length.
-	ObservationExcerpt string    `json:"observation_excerpt,omitempty"`
-	ObservationBytes   int       `json:"observation_bytes,omitempty"`
-	QuietSince         time.Time `json:"quiet_since"`
-	Attempts           int       `json:"attempts"`
-	LastAttemptAt      time.Time `json:"last_attempt_at"`
-	LastError          string    `json:"last_error,omitempty"`
-	// LastObservation is where the previous release's heartbeats carried
-	// the whole observation: read from a loop it started, never written.
-	LastObservation string `json:"last_observation,omitempty"`
+	// LastObservation is the last observation's first
+	// MaxCheckpointExcerptBytes (cut on a rune boundary, ending in "…");
+	// ObservationBytes is its whole length. The previous release carried
+	// the whole observation here and no hash: a worker of that release
+	// resuming this checkpoint reads the excerpt, and this one reads that
+	// release's whole observation.
+	LastObservation  string `json:"last_observation"`
+	ObservationBytes int    `json:"observation_bytes,omitempty"`
+	// ObservationSHA256 is the hex SHA-256 of the whole last observation;
+	// empty in the previous release's heartbeats.
+	ObservationSHA256 string    `json:"observation_sha256,omitempty"`
+	QuietSince        time.Time `json:"quiet_since"`
+	Attempts          int       `json:"attempts"`
+	LastAttemptAt     time.Time `json:"last_attempt_at"`
+	LastError         string    `json:"last_error,omitempty"`
 }
 
 // observationHash is the hex SHA-256 of an observation.
@@ -52,34 +53,42 @@ func (p PollProgress) Checkpoint() PollCheckpoint {
 		Samples: p.Samples, HasObservation: p.HasObservation, QuietSince: p.QuietSince,
 		Attempts: p.Attempts, LastAttemptAt: p.LastAttemptAt, LastError: TruncateUTF8(p.LastError, maxCheckpointErrorBytes),
 	}
-	if p.HasObservation {
-		c.ObservationSHA256 = p.observationHash()
-		c.ObservationExcerpt = TruncateUTF8(p.LastObservation, MaxCheckpointExcerptBytes)
+	switch {
+	case p.resumed != nil:
+		// Not sampled since the resume: the checkpoint it resumed from.
+		c.LastObservation, c.ObservationBytes, c.ObservationSHA256 = p.resumed.excerpt, p.resumed.bytes, p.resumed.hash
+	case p.HasObservation:
+		c.LastObservation = TruncateUTF8(p.LastObservation, MaxCheckpointExcerptBytes)
 		c.ObservationBytes = len(p.LastObservation)
+		c.ObservationSHA256 = observationHash(p.LastObservation)
 	}
 	return c
 }
 
-// Progress is the progress a resumed loop continues from. Its
-// LastObservation is the excerpt, marked when it was cut; the hash keeps the
-// whole observation's identity, so the next sample is compared with the
-// whole of it.
+// Progress is the progress a resumed loop continues from. Until it samples
+// again, its LastObservation is the excerpt, marked when it was cut (what a
+// wait that ends before then reports), and the whole observation's hash
+// stands for it, so the next sample is compared with the whole of it.
 func (c PollCheckpoint) Progress() PollProgress {
 	p := PollProgress{
-		Samples: c.Samples, HasObservation: c.HasObservation, QuietSince: c.QuietSince,
+		Samples: c.Samples, HasObservation: c.HasObservation, LastObservation: c.LastObservation, QuietSince: c.QuietSince,
 		Attempts: c.Attempts, LastAttemptAt: c.LastAttemptAt, LastError: c.LastError,
 	}
-	switch {
-	case c.LastObservation != "" || (c.HasObservation && c.ObservationSHA256 == ""):
-		// The previous release's heartbeat: the whole observation.
-		p.LastObservation = c.LastObservation
-	case c.HasObservation:
-		p.LastObservation = c.ObservationExcerpt
-		if c.ObservationBytes > len(c.ObservationExcerpt) {
-			p.LastObservation += fmt.Sprintf("\n[durawait: cut to %d of %d bytes: the worker sampling it was lost and no sample was taken since]",
-				len(c.ObservationExcerpt), c.ObservationBytes)
-		}
-		p.lastObservationHash = c.ObservationSHA256
+	if c.ObservationSHA256 == "" || !c.HasObservation {
+		return p // the previous release's heartbeat: the whole observation
+	}
+	p.resumed = &resumedObservation{excerpt: c.LastObservation, bytes: c.ObservationBytes, hash: c.ObservationSHA256}
+	if c.ObservationBytes > len(c.LastObservation) {
+		p.LastObservation += fmt.Sprintf("\n[durawait: the first %d of %d bytes, as the last heartbeat kept them]",
+			len(c.LastObservation), c.ObservationBytes)
 	}
 	return p
+}
+
+// resumedObservation is the last observation of a loop resumed from a
+// checkpoint, until it samples again.
+type resumedObservation struct {
+	excerpt string
+	bytes   int
+	hash    string
 }

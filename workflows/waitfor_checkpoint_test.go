@@ -45,7 +45,13 @@ func TestAResumedLoopKeepsItsQuietWindow(t *testing.T) {
 	assert.Equal(t, 2, resumed.Attempts)
 	assert.True(t, resumed.QuietSince.Equal(t0))
 	assert.True(t, strings.HasPrefix(resumed.LastObservation, big[:MaxCheckpointExcerptBytes-len("…")]+"…"))
-	assert.Contains(t, resumed.LastObservation, "[durawait: cut to 4096 of 40960 bytes")
+	assert.Contains(t, resumed.LastObservation, "[durawait: the first 4096 of 40960 bytes, as the last heartbeat kept them]")
+
+	// Heartbeats before the next sample carry the same checkpoint, however
+	// often it resumes.
+	again := resumed.Checkpoint()
+	assert.Equal(t, decoded, again)
+	assert.Equal(t, resumed, again.Progress())
 
 	same := resumed
 	same.RecordObservation(big, t0.Add(4*time.Second))
@@ -78,6 +84,17 @@ func TestThePreviousReleasesHeartbeatStillResumes(t *testing.T) {
 	assert.Equal(t, old, p)
 	p.RecordObservation("phase: Pending", t0.Add(8*time.Second))
 	assert.True(t, p.QuietSince.Equal(t0))
+
+	// And the other way: a worker of the previous release resuming this
+	// release's checkpoint reads the excerpt as its last observation.
+	var small PollProgress
+	small.RecordObservation("phase: Pending", t0)
+	b, err = json.Marshal(small.Checkpoint())
+	require.NoError(t, err)
+	var previous PollProgress
+	require.NoError(t, json.Unmarshal(b, &previous))
+	assert.Equal(t, "phase: Pending", previous.LastObservation)
+	assert.True(t, previous.HasObservation)
 }
 
 type errString string

@@ -58,23 +58,16 @@ type PollProgress struct {
 	// LastError is the unavailability error of the most recent attempt, or
 	// empty when it succeeded.
 	LastError string `json:"last_error,omitempty"`
-	// lastObservationHash, when set, stands for LastObservation, which is
-	// then only an excerpt (a loop resumed from a PollCheckpoint).
-	lastObservationHash string
-}
-
-// observationHash is the hash of the last observation.
-func (p PollProgress) observationHash() string {
-	if p.lastObservationHash != "" {
-		return p.lastObservationHash
-	}
-	return observationHash(p.LastObservation)
+	// resumed, when set, stands for the last observation, of which
+	// LastObservation is then only an excerpt (a loop resumed from a
+	// PollCheckpoint that has not sampled since).
+	resumed *resumedObservation
 }
 
 // sameObservation reports whether observation is the last one.
 func (p PollProgress) sameObservation(observation string) bool {
-	if p.lastObservationHash != "" {
-		return observationHash(observation) == p.lastObservationHash
+	if p.resumed != nil {
+		return observationHash(observation) == p.resumed.hash
 	}
 	return observation == p.LastObservation
 }
@@ -93,7 +86,7 @@ func (p *PollProgress) RecordObservation(observation string, at time.Time) {
 	p.Samples++
 	p.HasObservation = true
 	p.LastObservation = observation
-	p.lastObservationHash = ""
+	p.resumed = nil
 	p.LastError = ""
 }
 

@@ -13,6 +13,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/temporalconn"
 	"github.com/durawait/durawait/internal/waits"
 )
 
@@ -93,8 +94,9 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if ownerNamespace != "" && cfg.Connection.Sources["namespace"] == "default" {
-		// The serve that owns the data dir may run with --namespace.
+	if ownerNamespace != "" && cfg.Connection.Sources["namespace"] != temporalconn.FlagsName {
+		// The serve that owns the data dir runs its waits in its own
+		// namespace: only --namespace asks for another.
 		cfg.Namespace = ownerNamespace
 	}
 	ctx, cancel := context.WithTimeout(ctx, waitsTimeout)

@@ -50,7 +50,7 @@ func (c Config) temporalLayer() (temporalconn.Layer, error) {
 		if err != nil {
 			return temporalconn.Layer{}, fmt.Errorf("temporal_api_key_file: %w", err)
 		}
-		l.APIKey = key
+		l.APIKey, l.APIKeyFile = key, c.TemporalAPIKeyFile
 	}
 	return l, nil
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -37,6 +36,9 @@ type Layer struct {
 	Address   string
 	Namespace string
 	APIKey    string
+	// APIKeyFile is the file APIKey was read from, if any: the printed CLI
+	// commands read it from there too.
+	APIKeyFile string
 	// TLS turns TLS on or off explicitly; any other TLS field turns it on.
 	TLS                     *bool
 	ServerCACertPath        string
@@ -75,9 +77,16 @@ type Settings struct {
 	// Profile holds the resolved values in the SDK's own form.
 	Profile envconfig.ClientConfigProfile
 	// Sources says where each setting came from: keys "address",
-	// "namespace", "tls" and "api_key"; values "flags", an environment
-	// variable's name, the TOML file's name or `profile "p" of <file>`.
+	// "namespace", "api_key", "tls" (the last source that set any TLS
+	// field) and one per TLS field ("tls.server_ca", "tls.client_cert",
+	// "tls.client_key", "tls.server_name", "tls.on"); values "flags", an
+	// environment variable's name, the TOML file's name or `profile "p" of
+	// <file>`.
 	Sources map[string]string
+
+	// profile and configFile are the Temporal config file's profile and
+	// path; apiKeyFile the file the API key was read from.
+	profile, configFile, apiKeyFile string
 }
 
 // Address is the Temporal frontend's HOST:PORT; empty means none was given
@@ -108,6 +117,7 @@ func Resolve(r Request) (Settings, error) {
 	if env == nil {
 		env = envconfig.EnvLookupOS
 	}
+	env = nonEmpty{env}
 	fileName := r.FileName
 	if fileName == "" {
 		fileName = "the config file"
@@ -132,6 +142,7 @@ func Resolve(r Request) (Settings, error) {
 	if profileName == "" {
 		profileName = envconfig.DefaultConfigFileProfile
 	}
+	s.profile, s.configFile = profileName, configFile
 	s.noteProfile(fmt.Sprintf("profile %q of %s", profileName, configFile))
 
 	s.overlay(r.File, fileName)
@@ -145,6 +156,27 @@ func Resolve(r Request) (Settings, error) {
 		s.Sources["namespace"] = "default"
 	}
 	return s, s.check()
+}
+
+// nonEmpty is an environment whose empty variables are unset: a
+// TEMPORAL_ADDRESS= left empty in a unit's environment file must not wipe
+// the config file's address (and turn durawait serve to its embedded
+// engine).
+type nonEmpty struct{ envconfig.EnvLookup }
+
+func (e nonEmpty) LookupEnv(name string) (string, bool) {
+	v, ok := e.EnvLookup.LookupEnv(name)
+	return v, ok && v != ""
+}
+
+func (e nonEmpty) Environ() []string {
+	var out []string
+	for _, kv := range e.EnvLookup.Environ() {
+		if _, v, _ := strings.Cut(kv, "="); v != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // pick returns the first set of a flag, an environment variable and a file
@@ -172,7 +204,22 @@ func (s *Settings) noteProfile(source string) {
 		s.Sources["api_key"] = source
 	}
 	if p.TLS != nil {
-		s.Sources["tls"] = source
+		s.noteTLS(source, *p.TLS)
+	}
+}
+
+// noteTLS records source as the origin of the TLS fields t sets.
+func (s *Settings) noteTLS(source string, t envconfig.ClientConfigTLS) {
+	s.Sources["tls"] = source
+	for key, set := range map[string]bool{
+		"tls.server_ca":   t.ServerCACertPath != "" || len(t.ServerCACertData) > 0,
+		"tls.client_cert": t.ClientCertPath != "" || len(t.ClientCertData) > 0,
+		"tls.client_key":  t.ClientKeyPath != "" || len(t.ClientKeyData) > 0,
+		"tls.server_name": t.ServerName != "",
+	} {
+		if set {
+			s.Sources[key] = source
+		}
 	}
 }
 
@@ -190,6 +237,7 @@ func (s *Settings) overlay(l Layer, source string) {
 	if l.APIKey != "" {
 		p.APIKey = l.APIKey
 		s.Sources["api_key"] = source
+		s.apiKeyFile = l.APIKeyFile
 	}
 	if !l.hasTLS() {
 		return
@@ -216,7 +264,11 @@ func (s *Settings) overlay(l Layer, source string) {
 	if l.DisableHostVerification != nil {
 		t.DisableHostVerification = *l.DisableHostVerification
 	}
-	s.Sources["tls"] = source
+	s.noteTLS(source, envconfig.ClientConfigTLS{ServerCACertPath: l.ServerCACertPath, ClientCertPath: l.ClientCertPath,
+		ClientKeyPath: l.ClientKeyPath, ServerName: l.ServerName})
+	if l.TLS != nil {
+		s.Sources["tls.on"] = source
+	}
 }
 
 // envSettings maps each TEMPORAL_* variable envconfig reads to the setting
@@ -225,32 +277,36 @@ var envSettings = []struct{ name, setting string }{
 	{"TEMPORAL_ADDRESS", "address"},
 	{"TEMPORAL_NAMESPACE", "namespace"},
 	{"TEMPORAL_API_KEY", "api_key"},
-	{"TEMPORAL_TLS", "tls"},
-	{"TEMPORAL_TLS_CLIENT_CERT_PATH", "tls"},
-	{"TEMPORAL_TLS_CLIENT_CERT_DATA", "tls"},
-	{"TEMPORAL_TLS_CLIENT_KEY_PATH", "tls"},
-	{"TEMPORAL_TLS_CLIENT_KEY_DATA", "tls"},
-	{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "tls"},
-	{"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "tls"},
-	{"TEMPORAL_TLS_SERVER_NAME", "tls"},
+	{"TEMPORAL_TLS", "tls.on"},
+	{"TEMPORAL_TLS_CLIENT_CERT_PATH", "tls.client_cert"},
+	{"TEMPORAL_TLS_CLIENT_CERT_DATA", "tls.client_cert"},
+	{"TEMPORAL_TLS_CLIENT_KEY_PATH", "tls.client_key"},
+	{"TEMPORAL_TLS_CLIENT_KEY_DATA", "tls.client_key"},
+	{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "tls.server_ca"},
+	{"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "tls.server_ca"},
+	{"TEMPORAL_TLS_SERVER_NAME", "tls.server_name"},
 	{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "tls"},
 }
 
 // applyEnv applies the TEMPORAL_* environment with the SDK's own rules.
 // A variable set to a path replaces the data of the same file from a lower
-// source, as a flag does.
+// source, as a flag does, and data replaces a lower source's path.
 func (s *Settings) applyEnv(env envconfig.EnvLookup) error {
 	if t := s.Profile.TLS; t != nil {
 		for _, pair := range []struct {
-			path string
-			data *[]byte
+			pathVar, dataVar string
+			path             *string
+			data             *[]byte
 		}{
-			{"TEMPORAL_TLS_CLIENT_CERT_PATH", &t.ClientCertData},
-			{"TEMPORAL_TLS_CLIENT_KEY_PATH", &t.ClientKeyData},
-			{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", &t.ServerCACertData},
+			{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_DATA", &t.ClientCertPath, &t.ClientCertData},
+			{"TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_CLIENT_KEY_DATA", &t.ClientKeyPath, &t.ClientKeyData},
+			{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", &t.ServerCACertPath, &t.ServerCACertData},
 		} {
-			if _, ok := env.LookupEnv(pair.path); ok {
+			if _, ok := env.LookupEnv(pair.pathVar); ok {
 				*pair.data = nil
+			}
+			if _, ok := env.LookupEnv(pair.dataVar); ok {
+				*pair.path = ""
 			}
 		}
 	}
@@ -260,6 +316,12 @@ func (s *Settings) applyEnv(env envconfig.EnvLookup) error {
 	for _, v := range envSettings {
 		if _, ok := env.LookupEnv(v.name); ok {
 			s.Sources[v.setting] = v.name
+			if strings.HasPrefix(v.setting, "tls") {
+				s.Sources["tls"] = v.name
+			}
+			if v.setting == "api_key" {
+				s.apiKeyFile = ""
+			}
 		}
 	}
 	return nil
@@ -291,41 +353,71 @@ func (s Settings) check() error {
 func (s Settings) ClientOptions() (client.Options, error) {
 	opts, err := s.Profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
-		return client.Options{}, fmt.Errorf("Temporal TLS (from %s): %w", s.Sources["tls"], err)
+		return client.Options{}, fmt.Errorf("Temporal TLS (%s): %w", s.tlsSources(), err)
 	}
 	return opts, nil
 }
 
+// tlsSources says where each TLS setting came from.
+func (s Settings) tlsSources() string {
+	var parts []string
+	for _, f := range []struct{ key, name string }{
+		{"tls.server_ca", "server CA"}, {"tls.client_cert", "client certificate"},
+		{"tls.client_key", "client key"}, {"tls.server_name", "server name"},
+	} {
+		if src := s.Sources[f.key]; src != "" {
+			parts = append(parts, f.name+" from "+src)
+		}
+	}
+	if len(parts) == 0 {
+		return "from " + s.Sources["tls"]
+	}
+	return strings.Join(parts, "; ")
+}
+
 // CLIFlags are the Temporal CLI's flags that connect it as durawait is
-// connected, for the commands durawait prints (an API key is named by its
-// variable, never printed). Settings given as certificate data, not paths,
-// are left to the same TEMPORAL_* environment, which the CLI reads too.
+// connected, for the commands durawait prints. An API key is never printed:
+// it is read from its file, its profile, or TEMPORAL_API_KEY. Certificates
+// given as data, not paths, are left to the same TEMPORAL_* environment,
+// which the CLI reads too.
 func (s Settings) CLIFlags() string {
 	var f []string
 	add := func(flag, value string) { f = append(f, flag+" "+shellQuote(value)) }
 	add("--address", s.Address())
-	if t := s.Profile.TLS; s.TLS() && t != nil {
-		if t.ServerCACertPath != "" {
-			add("--tls-ca-path", t.ServerCACertPath)
+	t := s.Profile.TLS
+	switch {
+	case s.TLS():
+		f = append(f, "--tls")
+		if t != nil {
+			if t.ServerCACertPath != "" {
+				add("--tls-ca-path", t.ServerCACertPath)
+			}
+			if t.ClientCertPath != "" {
+				add("--tls-cert-path", t.ClientCertPath)
+			}
+			if t.ClientKeyPath != "" {
+				add("--tls-key-path", t.ClientKeyPath)
+			}
+			if t.ServerName != "" {
+				add("--tls-server-name", t.ServerName)
+			}
+			if t.DisableHostVerification {
+				f = append(f, "--tls-disable-host-verification")
+			}
 		}
-		if t.ClientCertPath != "" {
-			add("--tls-cert-path", t.ClientCertPath)
-		}
-		if t.ClientKeyPath != "" {
-			add("--tls-key-path", t.ClientKeyPath)
-		}
-		if t.ServerName != "" {
-			add("--tls-server-name", t.ServerName)
-		}
-		if t.DisableHostVerification {
-			f = append(f, "--tls-disable-host-verification")
-		}
-		if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "--tls-") }) {
-			f = append(f, "--tls")
-		}
+	case s.APIKey():
+		f = append(f, "--tls=false") // an API key turns TLS on unless told
 	}
 	if s.APIKey() {
-		f = append(f, `--api-key "$TEMPORAL_API_KEY"`)
+		switch src := s.Sources["api_key"]; {
+		case s.apiKeyFile != "":
+			f = append(f, `--api-key "$(cat `+shellQuote(s.apiKeyFile)+`)"`)
+		case strings.HasPrefix(src, "profile "):
+			add("--profile", s.profile)
+			add("--config-file", s.configFile)
+		default:
+			f = append(f, `--api-key "$TEMPORAL_API_KEY"`)
+		}
 	}
 	return strings.Join(f, " ")
 }

@@ -209,9 +209,9 @@ func TestWhatCannotWorkIsRefusedNamingItsSource(t *testing.T) {
 		{"an API key without an address", Request{Env: env{"TEMPORAL_API_KEY": "k", "TEMPORAL_CONFIG_FILE": none}},
 			[]string{"an API key is set (from TEMPORAL_API_KEY) but no Temporal address"}},
 		{"a missing CA file", Request{Flags: Layer{Address: "x:1", ServerCACertPath: filepath.Join(dir, "nope.pem")}, Env: env{"TEMPORAL_CONFIG_FILE": none}},
-			[]string{"Temporal TLS (from flags)", "nope.pem"}},
+			[]string{"Temporal TLS (server CA from flags)", "nope.pem"}},
 		{"a certificate without its key", Request{Env: env{"TEMPORAL_ADDRESS": "x:1", "TEMPORAL_TLS_CLIENT_CERT_PATH": cert, "TEMPORAL_CONFIG_FILE": none}},
-			[]string{"Temporal TLS (from TEMPORAL_TLS_CLIENT_CERT_PATH)", "other must be present too"}},
+			[]string{"Temporal TLS (client certificate from TEMPORAL_TLS_CLIENT_CERT_PATH)", "other must be present too"}},
 		{"an unknown profile", Request{Env: env{"TEMPORAL_PROFILE": "staging", "TEMPORAL_CONFIG_FILE": file}},
 			[]string{`Temporal profile "staging" (from TEMPORAL_PROFILE) in ` + file, "unable to find profile staging"}},
 		{"a broken config file", Request{Flags: Layer{ConfigFile: profiles(t, t.TempDir(), "[profile.x\n")}, Env: env{}},
@@ -237,7 +237,7 @@ func TestCLIFlagsConnectTheTemporalCLIAsDurawaitIs(t *testing.T) {
 		ServerName: "t.example", DisableHostVerification: on()}, Env: env{"TEMPORAL_CONFIG_FILE": filepath.Join(dir, "none")}})
 	require.NoError(t, err)
 	got := s.CLIFlags()
-	assert.Equal(t, "--address t.example:7233 --tls-ca-path '"+strings.ReplaceAll(weird, "'", `'\''`)+"' --tls-cert-path "+cert+
+	assert.Equal(t, "--address t.example:7233 --tls --tls-ca-path '"+strings.ReplaceAll(weird, "'", `'\''`)+"' --tls-cert-path "+cert+
 		" --tls-key-path "+key+" --tls-server-name t.example --tls-disable-host-verification", got)
 }
 
@@ -253,4 +253,58 @@ func TestReadAPIKeyFile(t *testing.T) {
 	require.ErrorContains(t, err, "empty")
 	_, err = ReadAPIKeyFile(filepath.Join(dir, "none"))
 	require.ErrorContains(t, err, "read the API key")
+}
+
+// An empty TEMPORAL_* variable (a unit's environment file with
+// TEMPORAL_ADDRESS= left blank) is unset: it wipes nothing.
+func TestAnEmptyVariableIsUnset(t *testing.T) {
+	s, err := Resolve(Request{File: Layer{Address: "cluster:7233", Namespace: "waits"}, FileName: "durawait.toml",
+		Env: env{"TEMPORAL_ADDRESS": "", "TEMPORAL_NAMESPACE": "", "TEMPORAL_CONFIG_FILE": filepath.Join(t.TempDir(), "none")}})
+	require.NoError(t, err)
+	assert.Equal(t, "cluster:7233", s.Address())
+	assert.Equal(t, "waits", s.Namespace())
+	assert.Equal(t, "durawait.toml", s.Sources["address"])
+}
+
+// Certificate data from the environment replaces a lower source's path
+// (the environment wins), and a refused TLS setting names where each part
+// came from.
+func TestEnvironmentDataReplacesAFilesPath(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := pemFiles(t, dir, "ca")
+	caPEM, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	none := filepath.Join(dir, "none")
+	s, err := Resolve(Request{File: Layer{Address: "x:1", ServerCACertPath: filepath.Join(dir, "gone.pem")}, FileName: "durawait.toml",
+		Env: env{"TEMPORAL_TLS_SERVER_CA_CERT_DATA": string(caPEM), "TEMPORAL_CONFIG_FILE": none}})
+	require.NoError(t, err)
+	assert.Empty(t, s.Profile.TLS.ServerCACertPath)
+	assert.Equal(t, "TEMPORAL_TLS_SERVER_CA_CERT_DATA", s.Sources["tls.server_ca"])
+
+	_, err = Resolve(Request{File: Layer{Address: "x:1", ServerCACertPath: filepath.Join(dir, "gone.pem")}, FileName: "durawait.toml",
+		Env: env{"TEMPORAL_TLS_SERVER_NAME": "x.example", "TEMPORAL_CONFIG_FILE": none}})
+	require.ErrorContains(t, err, "Temporal TLS (server CA from durawait.toml; server name from TEMPORAL_TLS_SERVER_NAME)")
+}
+
+// The printed commands authenticate as durawait does, never printing the
+// key: from its file, its profile or TEMPORAL_API_KEY; TLS turned off with
+// a key is said.
+func TestThePrintedCommandsCarryTheKeyByReference(t *testing.T) {
+	dir := t.TempDir()
+	none := filepath.Join(dir, "none")
+	s, err := Resolve(Request{File: Layer{Address: "c:7233", APIKey: "secret", APIKeyFile: "/run/secrets/temporal key"}, Env: env{"TEMPORAL_CONFIG_FILE": none}})
+	require.NoError(t, err)
+	assert.Equal(t, `--address c:7233 --tls --api-key "$(cat '/run/secrets/temporal key')"`, s.CLIFlags())
+
+	s, err = Resolve(Request{Flags: Layer{Address: "c:7233", TLS: off()}, Env: env{"TEMPORAL_API_KEY": "secret", "TEMPORAL_CONFIG_FILE": none}})
+	require.NoError(t, err)
+	assert.Equal(t, `--address c:7233 --tls=false --api-key "$TEMPORAL_API_KEY"`, s.CLIFlags())
+
+	file := profiles(t, dir, "[profile.prod]\naddress = \"c:7233\"\napi_key = \"secret\"\n")
+	s, err = Resolve(Request{Env: env{"TEMPORAL_PROFILE": "prod", "TEMPORAL_CONFIG_FILE": file}})
+	require.NoError(t, err)
+	assert.Equal(t, "--address c:7233 --tls --profile prod --config-file "+file, s.CLIFlags())
+	for _, flags := range []string{s.CLIFlags()} {
+		assert.NotContains(t, flags, "secret")
+	}
 }
