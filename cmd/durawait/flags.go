@@ -25,6 +25,7 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
 		logLevel   = fs.String("log-level", def.LogLevel, "debug, info, warn or error")
 		logFormat  = fs.String("log-format", def.LogFormat, "log line format: text or json")
+		pprofAddr  = fs.String("pprof", "", "loopback HOST:PORT to serve Go's profiler on (/debug/pprof/); off by default")
 		tmuxSocket = fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)")
 		tools      []string
 	)
@@ -67,6 +68,8 @@ func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*fla
 			cfg.LogLevel = *logLevel
 		case "log-format":
 			cfg.LogFormat = *logFormat
+		case "pprof":
+			cfg.Pprof = *pprofAddr
 		case "tmux-socket":
 			cfg.Tmux.Socket = *tmuxSocket
 		case "tool":

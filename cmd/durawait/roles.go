@@ -76,7 +76,7 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			stops[i]()
 		}
 	}()
-	for _, start := range []startStep{p.startTelemetry, p.listenHTTP, p.startEngine, p.dialTemporal, p.prepareNamespace, p.startWorker, p.startFront} {
+	for _, start := range []startStep{p.startTelemetry, p.startPprof, p.listenHTTP, p.startEngine, p.dialTemporal, p.prepareNamespace, p.startWorker, p.startFront} {
 		stop, err := start(ctx)
 		if err != nil {
 			return err
@@ -132,6 +132,8 @@ type process struct {
 	// httpAddr is the HTTP listener's address (listenHTTP): the server
 	// name of otelhttp's metrics.
 	httpAddr string
+	// pprofAddr is the profiler's listen address (startPprof), if any.
+	pprofAddr string
 }
 
 // checkRoles decides the roles from the configuration and checks what they

@@ -71,6 +71,10 @@ type Config struct {
 	// HTTPReadTimeoutSec bounds reading one HTTP request, headers and body;
 	// it does not bound the response, so long waits stream on.
 	HTTPReadTimeoutSec int `toml:"http_read_timeout_sec"`
+	// Pprof is the listen address of Go's profiler (net/http/pprof); empty
+	// (the default) serves none. It must be a loopback address: a profile
+	// shows the process's internals.
+	Pprof string `toml:"pprof"`
 
 	// Tools lists the opt-in tools to serve: list_panes, wait_for_text.
 	Tools []string `toml:"tools"`
@@ -117,9 +121,11 @@ func (a Auth) Enabled() bool { return a.TokensFile != "" || a.JWKSURL != "" }
 // (localhost, 127.0.0.0/8, ::1).
 func (c Config) HTTPLoopback() bool {
 	host, _, err := net.SplitHostPort(c.HTTP)
-	if err != nil {
-		return false
-	}
+	return err == nil && isLoopback(host)
+}
+
+// isLoopback reports whether host is localhost or a loopback IP.
+func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -270,6 +276,11 @@ func (c Config) Validate() error {
 	}
 	if c.Temporal == "" && c.DataDir == "" {
 		bad("data_dir: must not be empty when the embedded engine runs (the default, the user's state directory, needs XDG_STATE_HOME or HOME)")
+	}
+	if c.Pprof != "" {
+		if host, _, err := net.SplitHostPort(c.Pprof); err != nil || !isLoopback(host) {
+			bad("pprof: must be a loopback address such as 127.0.0.1:6060, got %q", c.Pprof)
+		}
 	}
 	if c.EnginePort < 0 || c.EnginePort > 65535 {
 		bad("engine_port: must be a TCP port (0 picks a free one), got %d", c.EnginePort)
