@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -116,4 +117,44 @@ func TestABurstQueuesWithinTheConcurrency(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(4), peak.Load())
 	assert.Equal(t, int32(40), done.Load())
+}
+
+// busyRun is a run whose result Temporal answers busy a few times first.
+type busyRun struct {
+	client.WorkflowRun
+	busyFor int
+	gets    int
+	answer  error
+}
+
+func (r *busyRun) Get(ctx context.Context, result any) error {
+	r.gets++
+	if r.gets <= r.busyFor {
+		return fmt.Errorf("get history: %w", context.DeadlineExceeded)
+	}
+	if r.answer != nil {
+		return r.answer
+	}
+	*(result.(*string)) = "matched"
+	return nil
+}
+
+// A busy engine's answer while the call waits for the result is not the
+// wait's outcome: the call keeps waiting for it (the wait runs on durably);
+// the wait's own failure is answered as it is.
+func TestAResultAskedOfABusyEngineIsAskedAgain(t *testing.T) {
+	f := &Front{starts: fast(1, time.Minute)}
+	run := &busyRun{busyFor: 3}
+	var got string
+	require.NoError(t, f.getResult(t.Context(), run, &got))
+	assert.Equal(t, "matched", got)
+	assert.Equal(t, 4, run.gets)
+
+	failed := &busyRun{answer: errors.New("workflow execution error: probe hung")}
+	require.ErrorContains(t, f.getResult(t.Context(), failed, &got), "probe hung")
+	assert.Equal(t, 1, failed.gets)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, f.getResult(ctx, &busyRun{busyFor: 1000}, &got), context.Canceled)
 }

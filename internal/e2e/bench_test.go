@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -189,6 +190,7 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		var failed atomic.Int32
+		why := &failures{}
 		for i := range n {
 			wg.Go(func() {
 				args := readFileWait(w.path("gate"), map[string]any{"until": map[string]any{"matches": "open"}, "poll_sec": 2, "max_wait_sec": 300})
@@ -196,8 +198,13 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				defer cancel()
 				res, err := c.call(ctx, "wait_for", args, "")
-				if err != nil || res.IsError {
+				switch {
+				case err != nil:
 					failed.Add(1)
+					why.note(err.Error())
+				case res.IsError:
+					failed.Add(1)
+					why.note(resultText(res))
 				}
 			})
 		}
@@ -214,8 +221,33 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 		b.ReportMetric(time.Since(opened).Seconds(), "open-to-last-result-s")
 		b.ReportMetric(float64(peakRSS(proc.Pid))/1024, "peak-rss-MiB")
 		b.ReportMetric(float64(failed.Load()), "failed")
-		require.Zero(b, failed.Load())
+		require.Zero(b, failed.Load(), "why, by count: %v", why.counts())
 	}
+}
+
+// failures counts the distinct answers of failed calls (their first 120
+// characters), so a failed run says why.
+type failures struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (f *failures) note(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]int{}
+	}
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	f.m[msg]++
+}
+
+func (f *failures) counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.m)
 }
 
 // peakRSS reads a process's peak resident set in KiB.
