@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -116,7 +115,7 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 	// still be running when the feed answers first.
 	var raw json.RawMessage
 	got := make(chan error, 1)
-	go func() { got <- f.getResult(getCtx, run, &raw) }()
+	go func() { got <- getResult(getCtx, run, &raw) }()
 	for {
 		select {
 		case ev, open := <-events:
@@ -133,30 +132,6 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 				return err
 			}
 			return json.Unmarshal(raw, result)
-		}
-	}
-}
-
-// getResult waits for the run's result. A busy engine's answer (its long
-// poll cut off by a deadline, unavailable, resource exhausted) is not the
-// wait's outcome: the wait runs on durably, so the call keeps waiting,
-// asking again with backoff, until the result comes or ctx ends.
-func (f *Front) getResult(ctx context.Context, run client.WorkflowRun, result any) error {
-	backoff := f.starts.firstBackoff
-	for {
-		err := run.Get(ctx, result)
-		switch {
-		case err == nil || !busy(err):
-			return err
-		case ctx.Err() != nil:
-			return ctx.Err()
-		}
-		pause := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, f.starts.maxBackoff)
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -116,6 +117,30 @@ func (s *starter) attempt(ctx context.Context, start func(context.Context) error
 	}
 	defer func() { <-s.slots }()
 	return start(ctx)
+}
+
+// getResult waits for a run's result. A busy engine's answer (its long
+// poll cut off by a deadline, unavailable, resource exhausted) is not the
+// wait's outcome: the wait runs on durably, so the caller keeps waiting,
+// asking again with backoff, until the result comes or ctx ends.
+func getResult(ctx context.Context, run client.WorkflowRun, result any) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := run.Get(ctx, result)
+		switch {
+		case err == nil || !busy(err):
+			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		pause := backoff/2 + rand.N(backoff/2+1)
+		backoff = min(2*backoff, 2*time.Second)
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // busy reports whether err says Temporal is busy or briefly unreachable

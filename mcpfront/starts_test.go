@@ -143,18 +143,17 @@ func (r *busyRun) Get(ctx context.Context, result any) error {
 // wait's outcome: the call keeps waiting for it (the wait runs on durably);
 // the wait's own failure is answered as it is.
 func TestAResultAskedOfABusyEngineIsAskedAgain(t *testing.T) {
-	f := &Front{starts: fast(1, time.Minute)}
 	run := &busyRun{busyFor: 3}
 	var got string
-	require.NoError(t, f.getResult(t.Context(), run, &got))
+	require.NoError(t, getResult(t.Context(), run, &got))
 	assert.Equal(t, "matched", got)
 	assert.Equal(t, 4, run.gets)
 
 	failed := &busyRun{answer: errors.New("workflow execution error: probe hung")}
-	require.ErrorContains(t, f.getResult(t.Context(), failed, &got), "probe hung")
+	require.ErrorContains(t, getResult(t.Context(), failed, &got), "probe hung")
 	assert.Equal(t, 1, failed.gets)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	require.ErrorIs(t, f.getResult(ctx, &busyRun{busyFor: 1000}, &got), context.Canceled)
+	require.ErrorIs(t, getResult(ctx, &busyRun{busyFor: 1000}, &got), context.Canceled)
 }

@@ -382,7 +382,7 @@ func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult 
 	switch ref.tool() {
 	case "wait_agent":
 		var payload workflows.InvocationPayload
-		err := run.Get(ctx, &payload)
+		err := getResult(ctx, run, &payload)
 		if errors.As(err, &canceled) {
 			return structuredResult(f.cancelledInvocation(ctx, ref.workflowID, err))
 		}
@@ -392,14 +392,14 @@ func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult 
 		return structuredResult(payload)
 	case "wait_for_text":
 		var out workflows.TextWaitOutcome
-		err := run.Get(ctx, &out)
+		err := getResult(ctx, run, &out)
 		if errors.As(err, &canceled) {
 			return f.cancelledText(ctx, ref.workflowID, ref.runID)
 		}
 		return textAnswer(out, err)
 	default:
 		var result workflows.WaitForResult
-		err := run.Get(ctx, &result)
+		err := getResult(ctx, run, &result)
 		if errors.As(err, &canceled) {
 			return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID, f.waitForMaxWaitSec(ctx, ref))
 		}

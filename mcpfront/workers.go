@@ -88,7 +88,7 @@ func (w TemporalWorkers) execute(ctx context.Context, newID func(principal strin
 	if err != nil {
 		return fmt.Errorf("start %s (Temporal engine unavailable?): %w", workflow, err)
 	}
-	err = run.Get(ctx, out)
+	err = getResult(ctx, run, out)
 	if err != nil && ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
