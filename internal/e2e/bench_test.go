@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -185,7 +186,24 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 	for range b.N {
 		w := newWorkspace(b)
 		// --no-daemon: the peak RSS is that of the process serving the waits.
-		c, proc := w.stdioClientNoDaemon(w.writeConfig(w.demoServer("demo")))
+		// DURAWAIT_BENCH_PROFILE=<file> writes a 12 s CPU profile of it,
+		// taken while the waits start, to see where the time goes.
+		extra := []string{"--no-daemon"}
+		profile := os.Getenv("DURAWAIT_BENCH_PROFILE")
+		pprofAddr := freeAddr(b)
+		if profile != "" {
+			extra = append(extra, "--pprof", pprofAddr)
+		}
+		c, proc := w.stdioClientArgs(w.writeConfig(w.demoServer("demo")), extra...)
+		profiled := make(chan struct{})
+		if profile != "" {
+			go func() {
+				defer close(profiled)
+				saveProfile(b, "http://"+pprofAddr+"/debug/pprof/profile?seconds=12", profile)
+			}()
+		} else {
+			close(profiled)
+		}
 		w.write("gate", "closed")
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -214,6 +232,7 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		allSampled := time.Since(start)
+		<-profiled
 		opened := time.Now()
 		w.write("gate", "open")
 		wg.Wait()
@@ -222,6 +241,33 @@ func BenchmarkConcurrentWaits(b *testing.B) {
 		b.ReportMetric(float64(peakRSS(proc.Pid))/1024, "peak-rss-MiB")
 		b.ReportMetric(float64(failed.Load()), "failed")
 		require.Zero(b, failed.Load(), "why, by count: %v", why.counts())
+	}
+}
+
+// saveProfile fetches a profile from url into path (a benchmark's side
+// product: a failure is logged, not fatal).
+func saveProfile(b *testing.B, url, path string) {
+	var resp *http.Response
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// The listener opens as durawait starts.
+		if resp, err = http.Get(url); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		b.Logf("profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Logf("profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("profile: %v", err)
 	}
 }
 
