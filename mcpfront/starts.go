@@ -52,9 +52,9 @@ type StartOptions struct {
 // use-existing conflict policy), so a retry after an attempt whose answer
 // was lost attaches to what that attempt started.
 type starter struct {
-	slots                    chan struct{}
-	budget                   time.Duration
-	firstBackoff, maxBackoff time.Duration
+	slots  chan struct{}
+	budget time.Duration
+	pauses backoff
 }
 
 func newStarter(o StartOptions) *starter {
@@ -71,7 +71,7 @@ func newStarter(o StartOptions) *starter {
 		o.MaxBackoff = 2 * time.Second
 	}
 	return &starter{slots: make(chan struct{}, o.Concurrency), budget: o.Budget,
-		firstBackoff: o.FirstBackoff, maxBackoff: max(o.MaxBackoff, o.FirstBackoff)}
+		pauses: backoff{first: o.FirstBackoff, max: max(o.MaxBackoff, o.FirstBackoff)}}
 }
 
 // do runs start in turn, retrying it with backoff while Temporal answers
@@ -81,7 +81,7 @@ func newStarter(o StartOptions) *starter {
 func (s *starter) do(ctx context.Context, start func(context.Context) error) error {
 	budget, cancel := context.WithTimeout(ctx, s.budget)
 	defer cancel()
-	backoff := s.firstBackoff
+	pauses := s.pauses
 	var last error
 	for {
 		err := s.attempt(budget, start)
@@ -99,12 +99,7 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 			return err
 		}
 		last = err
-		pause := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, s.maxBackoff)
-		select {
-		case <-time.After(pause):
-		case <-budget.Done():
-		}
+		pauses.wait(budget)
 	}
 }
 
@@ -124,7 +119,7 @@ func (s *starter) attempt(ctx context.Context, start func(context.Context) error
 // wait's outcome: the wait runs on durably, so the caller keeps waiting,
 // asking again with backoff, until the result comes or ctx ends.
 func getResult(ctx context.Context, run client.WorkflowRun, result any) error {
-	backoff := 100 * time.Millisecond
+	pauses := newBackoff()
 	for {
 		err := run.Get(ctx, result)
 		switch {
@@ -133,13 +128,32 @@ func getResult(ctx context.Context, run client.WorkflowRun, result any) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		pause := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, 2*time.Second)
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := pauses.wait(ctx); err != nil {
+			return err
 		}
+	}
+}
+
+// backoff paces the retries of a busy engine: pauses doubling from first
+// to max, each with jitter (half of it random), so a burst of callers does
+// not come back at once.
+type backoff struct{ first, max, next time.Duration }
+
+// newBackoff pauses 100 ms doubling to 2 s.
+func newBackoff() backoff { return backoff{first: 100 * time.Millisecond, max: 2 * time.Second} }
+
+// wait pauses for the next interval, or until ctx ends (its error).
+func (b *backoff) wait(ctx context.Context) error {
+	if b.next == 0 {
+		b.next = b.first
+	}
+	pause := b.next/2 + rand.N(b.next/2+1)
+	b.next = min(2*b.next, b.max)
+	select {
+	case <-time.After(pause):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
