@@ -287,7 +287,11 @@ server_name = "cluster.example"
 	assert.Equal(t, filepath.Join(dir, "temporal.toml"), cfg.TemporalConfigFile)
 
 	cfg.TemporalTLS.ServerCACertPath = "" // no such file: temporalconn's tests load real ones
-	require.NoError(t, cfg.ResolveTemporal(temporalconn.Layer{}, mapEnv{"TEMPORAL_NAMESPACE": "env-ns"}, path))
+	for _, name := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE"} {
+		t.Setenv(name, "") // empty is unset: the developer's shell stays out
+	}
+	t.Setenv("TEMPORAL_NAMESPACE", "env-ns")
+	require.NoError(t, cfg.ResolveTemporal(temporalconn.Layer{}, nil, path))
 	assert.Equal(t, "cluster.example:7233", cfg.Temporal)
 	assert.Equal(t, "env-ns", cfg.Namespace, "TEMPORAL_NAMESPACE wins over the file")
 	c := cfg.Connection
@@ -297,19 +301,6 @@ server_name = "cluster.example"
 	assert.Equal(t, map[string]string{"x-team": "a"}, c.Profile.GRPCMeta, "the profile's gRPC metadata is kept")
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "api-key")))
-	err = cfg.ResolveTemporal(temporalconn.Layer{}, mapEnv{}, path)
+	err = cfg.ResolveTemporal(temporalconn.Layer{}, nil, path)
 	require.ErrorContains(t, err, "temporal_api_key_file: read the API key")
 }
-
-// mapEnv is a fixed environment for envconfig.
-type mapEnv map[string]string
-
-func (e mapEnv) Environ() []string {
-	var out []string
-	for k, v := range e {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-func (e mapEnv) LookupEnv(k string) (string, bool) { v, ok := e[k]; return v, ok }
