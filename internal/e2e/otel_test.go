@@ -150,20 +150,27 @@ func spanAttrs(s *tracepb.Span) map[string]any {
 // header) the otelhttp span.
 var probeChain = []string{"probe demo.read_file", "RunActivity:PollProbe", "StartActivity:PollProbe", "RunWorkflow:WaitFor", "StartWorkflow:WaitFor", "wait_for"}
 
+// startCollector serves an OTLP/HTTP collector for the test, closed with
+// it; a failed test logs the spans it received.
+func startCollector(t *testing.T) (*traceCollector, *httptest.Server) {
+	t.Helper()
+	collector := &traceCollector{}
+	otlp := httptest.NewServer(collector)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("spans received:\n%s", collector.dump())
+		}
+		otlp.Close()
+	})
+	return collector, otlp
+}
+
 // TestOTelTraceRunsFromTheCallerIntoTheProbeCall runs real waits through
 // the real binary (embedded engine, worker, front, a real MCP client over
 // HTTP) exporting over OTLP/HTTP to a collector in the test, and reads the
 // parent/child links and the metrics a scrape of /metrics shows.
 func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
-	collector := &traceCollector{}
-	otlp := httptest.NewServer(collector)
-	defer otlp.Close()
-
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("spans received:\n%s", collector.dump())
-		}
-	})
+	collector, otlp := startCollector(t)
 
 	w := newWorkspace(t)
 	inst := w.startServeEnv(w.writeConfig(w.demoServer("demo")), []string{
@@ -341,9 +348,7 @@ func (m promMetrics) matching(prefix string) []string {
 // With DURAWAIT_ENGINE_OTEL=1 the embedded engine exports its own spans,
 // over the protocol asked for (here OTLP/HTTP), beside durawait's.
 func TestOTelEngineExportsItsSpansOnlyWhenOptedIn(t *testing.T) {
-	collector := &traceCollector{}
-	otlp := httptest.NewServer(collector)
-	defer otlp.Close()
+	collector, otlp := startCollector(t)
 	w := newWorkspace(t)
 	inst := w.startServeEnv(w.writeConfig(w.demoServer("demo")), []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL,
@@ -367,14 +372,7 @@ func TestOTelEngineExportsItsSpansOnlyWhenOptedIn(t *testing.T) {
 
 // Over stdio, trace context in _meta is the tool span's parent too.
 func TestOTelStdioHonoursMeta(t *testing.T) {
-	collector := &traceCollector{}
-	otlp := httptest.NewServer(collector)
-	defer otlp.Close()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("spans received:\n%s", collector.dump())
-		}
-	})
+	collector, otlp := startCollector(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
