@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/operatorservice/v1"
@@ -121,7 +124,12 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 	})
 	frontA := rw.start("front", rw.front[0], 2)
 	frontB := rw.start("front", rw.front[1], 3)
-	a, b := frontA.client(t), frontB.client(t)
+	// Front A's caller speaks the session era (2025-11-25), front B's the
+	// stateless one (2026-07-28): a cluster serves both.
+	legacy, err := mcpclient.NewStreamableHttpClient("http://" + frontA.http + "/mcp")
+	require.NoError(t, err)
+	a, b := initializeAt(t, legacy, mcp.ProtocolVersion20251125), frontB.client(t)
+	require.Equal(t, mcp.ProtocolVersion20251125, a.protocol)
 	for _, c := range []*mcpClient{a, b} {
 		eventually(t, "the front ends to list the workers' tools", func() bool { return listedTools(t, c)["read_file"] != "" })
 	}
@@ -210,9 +218,18 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 		hangUp() // front A's caller goes away; the wait runs on
 		<-returned
 
+		// The caller comes back through front B with another client, as
+		// people do: the official Go SDK, speaking the 2026-07-28 era
+		// (front A's call was mcp-go's, at 2025-11-25).
+		goSDK := connectGoSDK(t, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + frontB.http + "/mcp", MaxRetries: -1}, "2026-07-28")
 		attached := time.Now()
 		answer := make(chan waitResult, 1)
-		go func() { answer <- b.waitFor(t, args) }()
+		answerErr := make(chan error, 1)
+		go func() {
+			res, err := goSDK.waitFor(ctx, args, "reattach")
+			answer <- res
+			answerErr <- err
+		}()
 		eventually(t, "front B to attach to the same wait", func() bool {
 			log := frontB.log.String()
 			return strings.Contains(log, "wait attached") && strings.Contains(log, id)
@@ -238,6 +255,7 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 		eventually(t, "samples by the other worker", func() bool { return rw.calls(rw.path("job")) >= before+2 })
 		rw.write("job", "READY")
 		res := <-answer
+		require.NoError(t, <-answerErr)
 		assert.Equal(t, "matched", res.Reason)
 		assert.Equal(t, "READY", res.LastObservation)
 		assert.Greater(t, res.ElapsedSec, attached.Sub(first).Seconds(), "elapsed_sec counts from front A's call")
