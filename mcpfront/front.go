@@ -42,8 +42,8 @@ type Options struct {
 	Workers Workers
 	// Events, when set, feeds progress notifications and early answers.
 	Events EventFeed
-	// HeartbeatTimeout of probe loops.
-	HeartbeatTimeout time.Duration
+	// Heartbeats chooses the heartbeat timeout of each probe loop.
+	Heartbeats HeartbeatPolicy
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions
@@ -87,6 +87,8 @@ type Front struct {
 	attached holds
 	// clients are the names of the sessions' clients (DurawaitClient).
 	clients clientNames
+	// loops counts the wait_for calls in flight (Heartbeats' load).
+	loops loopGauge
 	// taskTel holds the instrumentation of task-augmented calls, by tool
 	// (a *toolTelemetry, or nil when nothing is recorded).
 	taskTel sync.Map

@@ -28,6 +28,7 @@ func waitForTool() mcp.Tool {
 }
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	defer f.loops.enter()()
 	w, bad := f.prepareWaitFor(ctx, req)
 	if bad != nil {
 		return bad, nil
@@ -83,11 +84,12 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		summary: workflows.WaitForSummary(spec),
 		details: workflows.WaitForDetails(spec),
 		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
-		attrs: f.startAttributes(ctx, &req, "wait_for",
+		attrs: f.startAttributes(ctx, &req, "wait_for", workflows.StartedRunning(),
 			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool))),
 		workflow: workflows.WaitForWorkflowName,
-		input:    workflows.WaitForInput{Spec: spec, HeartbeatTimeout: f.opts.HeartbeatTimeout},
-		pollMs:   int64(spec.PollSec) * 1000,
+		input: workflows.WaitForInput{Spec: spec,
+			HeartbeatTimeout: f.opts.Heartbeats.Timeout(spec.Poll(), f.loops.open())},
+		pollMs: int64(spec.PollSec) * 1000,
 	}, nil
 }
 

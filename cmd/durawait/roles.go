@@ -390,12 +390,13 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 		workers = worker.Local{Downstream: p.downstream}
 	}
 	p.front = mcpfront.New(mcpfront.Options{
-		Temporal:         p.temporal,
-		Namespace:        cfg.Namespace,
-		TaskQueue:        cfg.TaskQueue,
-		Workers:          workers,
-		Events:           feed,
-		HeartbeatTimeout: cfg.HeartbeatTimeout(),
+		Temporal:  p.temporal,
+		Namespace: cfg.Namespace,
+		TaskQueue: cfg.TaskQueue,
+		Workers:   workers,
+		Events:    feed,
+		Heartbeats: mcpfront.HeartbeatPolicy{Min: cfg.HeartbeatTimeout(),
+			Max: cfg.MaxHeartbeatTimeout(), PerSecond: cfg.WaitFor.HeartbeatsPerSec},
 		Agents: mcpfront.AgentOptions{
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
 			WaitWindow: cfg.Agents.WaitWindow(),

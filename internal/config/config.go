@@ -156,8 +156,18 @@ func (c Config) TmuxWaitMax() time.Duration { return time.Duration(c.Tmux.WaitMa
 // WaitFor tunes the wait_for tool.
 type WaitFor struct {
 	// HeartbeatTimeoutSec bounds how long a probe loop may be silent before
-	// Temporal retries it; it bounds the recovery time after a crash.
+	// Temporal retries it; it bounds the recovery time after a crash. It is
+	// the timeout while few loops run (see HeartbeatsPerSec).
 	HeartbeatTimeoutSec int `toml:"heartbeat_timeout_sec"`
+	// MaxHeartbeatTimeoutSec caps the timeout HeartbeatsPerSec lengthens;
+	// 0 is DefaultMaxHeartbeatTimeoutSec, or HeartbeatTimeoutSec when that
+	// is longer.
+	MaxHeartbeatTimeoutSec int `toml:"max_heartbeat_timeout_sec"`
+	// HeartbeatsPerSec is the heartbeat budget of the probe loops a front
+	// holds: as loops grow past it, new loops get longer timeouts (up to
+	// MaxHeartbeatTimeoutSec), so holding waits does not spend the engine
+	// on heartbeats. 0 keeps HeartbeatTimeoutSec for every loop.
+	HeartbeatsPerSec int `toml:"heartbeats_per_sec"`
 }
 
 // MCPServer is one downstream MCP server.
@@ -201,7 +211,7 @@ func Default() Config {
 		LogLevel:           "info",
 		LogFormat:          "text",
 		EventResultMaxLen:  16384,
-		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5},
+		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5, HeartbeatsPerSec: DefaultHeartbeatsPerSec},
 		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
 		Tmux:               Tmux{WaitMaxSec: 60},
 	}
@@ -310,6 +320,13 @@ func (c Config) Validate() error {
 	if c.WaitFor.HeartbeatTimeoutSec < 1 {
 		bad("wait_for.heartbeat_timeout_sec: must be at least 1, got %d", c.WaitFor.HeartbeatTimeoutSec)
 	}
+	if m := c.WaitFor.MaxHeartbeatTimeoutSec; m < 0 || m > 0 && m < c.WaitFor.HeartbeatTimeoutSec {
+		bad("wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (%d), got %d",
+			c.WaitFor.HeartbeatTimeoutSec, c.WaitFor.MaxHeartbeatTimeoutSec)
+	}
+	if c.WaitFor.HeartbeatsPerSec < 0 {
+		bad("wait_for.heartbeats_per_sec: must be 0 (no budget) or more, got %d", c.WaitFor.HeartbeatsPerSec)
+	}
 	seen := map[string]bool{}
 	for i, s := range c.MCPServers {
 		field := fmt.Sprintf("mcp_servers[%d]", i)
@@ -380,7 +397,27 @@ func (c Config) SlogLevel() (slog.Level, error) {
 	return l, nil
 }
 
-// HeartbeatTimeout of wait_for probe loops.
+// HeartbeatTimeout of wait_for probe loops while few run.
 func (c Config) HeartbeatTimeout() time.Duration {
 	return time.Duration(c.WaitFor.HeartbeatTimeoutSec) * time.Second
+}
+
+// Defaults of the wait_for heartbeat policy.
+const (
+	// DefaultMaxHeartbeatTimeoutSec caps a probe loop's heartbeat timeout
+	// (and so its recovery after a crash) under load.
+	DefaultMaxHeartbeatTimeoutSec = 60
+	// DefaultHeartbeatsPerSec is the heartbeat budget of the loops one
+	// front holds: about a quarter of what the embedded engine persists per
+	// second on two cores (docs/performance.md).
+	DefaultHeartbeatsPerSec = 250
+)
+
+// MaxHeartbeatTimeout of wait_for probe loops however many run.
+func (c Config) MaxHeartbeatTimeout() time.Duration {
+	sec := c.WaitFor.MaxHeartbeatTimeoutSec
+	if sec == 0 {
+		sec = max(DefaultMaxHeartbeatTimeoutSec, c.WaitFor.HeartbeatTimeoutSec)
+	}
+	return time.Duration(sec) * time.Second
 }
