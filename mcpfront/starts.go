@@ -26,9 +26,10 @@ const (
 	// a burst of calls queues here instead of overrunning the engine, whose
 	// start rate (history shards, persistence) is what it is.
 	DefaultStartConcurrency = 64
-	// DefaultStartBudget bounds how long one call's start is queued and
-	// retried before the call answers ErrOverloaded: well inside the
-	// minutes an MCP client waits for a tool call.
+	// DefaultStartBudget bounds how long one call's start is retried,
+	// from its first attempt, before the call answers ErrOverloaded: well
+	// inside the minutes an MCP client waits for a tool call. (Its wait for
+	// a turn in the queue is bounded by the caller alone.)
 	DefaultStartBudget = 60 * time.Second
 )
 
@@ -38,8 +39,8 @@ type StartOptions struct {
 	// Concurrency bounds the starts in flight; the rest wait their turn.
 	// 0 is DefaultStartConcurrency.
 	Concurrency int
-	// Budget bounds how long one start is queued and retried; 0 is
-	// DefaultStartBudget.
+	// Budget bounds how long one start is retried from its first attempt;
+	// 0 is DefaultStartBudget.
 	Budget time.Duration
 	// FirstBackoff is the first pause before a retry (doubling, with
 	// jitter, up to MaxBackoff); 0 is 100 ms. MaxBackoff 0 is 2 s.
@@ -75,35 +76,47 @@ func newStarter(o StartOptions) *starter {
 }
 
 // do runs start in turn, retrying it with backoff while Temporal answers
-// that it is busy, for at most the budget. It returns start's error when it
-// is not a busy answer, ErrOverloaded (wrapping the last busy answer) when
-// the budget runs out, and ctx's error when the caller goes away.
+// that it is busy. Waiting for a turn is bounded only by ctx (the caller's
+// own deadline: a burst of calls is queued, not refused); the budget bounds
+// the time from the first attempt on. It returns start's error when it is
+// not a busy answer, ErrOverloaded (wrapping the last busy answer) when the
+// budget runs out, and ctx's error when the caller goes away.
 func (s *starter) do(ctx context.Context, start func(context.Context) error) error {
-	budget, cancel := context.WithTimeout(ctx, s.budget)
-	defer cancel()
+	var deadline time.Time // set at the first attempt
+	bounded := func(ctx context.Context) error {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(s.budget)
+		}
+		ctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		return start(ctx)
+	}
 	pauses := s.pauses
 	var last error
 	for {
-		err := s.attempt(budget, start)
+		err := s.attempt(ctx, bounded)
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case budget.Err() != nil:
-			if last == nil {
-				last = err
-			}
-			return fmt.Errorf("%w: the start was queued and retried for %s (Temporal: %v)", ErrOverloaded, s.budget, last)
 		case !busy(err):
 			return err
 		}
-		last = err
+		if last == nil || !errors.Is(err, context.DeadlineExceeded) {
+			last = err // a busy answer of Temporal's says more than the budget's end
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: the start was retried for %s (Temporal: %v)", ErrOverloaded, s.budget, last)
+		}
+		budget, cancel := context.WithDeadline(ctx, deadline)
 		pauses.wait(budget)
+		cancel()
 	}
 }
 
-// attempt runs start once it has a slot.
+// attempt runs start once it has a slot; the wait for a slot ends only
+// with ctx.
 func (s *starter) attempt(ctx context.Context, start func(context.Context) error) error {
 	select {
 	case s.slots <- struct{}{}:

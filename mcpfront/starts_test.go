@@ -119,6 +119,39 @@ func TestABurstQueuesWithinTheConcurrency(t *testing.T) {
 	assert.Equal(t, int32(40), done.Load())
 }
 
+// Waiting for a turn is not the budget: a call queued behind a slow start
+// for longer than the budget still starts when its turn comes (the
+// caller's own deadline bounds the queue).
+func TestAQueuedCallOutwaitsTheBudget(t *testing.T) {
+	s := fast(1, 20*time.Millisecond)
+	release := make(chan struct{})
+	holding := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.do(t.Context(), func(context.Context) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	second := make(chan error, 1)
+	var started atomic.Bool
+	go func() {
+		second <- s.do(t.Context(), func(context.Context) error { started.Store(true); return nil })
+	}()
+	// The second call waits for the slot for many budgets' length.
+	deadline := time.Now().Add(10 * 20 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		require.False(t, started.Load(), "the second start ran while the slot was held")
+		select {
+		case err := <-second:
+			t.Fatalf("the queued call answered before its turn: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	close(release)
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	assert.True(t, started.Load())
+}
+
 // busyRun is a run whose result Temporal answers busy a few times first.
 type busyRun struct {
 	client.WorkflowRun
