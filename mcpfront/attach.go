@@ -88,6 +88,10 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 			StaticDetails:            w.details,
 			Memo:                     w.memo,
 			TypedSearchAttributes:    w.attrs,
+			// A worker in this process (durawait serve) takes the first
+			// workflow task in the start's answer, skipping the trip through
+			// matching; without one the SDK asks nothing of the kind.
+			EnableEagerStart: true,
 		}, w.workflow, w.input)
 		return err
 	})

@@ -161,7 +161,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		memo:    principalMemo(workflows.TextWaitMemo(spec, maxWaitSec), principal),
 		summary: workflows.TextWaitSummary(spec, maxWaitSec),
 		details: workflows.TextWaitDetails(spec, maxWaitSec),
-		attrs: f.startAttributes(ctx, &req, "wait_for_text",
+		attrs: f.startAttributes(ctx, &req, "wait_for_text", workflows.StartedRunning(),
 			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID))),
 		workflow: workflows.WaitForTextWorkflowName,
 		input: workflows.WaitForTextInput{

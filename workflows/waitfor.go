@@ -86,7 +86,8 @@ func deadlineGrace(heartbeat time.Duration) time.Duration {
 // the activity; the timeout carries the last heartbeat, so the result still
 // holds every sample taken.
 //
-// A run begun by this release upserts its DurawaitState: running at once,
+// A run begun by this release shows DurawaitState: running from the start
+// (its front starts it so; started without it, it upserts it at once),
 // then how it ended (matched, settled, failed, timeout, cancelled, error).
 //
 // The end state is upserted on the way out, not in a defer: a deferred
@@ -96,7 +97,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 	if !observable(ctx) {
 		return waitFor(ctx, in)
 	}
-	setState(ctx, StateRunning)
+	markRunning(ctx)
 	result, err := waitFor(ctx, in)
 	setState(ctx, waitForEndState(result, err))
 	return result, err

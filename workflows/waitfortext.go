@@ -196,7 +196,8 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 // tmux server. A watch retried after a restart starts over with a fresh
 // baseline (continuity "reset"), so text printed meanwhile is still found.
 //
-// A run begun by this release upserts its DurawaitState: running at once,
+// A run begun by this release shows DurawaitState: running from the start
+// (its front starts it so; started without it, it upserts it at once),
 // then matched, timeout (the bound passed without the text), error (the
 // pane or tmux failed) or cancelled.
 //
@@ -205,7 +206,7 @@ func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, er
 	if !observable(ctx) {
 		return waitForText(ctx, in)
 	}
-	setState(ctx, StateRunning)
+	markRunning(ctx)
 	out, err := waitForText(ctx, in)
 	setState(ctx, textEndState(out, err))
 	return out, err
