@@ -140,7 +140,8 @@ type capacityRow struct {
 	why            map[string]int
 	flip           []time.Duration // flip -> result, per returned call
 	lateness       []time.Duration
-	heldCalls      float64 // probe calls per second during the hold
+	detect         []time.Duration // flip -> the wait's first sample after it
+	heldCalls      float64         // probe calls per second during the hold
 	wrong, lost    int
 	wrongExample   string
 	peakRSSKiB     int
@@ -166,7 +167,7 @@ func runCapacity(b *testing.B, n int, profile string) capacityRow {
 	if profile != "" {
 		flags = append(flags, "--pprof", pprofAddr)
 	}
-	inst := w.startServeWith(w.writeConfig(w.demoServer("demo")), freeAddr(b), w.env(), flags...)
+	inst := w.startServeWith(capacityConfig(b, w), freeAddr(b), w.env(), flags...)
 	pid := inst.cmd.Process.Pid
 	require.Greater(b, openFilesLimit(pid), uint64(n)+512, "durawait's open-files limit is too low for %d sessions", n)
 
@@ -232,8 +233,26 @@ func runCapacity(b *testing.B, n int, profile string) capacityRow {
 	row.peakRSSKiB = rss.peak()
 	row.durawaitHWMKiB = peakRSS(pid)
 	row.lateness = log.lateness(last, flipped, capPollSec*time.Second)
+	row.detect = log.firstSamplesAfter(flipped)
 	row.judge(calls, flipped)
 	return row
+}
+
+// capacityConfig is the harness's config with the demo probe server, but
+// durawait's own heartbeat timeout (the harness shortens it to 2 s for
+// quick crash recovery, which a capacity figure should not assume), or
+// DURAWAIT_BENCH_HEARTBEAT_SEC when set.
+func capacityConfig(b *testing.B, w *workspace) string {
+	path := w.writeConfig(w.demoServer("demo"))
+	text := readFile(path)
+	const short = "heartbeat_timeout_sec = 2\n"
+	require.Contains(b, text, short)
+	heartbeat := ""
+	if v := os.Getenv("DURAWAIT_BENCH_HEARTBEAT_SEC"); v != "" {
+		heartbeat = "heartbeat_timeout_sec = " + v + "\n"
+	}
+	require.NoError(b, os.WriteFile(path, []byte(strings.Replace(text, short, heartbeat, 1)), 0o644))
+	return path
 }
 
 // drain marks the calls that returned since the last look.
@@ -483,6 +502,23 @@ func (s *sampleLog) samplesBetween(from, to time.Time) int {
 	return n
 }
 
+// firstSamplesAfter is, for every wait sampled after t, the time from t to
+// its first sample after t.
+func (s *sampleLog) firstSamplesAfter(t time.Time) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var after []time.Duration
+	for _, ts := range s.times {
+		for _, at := range ts {
+			if at.After(t) {
+				after = append(after, at.Sub(t))
+				break
+			}
+		}
+	}
+	return after
+}
+
 // lateness is, for every wait, each gap between consecutive samples both
 // in [from, to), minus poll.
 func (s *sampleLog) lateness(from, to time.Time, poll time.Duration) []time.Duration {
@@ -690,6 +726,19 @@ func (r capacityRow) report(b *testing.B) {
 		"no wait) %d MiB, during the hold %d MiB (%.0f KiB/wait above idle); durawait VmHWM %d MiB; failed calls by message: %v",
 		r.allSampled.Seconds(), r.heldCalls, r.waits/capPollSec, r.idleRSSKiB/1024, r.holdRSSKiB/1024,
 		r.rssAboveIdleKiB(), r.durawaitHWMKiB/1024, r.why)
+	early := 0
+	for _, l := range r.lateness {
+		if l < -capPollSec*time.Second/2 {
+			early++
+		}
+	}
+	detect := append([]time.Duration(nil), r.detect...)
+	b.Logf("flip -> first sample after it p50 / p99 / max: %.2f / %.2f / %.2f s (%d waits); samples during the hold "+
+		"less than poll_sec/2 after the wait's previous one: %d of %d gaps",
+		percentile(detect, 0.5).Seconds(), percentile(detect, 0.99).Seconds(), percentile(detect, 1).Seconds(), len(detect),
+		early, len(r.lateness))
+	b.ReportMetric(float64(early), "early-samples")
+	b.ReportMetric(percentile(detect, 0.99).Seconds(), "flip-to-sample-p99-s")
 	if r.wrongExample != "" {
 		b.Logf("first wrong result: %s", r.wrongExample)
 	}
