@@ -141,6 +141,7 @@ type capacityRow struct {
 	flip           []time.Duration // flip -> result, per returned call
 	lateness       []time.Duration
 	detect         []time.Duration // flip -> the wait's first sample after it
+	tailLag        time.Duration   // the call log's longest unread time during the hold
 	heldCalls      float64         // probe calls per second during the hold
 	wrong, lost    int
 	wrongExample   string
@@ -234,6 +235,7 @@ func runCapacity(b *testing.B, n int, profile string) capacityRow {
 	row.durawaitHWMKiB = peakRSS(pid)
 	row.lateness = log.lateness(last, flipped, capPollSec*time.Second)
 	row.detect = log.firstSamplesAfter(flipped)
+	row.tailLag = log.lagBetween(last, flipped)
 	row.judge(calls, flipped)
 	return row
 }
@@ -372,6 +374,7 @@ type sampleLog struct {
 	first int // waits with at least one sample
 	off   int64
 	rest  []byte
+	reads []time.Time // when each read began (a stamp is at most one gap late)
 	done  chan struct{}
 	ended chan struct{}
 }
@@ -405,6 +408,9 @@ func (s *sampleLog) stop() {
 
 // read takes the log's new complete lines.
 func (s *sampleLog) read() {
+	s.mu.Lock()
+	s.reads = append(s.reads, time.Now())
+	s.mu.Unlock()
 	f, err := os.Open(s.path)
 	if err != nil {
 		return
@@ -500,6 +506,20 @@ func (s *sampleLog) samplesBetween(from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// lagBetween is the longest time between two reads of the log that began
+// in [from, to].
+func (s *sampleLog) lagBetween(from, to time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lag time.Duration
+	for i := 1; i < len(s.reads); i++ {
+		if !s.reads[i-1].Before(from) && !s.reads[i].After(to) {
+			lag = max(lag, s.reads[i].Sub(s.reads[i-1]))
+		}
+	}
+	return lag
 }
 
 // firstSamplesAfter is, for every wait sampled after t, the time from t to
@@ -734,9 +754,9 @@ func (r capacityRow) report(b *testing.B) {
 	}
 	detect := append([]time.Duration(nil), r.detect...)
 	b.Logf("flip -> first sample after it p50 / p99 / max: %.2f / %.2f / %.2f s (%d waits); samples during the hold "+
-		"less than poll_sec/2 after the wait's previous one: %d of %d gaps",
+		"less than poll_sec/2 after the wait's previous one: %d of %d gaps; call log read every %v, longest pause during the hold %v",
 		percentile(detect, 0.5).Seconds(), percentile(detect, 0.99).Seconds(), percentile(detect, 1).Seconds(), len(detect),
-		early, len(r.lateness))
+		early, len(r.lateness), capTailEvery, r.tailLag.Round(time.Millisecond))
 	b.ReportMetric(float64(early), "early-samples")
 	b.ReportMetric(percentile(detect, 0.99).Seconds(), "flip-to-sample-p99-s")
 	if r.wrongExample != "" {
