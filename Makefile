@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity screenshot deploy-check clean
 
 all: build
 
@@ -109,7 +109,11 @@ fmt-check:
 ## bench: benchmarks (timing claims live here, not in tests)
 bench:
 	$(GO) test -run '^$$' -bench 'ColdStart|Detection|Latency|Overhead' -benchtime 10x -timeout 30m ./internal/e2e/ | tee bench-report.txt
-	$(GO) test -run '^$$' -bench 'ConcurrentWaits' -benchtime 1x -timeout 30m ./internal/e2e/ | tee -a bench-report.txt
+	$(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 30m ./internal/e2e/ | tee -a bench-report.txt
+
+## bench-capacity: issue 12's capacity curve (100 to 10,000 waits; rows appended to capacity-report.md)
+bench-capacity:
+	DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-100,1000,5000,10000} $(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
 
 clean:
 	rm -rf $(BIN)

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,76 +171,6 @@ func BenchmarkWaitAgentExitLatency(b *testing.B) {
 		samples = append(samples, finished.Sub(st.ModTime()))
 	}
 	report(b, "exit", samples)
-}
-
-// BenchmarkConcurrentWaits holds many waits at once in one `durawait serve`
-// over one stdio connection (DURAWAIT_BENCH_WAITS, default 1000): the time
-// until every wait has taken its first sample, the time from the gate
-// opening to the last result (poll_sec 2), and durawait's peak RSS.
-func BenchmarkConcurrentWaits(b *testing.B) {
-	n := 1000
-	if v, err := strconv.Atoi(os.Getenv("DURAWAIT_BENCH_WAITS")); err == nil && v > 0 {
-		n = v
-	}
-	for range b.N {
-		w := newWorkspace(b)
-		// --no-daemon: the peak RSS is that of the process serving the waits.
-		// DURAWAIT_BENCH_PROFILE=<file> writes a 12 s CPU profile of it,
-		// taken while the waits start, to see where the time goes.
-		extra := []string{"--no-daemon"}
-		profile := os.Getenv("DURAWAIT_BENCH_PROFILE")
-		pprofAddr := freeAddr(b)
-		if profile != "" {
-			extra = append(extra, "--pprof", pprofAddr)
-		}
-		c, proc := w.stdioClientArgs(w.writeConfig(w.demoServer("demo")), extra...)
-		profiled := make(chan struct{})
-		if profile != "" {
-			go func() {
-				defer close(profiled)
-				saveProfile(b, "http://"+pprofAddr+"/debug/pprof/profile?seconds=12", profile)
-			}()
-		} else {
-			close(profiled)
-		}
-		w.write("gate", "closed")
-		start := time.Now()
-		var wg sync.WaitGroup
-		var failed atomic.Int32
-		why := &failures{}
-		for i := range n {
-			wg.Go(func() {
-				args := readFileWait(w.path("gate"), map[string]any{"until": map[string]any{"matches": "open"}, "poll_sec": 2, "max_wait_sec": 300})
-				args["probe"].(map[string]any)["args"].(map[string]any)["caller"] = i
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				defer cancel()
-				res, err := c.call(ctx, "wait_for", args, "")
-				switch {
-				case err != nil:
-					failed.Add(1)
-					why.note(err.Error())
-				case res.IsError:
-					failed.Add(1)
-					why.note(resultText(res))
-				}
-			})
-		}
-		deadline := time.Now().Add(10 * time.Minute)
-		for distinctCallers(w) < n {
-			require.True(b, time.Now().Before(deadline), "only %d of %d waits sampled", distinctCallers(w), n)
-			time.Sleep(200 * time.Millisecond)
-		}
-		allSampled := time.Since(start)
-		<-profiled
-		opened := time.Now()
-		w.write("gate", "open")
-		wg.Wait()
-		b.ReportMetric(allSampled.Seconds(), "all-sampled-s")
-		b.ReportMetric(time.Since(opened).Seconds(), "open-to-last-result-s")
-		b.ReportMetric(float64(peakRSS(proc.Pid))/1024, "peak-rss-MiB")
-		b.ReportMetric(float64(failed.Load()), "failed")
-		require.Zero(b, failed.Load(), "why, by count: %v", why.counts())
-	}
 }
 
 // saveProfile fetches a profile from url into path (a benchmark's side
