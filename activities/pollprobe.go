@@ -170,10 +170,12 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 			return workflows.WaitForResult{}, err
 		}
 
-		// The schedule is fixed-rate: an attempt is recorded at its planned
-		// time, so a late wake-up does not shift every later sample.
+		// The schedule is fixed-rate: an attempt is recorded on its grid, so
+		// a late wake-up does not shift every later sample, and one sample
+		// stands for the intervals it missed (no burst of catch-up calls on
+		// a worker that is already behind).
 		start := l.clock.Now()
-		l.progress.RecordAttempt(at)
+		l.progress.RecordAttempt(l.schedule.LatestDue(at, start))
 		out, err := l.call(ctx, start)
 		switch {
 		case errors.Is(err, errDeadline):

@@ -41,6 +41,22 @@ func (s PollSchedule) NextAttemptAt(p PollProgress, now time.Time) (at time.Time
 	return next, true
 }
 
+// LatestDue is the attempt a loop that wakes at now for the attempt planned
+// at takes: the latest time on at's grid (at, at + poll, ...) that is due
+// by now, or the deadline once now reaches it. A loop that wakes late —
+// its worker was busy, or it resumed after a crash — takes one sample for
+// the intervals it missed, not one per interval back to back, and stays
+// on its grid.
+func (s PollSchedule) LatestDue(at, now time.Time) time.Time {
+	if s.Poll <= 0 || now.Sub(at) < s.Poll {
+		return at
+	}
+	if !now.Before(s.Deadline) {
+		return s.Deadline
+	}
+	return at.Add(now.Sub(at) / s.Poll * s.Poll)
+}
+
 // ExpectedSamples is how many samples the wait takes when it runs to its
 // bound: one at once, one per interval, one on the bound.
 func (s PollSchedule) ExpectedSamples() int {

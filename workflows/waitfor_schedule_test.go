@@ -44,6 +44,33 @@ func TestNextAttemptAtAfterALateAttempt(t *testing.T) {
 	assert.False(t, ok, "a sample on the bound is the last")
 }
 
+func TestALateLoopTakesOneSampleForTheIntervalsItMissed(t *testing.T) {
+	s := scheduleOf(2, 10)
+	planned := t0.Add(2 * time.Second)
+	for _, tc := range []struct {
+		name string
+		now  time.Duration
+		want time.Duration
+	}{
+		{"on time", 2 * time.Second, 2 * time.Second},
+		{"late within the interval", 3900 * time.Millisecond, 2 * time.Second},
+		{"one interval late", 4 * time.Second, 4 * time.Second},
+		{"three and a half intervals late", 9 * time.Second, 8 * time.Second},
+		{"past the deadline: the sample on the bound", 12 * time.Second, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, t0.Add(tc.want), s.LatestDue(planned, t0.Add(tc.now)))
+		})
+	}
+
+	// After the late sample the next is one interval on, not at once.
+	var p PollProgress
+	p.RecordAttempt(s.LatestDue(planned, t0.Add(9*time.Second)))
+	next, ok := s.NextAttemptAt(p, t0.Add(9*time.Second))
+	require.True(t, ok)
+	assert.Equal(t, s.Deadline, next)
+}
+
 func TestExpectedSamples(t *testing.T) {
 	assert.Equal(t, 5, scheduleOf(3, 10).ExpectedSamples())
 	assert.Equal(t, 61, scheduleOf(2, 120).ExpectedSamples())
