@@ -44,10 +44,12 @@ const DefaultJoinWindow = 100 * time.Millisecond
 //     once, as always, and moves its next sample earlier, never later, onto
 //     the grid (see alignAttempt). After that its fixed-rate schedule stays
 //     on the grid. Such a loop takes at most one sample more than
-//     PollSchedule.ExpectedSamples (the progress total it reports counts it);
-//     a quiet_for wait still settles only once its output has been unchanged
-//     for quiet_for, within one sample of when it would have alone. A loop
-//     that is alone keeps its schedule exactly.
+//     PollSchedule.ExpectedSamples (the progress total it reports counts it;
+//     a loop resumed on a worker whose grid differs aligns, and may add one,
+//     again); PollSchedule and the workflow are unchanged. A quiet_for wait
+//     still settles only once its output has been unchanged for quiet_for,
+//     within one sample of when it would have alone. A loop that is alone
+//     keeps its schedule exactly.
 //   - Errors. A failed call is handed to every loop that shared it, and each
 //     handles it as its own (an unavailable server is carried on from, any
 //     other error ends that wait), exactly as without sharing.
