@@ -34,10 +34,13 @@ const DefaultJoinWindow = 100 * time.Millisecond
 //     canonical JSON (keys sorted, numbers exact: key order does not matter).
 //   - Freshness. A loop that asks for a sample at time a gets the output of
 //     a call that started at or after a - JoinWindow: one in flight, or one
-//     that already answered. Otherwise it starts a new call. So no wait sees
-//     an observation more than JoinWindow (100 ms, a tenth of the shortest
-//     poll_sec) older than it would have alone, and detection latency (a
-//     change seen within poll_sec, the first sample at once) is unchanged.
+//     that already answered, but never one it took a sample from already
+//     (so each of a loop's samples is its own call, also when a loop late on
+//     its schedule samples twice in a row). Otherwise it starts a new call.
+//     So no wait sees an observation more than JoinWindow (100 ms, a tenth
+//     of the shortest poll_sec) older than it would have alone, and
+//     detection latency (a change seen within poll_sec, the first sample at
+//     once) is unchanged.
 //   - Phase. Loops of the same key and poll interval sample together: the
 //     first loop of a group samples on its own schedule and its times become
 //     the group's grid; a loop that joins the group takes its first sample at
@@ -98,7 +101,7 @@ func (s *SharedProber) joinWindow() time.Duration {
 // CallProbe implements Prober: it shares the call with every caller of the
 // same tool and arguments (no caller scope).
 func (s *SharedProber) CallProbe(ctx context.Context, tool string, args json.RawMessage) (ProbeOutput, error) {
-	return s.call(ctx, callKey("", tool, args), tool, args)
+	return s.call(ctx, nil, callKey("", tool, args), tool, args)
 }
 
 // callKey is the sharing key of a call: scope, tool and canonical args.
@@ -146,9 +149,11 @@ type flight struct {
 }
 
 // call returns the output of a call of key started no earlier than
-// JoinWindow ago, starting one when there is none.
-func (s *SharedProber) call(ctx context.Context, key, tool string, args json.RawMessage) (ProbeOutput, error) {
-	f, joined := s.flightFor(ctx, key, tool, args)
+// JoinWindow ago, starting one when there is none. A member (nil for a
+// caller outside any loop) never takes the same call twice: each of a
+// loop's samples is its own call, as without sharing.
+func (s *SharedProber) call(ctx context.Context, m *shareMember, key, tool string, args json.RawMessage) (ProbeOutput, error) {
+	f, joined := s.flightFor(ctx, m, key, tool, args)
 	if joined {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.Bool("probe.shared", true))
 	}
@@ -169,13 +174,16 @@ func (s *SharedProber) call(ctx context.Context, key, tool string, args json.Raw
 // flightFor finds the call of key to share, or starts one; joined says it
 // was already there. The caller counts as waiting on it until it answers or
 // the caller leaves.
-func (s *SharedProber) flightFor(ctx context.Context, key, tool string, args json.RawMessage) (f *flight, joined bool) {
+func (s *SharedProber) flightFor(ctx context.Context, m *shareMember, key, tool string, args json.RawMessage) (f *flight, joined bool) {
 	now := s.clock().Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f = s.flights[key]; f != nil && !f.started.Before(now.Add(-s.joinWindow())) {
+	if f = s.flights[key]; f != nil && !f.started.Before(now.Add(-s.joinWindow())) && (m == nil || m.last != f) {
 		if !f.finished {
 			f.waiting++
+		}
+		if m != nil {
+			m.last = f
 		}
 		return f, true
 	}
@@ -186,6 +194,9 @@ func (s *SharedProber) flightFor(ctx context.Context, key, tool string, args jso
 		s.flights = map[string]*flight{}
 	}
 	s.flights[key] = f
+	if m != nil {
+		m.last = f
+	}
 	go s.run(callCtx, f, tool, args)
 	return f, false
 }
@@ -248,6 +259,9 @@ type shareMember struct {
 	shared   *SharedProber
 	key      string
 	groupKey string
+	// last is the call the loop took its latest sample from; guarded by
+	// SharedProber.mu.
+	last *flight
 }
 
 // enter makes a loop of a wait with this workflow ID, probe and poll
@@ -354,7 +368,7 @@ func samplesFrom(at time.Time, s workflows.PollSchedule) int {
 func (l *probeLoop) probeCall(ctx context.Context) (ProbeOutput, error) {
 	probe := l.in.Spec.Probe
 	if l.member != nil {
-		return l.member.shared.call(ctx, l.member.key, probe.Tool, probe.Args)
+		return l.member.shared.call(ctx, l.member, l.member.key, probe.Tool, probe.Args)
 	}
 	return l.poller.Prober.CallProbe(ctx, probe.Tool, probe.Args)
 }

@@ -67,7 +67,7 @@ type answer struct {
 func ask(ctx context.Context, s *SharedProber, key, args string) <-chan answer {
 	ch := make(chan answer, 1)
 	go func() {
-		out, err := s.call(ctx, key, "demo.read_file", json.RawMessage(args))
+		out, err := s.call(ctx, nil, key, "demo.read_file", json.RawMessage(args))
 		ch <- answer{out, err}
 	}()
 	return ch
@@ -118,7 +118,7 @@ func TestSharedProberReusesAnAnswerOnlyWithinTheJoinWindow(t *testing.T) {
 	s := &SharedProber{Prober: prober, Clock: clock, JoinWindow: 50 * time.Millisecond}
 	key := callKey("", "demo.counter", json.RawMessage(`{}`))
 	get := func() string {
-		out, err := s.call(context.Background(), key, "demo.counter", json.RawMessage(`{}`))
+		out, err := s.call(context.Background(), nil, key, "demo.counter", json.RawMessage(`{}`))
 		require.NoError(t, err)
 		return out.Text
 	}
@@ -157,7 +157,7 @@ func TestSharedProberKeysByScopeToolAndCanonicalArgs(t *testing.T) {
 	call := func(workflowID, tool, args string) string {
 		m := s.enter(workflowID, tool, json.RawMessage(args), 2*time.Second)
 		defer m.leave()
-		out, err := s.call(context.Background(), m.key, tool, json.RawMessage(args))
+		out, err := s.call(context.Background(), m, m.key, tool, json.RawMessage(args))
 		require.NoError(t, err)
 		return out.Text
 	}
@@ -174,6 +174,26 @@ func TestSharedProberKeysByScopeToolAndCanonicalArgs(t *testing.T) {
 	assert.NotEqual(t, first, call("wait_for/p0123/fff", "demo.read_file", `{"path":"pods","ns":"web","opts":{"b":1,"a":[1,2.50]}}`),
 		"another caller's scope")
 	assert.Equal(t, 5, prober.count())
+}
+
+func TestSharedProberNeverGivesALoopTheSameCallTwice(t *testing.T) {
+	prober := &countingProber{}
+	s := &SharedProber{Prober: prober, Clock: newFakeClock(t0)}
+	late := s.enter("wait_for/a", "demo.counter", json.RawMessage(`{}`), time.Second)
+	defer late.leave()
+	other := s.enter("wait_for/b", "demo.counter", json.RawMessage(`{}`), time.Second)
+	defer other.leave()
+	sample := func(m *shareMember) string {
+		out, err := s.call(context.Background(), m, m.key, "demo.counter", json.RawMessage(`{}`))
+		require.NoError(t, err)
+		return out.Text
+	}
+
+	assert.Equal(t, "count=1", sample(late))
+	assert.Equal(t, "count=1", sample(other), "another loop shares it")
+	assert.Equal(t, "count=2", sample(late), "a loop catching up on its schedule samples anew at once")
+	assert.Equal(t, "count=2", sample(other))
+	assert.Equal(t, 2, prober.count())
 }
 
 func TestSharedProberHandsAFailedCallToEveryLoop(t *testing.T) {
