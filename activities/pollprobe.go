@@ -52,6 +52,8 @@ type Observer interface {
 
 // Poller runs wait_for probe loops.
 type Poller struct {
+	// Prober makes the probe calls; a *SharedProber lets loops of the same
+	// probe share them.
 	Prober Prober
 	// Observer, when set, is told of every sample and of the result.
 	Observer Observer
@@ -111,6 +113,7 @@ func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflo
 		beatEvery: heartbeatInterval(info.HeartbeatTimeout),
 	}
 	loop.nextBeat = clock.Now().Add(loop.beatEvery)
+	defer loop.shareSamples()()
 	return loop.run(ctx)
 }
 
@@ -132,6 +135,9 @@ type probeLoop struct {
 	progress workflows.PollProgress
 	wfID     string
 	expected int
+	// member is the loop's sampling group when its Poller shares calls
+	// (see SharedProber).
+	member *shareMember
 	// beatEvery paces the heartbeats; nextBeat is when the next one is due.
 	beatEvery time.Duration
 	nextBeat  time.Time
@@ -161,7 +167,7 @@ func (l *probeLoop) result(reason workflows.WaitReason, cond workflows.Condition
 func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 	tool := l.in.Spec.Probe.Tool
 	for {
-		at, ok := l.schedule.NextAttemptAt(l.progress, l.clock.Now())
+		at, ok := l.nextAttemptAt()
 		if !ok {
 			l.heartbeat(ctx)
 			return l.result(workflows.WaitReasonTimeout, ""), nil
@@ -323,7 +329,7 @@ func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, err
 	attrs := []attribute.KeyValue{attribute.String("probe_tool", l.in.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts)}
 	go func() {
 		spanCtx, span := startCallSpan(callCtx, "probe "+l.in.Spec.Probe.Tool, attrs...)
-		out, err := l.poller.Prober.CallProbe(spanCtx, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args)
+		out, err := l.probeCall(spanCtx)
 		endCallSpan(span, err, out.IsError)
 		done <- answer{out, err}
 	}()

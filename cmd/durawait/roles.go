@@ -355,8 +355,10 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	if runner != nil {
 		runner.Observer = p.hub
 	}
+	// Waits of the same probe on this worker share its calls (one per tick).
+	prober := activities.NewSharedProber(p.manager)
 	w, err := worker.New(worker.Options{
-		Client: p.temporal, TaskQueue: cfg.TaskQueue, Prober: p.manager, Downstream: p.downstream,
+		Client: p.temporal, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
 		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
 	})
 	if err == nil {
