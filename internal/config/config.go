@@ -408,9 +408,10 @@ const (
 	// (and so its recovery after a crash) under load.
 	DefaultMaxHeartbeatTimeoutSec = 60
 	// DefaultHeartbeatsPerSec is the heartbeat budget of the loops one
-	// front holds: about a quarter of what the embedded engine persists per
-	// second on two cores (docs/performance.md).
-	DefaultHeartbeatsPerSec = 250
+	// front holds: what the embedded engine on two cores persists beside
+	// starting waits without its heartbeat calls timing out
+	// (docs/performance.md).
+	DefaultHeartbeatsPerSec = 100
 )
 
 // MaxHeartbeatTimeout of wait_for probe loops however many run.
