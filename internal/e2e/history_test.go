@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -52,7 +53,9 @@ func TestWaitForHistoryIsTheSameFor10_100And300Samples(t *testing.T) {
 	for _, samples := range []int{10, 100, 300} {
 		spec := workflows.WaitForSpec{Probe: workflows.Probe{Tool: "demo.read_file", Args: []byte(`{"n":` + itoa(samples) + `}`)},
 			Until: workflows.Until{Kind: workflows.ConditionMatches, Pattern: "Running"}, PollSec: 1, MaxWaitSec: 300}
-		run, err := tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: spec.WorkflowID(""), TaskQueue: "history"},
+		// Started as a front starts it: already running (no upsert of its own).
+		run, err := tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: spec.WorkflowID(""), TaskQueue: "history",
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.StartedRunning())},
 			workflows.WaitForWorkflowName, workflows.WaitForInput{Spec: spec})
 		require.NoError(t, err)
 		var res workflows.WaitForResult
