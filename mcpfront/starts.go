@@ -53,7 +53,7 @@ type StartOptions struct {
 // use-existing conflict policy), so a retry after an attempt whose answer
 // was lost attaches to what that attempt started.
 type starter struct {
-	slots  chan struct{}
+	slots  *turns
 	budget time.Duration
 	pauses backoff
 }
@@ -71,7 +71,7 @@ func newStarter(o StartOptions) *starter {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 2 * time.Second
 	}
-	return &starter{slots: make(chan struct{}, o.Concurrency), budget: o.Budget,
+	return &starter{slots: newTurns(o.Concurrency), budget: o.Budget,
 		pauses: backoff{first: o.FirstBackoff, max: max(o.MaxBackoff, o.FirstBackoff)}}
 }
 
@@ -115,15 +115,13 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 	}
 }
 
-// attempt runs start once it has a slot; the wait for a slot ends only
-// with ctx.
+// attempt runs start once it has a slot, taken in the turn of the
+// caller's principal (see turns); the wait for a slot ends only with ctx.
 func (s *starter) attempt(ctx context.Context, start func(context.Context) error) error {
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.slots.acquire(ctx, principalFrom(ctx)); err != nil {
+		return err
 	}
-	defer func() { <-s.slots }()
+	defer s.slots.release()
 	return start(ctx)
 }
 
