@@ -365,6 +365,24 @@ func TestPollProbeResumesTheCountFromItsLastHeartbeat(t *testing.T) {
 	assert.Equal(t, workflows.Sample{Number: 6, Expected: 6, Observation: "Pending"}, obs.samples[2])
 }
 
+// A loop resumed (or woken) whole intervals late takes one sample for the
+// intervals it missed, on its grid, then carries on: no burst of catch-up
+// calls back to back.
+func TestPollProbeResumedLateTakesOneSampleForTheIntervalsItMissed(t *testing.T) {
+	// Before the crash: samples at 0 and 2 s; the retry starts at 9.1 s.
+	clock := newFakeClock(t0.Add(9100 * time.Millisecond))
+	resume := workflows.PollProgress{
+		Samples: 2, HasObservation: true, LastObservation: "Pending",
+		QuietSince: t0, Attempts: 2, LastAttemptAt: t0.Add(2 * time.Second),
+	}
+	prober := newProber(clock, text("Pending"))
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 14), nil, &resume)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+	assert.Equal(t, seconds(9.1, 10, 12, 14), prober.callTimes(), "one late sample (on the grid at 8 s), then the grid")
+	assert.Equal(t, 6, res.Samples)
+}
+
 func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
 	// Before the crash: "same" since 2 s, last sampled at 4 s.
 	clock := newFakeClock(t0.Add(5 * time.Second))

@@ -23,7 +23,7 @@ type HeartbeatPolicy struct {
 	// timeout).
 	Max time.Duration
 	// PerSecond is the heartbeat budget of the loops in flight; 0 is no
-	// budget (always Min).
+	// budget (Min, or the poll interval when longer, up to Max).
 	PerSecond int
 }
 

@@ -23,6 +23,7 @@ func TestHeartbeatPolicyTimeout(t *testing.T) {
 		{"capped however many", budget, 2 * s, 100000, 60 * s},
 		{"a slow poll lengthens it", budget, 30 * s, 1, 30 * s},
 		{"no budget is a fixed timeout", HeartbeatPolicy{Min: 5 * s, Max: 60 * s}, 2 * s, 100000, 5 * s},
+		{"no budget still follows a slow poll", HeartbeatPolicy{Min: 5 * s, Max: 60 * s}, 30 * s, 100000, 30 * s},
 		{"no max is the minimum", HeartbeatPolicy{Min: 5 * s, PerSecond: 1}, 2 * s, 100, 5 * s},
 		{"a poll past the max is capped", budget, 90 * s, 1, 60 * s},
 	} {

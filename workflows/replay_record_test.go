@@ -91,8 +91,12 @@ func TestRecordReplayHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := func(id, name string, in any) client.WorkflowRun {
+		attrs := []temporal.SearchAttributeUpdate{KeyTool.ValueSet("replay")}
+		if name == WaitForWorkflowName || name == WaitForTextWorkflowName {
+			attrs = append(attrs, StartedRunning()) // as a front starts them
+		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, StaticSummary: "replay " + id,
-			TypedSearchAttributes: temporal.NewSearchAttributes(KeyTool.ValueSet("replay"))}, name, in)
+			TypedSearchAttributes: temporal.NewSearchAttributes(attrs...)}, name, in)
 		require.NoError(t, err)
 		return run
 	}

@@ -141,10 +141,29 @@ func TruncateUTF8(s string, max int) string {
 // release, which upserted none, replay without them.
 const searchAttrsVersion = "durawait-search-attributes"
 
+// Versions of searchAttrsVersion.
+const (
+	// saUpserted: the run upserts its state, running at once, then how it
+	// ended.
+	saUpserted workflow.Version = 1
+	// saStartedRunning: a wait started with DurawaitState running
+	// (StartedRunning) skips its own first upsert. Recorded by wait_for and
+	// wait_for_text runs only.
+	saStartedRunning workflow.Version = 2
+)
+
 // observable reports whether this workflow run upserts search attributes
 // (a run begun by this release or later; not one recorded before).
 func observable(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, searchAttrsVersion, workflow.DefaultVersion, 1) >= 1
+	return workflow.GetVersion(ctx, searchAttrsVersion, workflow.DefaultVersion, saUpserted) >= saUpserted
+}
+
+// waitObservability is observable for the waits a front starts with
+// StartedRunning: it reports whether the run upserts search attributes,
+// and whether it may skip its first upsert (see markRunning).
+func waitObservability(ctx workflow.Context) (upserts, mayStartRunning bool) {
+	v := workflow.GetVersion(ctx, searchAttrsVersion, workflow.DefaultVersion, saStartedRunning)
+	return v >= saUpserted, v >= saStartedRunning
 }
 
 // StartedRunning is the search attribute a front starts a wait with, so
@@ -155,11 +174,14 @@ func StartedRunning() temporal.SearchAttributeUpdate {
 }
 
 // markRunning upserts DurawaitState: running unless the wait was started
-// with it (StartedRunning). Deterministic: the attributes a run starts with
-// are in its history, and a run started by an earlier front, without
-// them, upserts as it always did.
-func markRunning(ctx workflow.Context) {
-	if state, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(KeyState); ok && state == string(StateRunning) {
+// with it (StartedRunning) and the run's recorded version allows the skip
+// (mayStartRunning, saStartedRunning). The attributes a run starts with
+// are in its history, but so is which release ran its first task: a wait
+// a front of this release started whose first task a worker of the
+// previous release ran has the upsert in its history (version
+// saUpserted), and replays with it.
+func markRunning(ctx workflow.Context, mayStartRunning bool) {
+	if state, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(KeyState); mayStartRunning && ok && state == string(StateRunning) {
 		return
 	}
 	setState(ctx, StateRunning)

@@ -94,10 +94,11 @@ func deadlineGrace(heartbeat time.Duration) time.Duration {
 // upsert would also run when the SDK evicts the workflow from its cache
 // (runtime.Goexit), on a discarded environment.
 func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
-	if !observable(ctx) {
+	upserts, mayStartRunning := waitObservability(ctx)
+	if !upserts {
 		return waitFor(ctx, in)
 	}
-	markRunning(ctx)
+	markRunning(ctx, mayStartRunning)
 	result, err := waitFor(ctx, in)
 	setState(ctx, waitForEndState(result, err))
 	return result, err

@@ -203,10 +203,11 @@ const TmuxHeartbeatTimeout = 5 * time.Second
 //
 // The end state is upserted on the way out, not in a defer (see WaitFor).
 func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
-	if !observable(ctx) {
+	upserts, mayStartRunning := waitObservability(ctx)
+	if !upserts {
 		return waitForText(ctx, in)
 	}
-	markRunning(ctx)
+	markRunning(ctx, mayStartRunning)
 	out, err := waitForText(ctx, in)
 	setState(ctx, textEndState(out, err))
 	return out, err

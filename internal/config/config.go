@@ -166,7 +166,8 @@ type WaitFor struct {
 	// HeartbeatsPerSec is the heartbeat budget of the probe loops a front
 	// holds: as loops grow past it, new loops get longer timeouts (up to
 	// MaxHeartbeatTimeoutSec), so holding waits does not spend the engine
-	// on heartbeats. 0 keeps HeartbeatTimeoutSec for every loop.
+	// on heartbeats. 0 keeps HeartbeatTimeoutSec for every loop (or its
+	// poll_sec when longer, up to MaxHeartbeatTimeoutSec).
 	HeartbeatsPerSec int `toml:"heartbeats_per_sec"`
 }
 

@@ -304,3 +304,33 @@ server_name = "cluster.example"
 	err = cfg.ResolveTemporal(temporalconn.Layer{}, nil, path)
 	require.ErrorContains(t, err, "temporal_api_key_file: read the API key")
 }
+
+// The heartbeat policy's keys: each broken rule is named, and the max
+// defaults to 60 s, or the minimum when that is longer.
+func TestHeartbeatPolicyKeys(t *testing.T) {
+	cfg := Default()
+	assert.Equal(t, 60*time.Second, cfg.MaxHeartbeatTimeout())
+	assert.Equal(t, DefaultHeartbeatsPerSec, cfg.WaitFor.HeartbeatsPerSec)
+	cfg.WaitFor.HeartbeatTimeoutSec = 90
+	assert.Equal(t, 90*time.Second, cfg.MaxHeartbeatTimeout(), "a minimum past the default max is the max")
+	require.NoError(t, cfg.Validate())
+
+	for _, tc := range []struct {
+		min, max, perSec int
+		msg              string
+	}{
+		{5, -1, 100, "wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (5), got -1"},
+		{10, 9, 100, "wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (10), got 9"},
+		{5, 0, -1, "wait_for.heartbeats_per_sec: must be 0 (no budget) or more, got -1"},
+	} {
+		cfg := Default()
+		cfg.WaitFor = WaitFor{HeartbeatTimeoutSec: tc.min, MaxHeartbeatTimeoutSec: tc.max, HeartbeatsPerSec: tc.perSec}
+		err := cfg.Validate()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tc.msg)
+	}
+	cfg = Default()
+	cfg.WaitFor = WaitFor{HeartbeatTimeoutSec: 10, MaxHeartbeatTimeoutSec: 10}
+	assert.NoError(t, cfg.Validate(), "a max equal to the minimum is a fixed timeout")
+	assert.Equal(t, 10*time.Second, cfg.MaxHeartbeatTimeout())
+}
