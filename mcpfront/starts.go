@@ -87,7 +87,9 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 		if deadline.IsZero() {
 			deadline = time.Now().Add(s.budget)
 		}
-		ctx, cancel := context.WithDeadline(ctx, deadline)
+		// A retry whose turn came after the budget ran out (it waited for
+		// a slot behind a burst) still gets a real attempt.
+		ctx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(min(s.budget, minStartAttempt))))
 		defer cancel()
 		return start(ctx)
 	}
@@ -113,6 +115,17 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 		pauses.wait(budget)
 		cancel()
 	}
+}
+
+// minStartAttempt is the least time a start attempt is given.
+const minStartAttempt = 10 * time.Second
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // attempt runs start once it has a slot, taken in the turn of the

@@ -152,6 +152,37 @@ func TestAQueuedCallOutwaitsTheBudget(t *testing.T) {
 	assert.True(t, started.Load())
 }
 
+// A retry whose turn comes only after the budget ran out still gets a
+// real attempt (with time to go through), not one born past its deadline.
+func TestARetryQueuedPastTheBudgetStillAttempts(t *testing.T) {
+	s := fast(1, 20*time.Millisecond)
+	var attempts atomic.Int32
+	holder := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.do(t.Context(), func(ctx context.Context) error {
+			if attempts.Add(1) == 1 {
+				// The first attempt is busy; before its retry, another call
+				// takes the only slot for longer than the budget.
+				go func() {
+					_ = s.do(t.Context(), func(context.Context) error { close(holder); <-release; return nil })
+				}()
+				return serviceerror.NewUnavailable("busy")
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		})
+	}()
+	<-holder
+	time.Sleep(50 * time.Millisecond) // past the 20 ms budget, while the retry waits for the slot
+	close(release)
+	require.NoError(t, <-done, "the retry went through")
+	assert.Equal(t, int32(2), attempts.Load())
+}
+
 // busyRun is a run whose result Temporal answers busy a few times first.
 type busyRun struct {
 	client.WorkflowRun
