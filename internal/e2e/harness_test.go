@@ -258,6 +258,9 @@ func (w *workspace) startServeWith(config, addr string, env []string, flags ...s
 	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
 	w.t.Cleanup(func() {
 		inst.kill9()
+		if f := os.Getenv("DURAWAIT_EXP_KEEP_LOG"); f != "" { // EXPERIMENT
+			_ = os.WriteFile(f, []byte(inst.log.String()), 0o644)
+		}
 		if w.t.Failed() {
 			w.t.Logf("durawait log:\n%s", inst.log.String())
 		}
