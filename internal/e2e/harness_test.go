@@ -258,7 +258,9 @@ func (w *workspace) startServeWith(config, addr string, env []string, flags ...s
 	go func() { _ = inst.cmd.Wait(); close(inst.done) }()
 	w.t.Cleanup(func() {
 		inst.kill9()
-		if f := os.Getenv("DURAWAIT_EXP_KEEP_LOG"); f != "" { // EXPERIMENT
+		// DURAWAIT_E2E_LOG=<file> keeps the log of the last durawait a
+		// test or benchmark ran (a benchmark's heartbeat errors, retries).
+		if f := os.Getenv("DURAWAIT_E2E_LOG"); f != "" {
 			_ = os.WriteFile(f, []byte(inst.log.String()), 0o644)
 		}
 		if w.t.Failed() {
