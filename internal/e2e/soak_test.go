@@ -158,7 +158,8 @@ type soak struct {
 	budgetHit        bool
 	watch            recoveryWatch
 	killTimes        []time.Time
-	startsFound      int // start_agent answers lost, the invocation found by list_agents
+	startsFound      int
+	startFailures    map[string]int // durawait exits during start-up, by their last lines // start_agent answers lost, the invocation found by list_agents
 	cleanup          sync.Once
 }
 
@@ -168,7 +169,7 @@ func newSoak(t *testing.T, knobs soakKnobs) *soak {
 	tw := newTmuxWorldIn(w, 300, "\n"+agentsTOML(w, 20))
 	s := &soak{
 		t: t, knobs: knobs, rng: rand.New(rand.NewSource(knobs.seed)), w: tw, addr: freeAddr(t),
-		errs: map[string]int{}, killsByKind: map[string]int{},
+		errs: map[string]int{}, killsByKind: map[string]int{}, startFailures: map[string]int{},
 	}
 	t.Logf("soak: N=%d waits, M=%d kills, seed %d (DURAWAIT_SOAK_SEED=%d replays it)", knobs.waits, knobs.kills, knobs.seed, knobs.seed)
 	return s
@@ -181,7 +182,25 @@ type soakServer struct {
 	done chan struct{}
 }
 
+// startServer starts durawait and waits for /healthz 200. A durawait that
+// exits during start-up is started again, as a supervisor would (at most
+// five times in a row); each such exit is counted with its last error.
 func (s *soak) startServer() {
+	s.t.Helper()
+	for attempt := 1; ; attempt++ {
+		failure := s.tryStart()
+		if failure == "" {
+			return
+		}
+		s.startFailures[failure]++
+		s.t.Logf("soak: durawait exited during start-up (attempt %d): %s", attempt, failure)
+		require.Less(s.t, attempt, 5, "durawait failed to start five times in a row; see the lines above")
+	}
+}
+
+// tryStart starts durawait once; it answers "" once /healthz is 200, or
+// the last error lines of a durawait that exited during start-up.
+func (s *soak) tryStart() string {
 	s.t.Helper()
 	logf, err := os.OpenFile(s.w.path("durawait.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	require.NoError(s.t, err)
@@ -196,10 +215,12 @@ func (s *soak) startServer() {
 	go func() { _ = cmd.Wait(); close(srv.done) }()
 	s.srv = srv
 	s.cleanup.Do(func() { s.t.Cleanup(func() { s.killServer() }) })
+	exited := false
 	eventually(s.t, "/healthz 200 after a restart", func() bool {
 		select {
 		case <-srv.done:
-			s.t.Fatalf("durawait exited during start-up; see %s", s.w.path("durawait.log"))
+			exited = true
+			return true
 		default:
 		}
 		resp, err := http.Get("http://" + s.addr + "/healthz")
@@ -209,7 +230,32 @@ func (s *soak) startServer() {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+	if exited {
+		return s.lastErrors()
+	}
 	s.healthz = append(s.healthz, time.Since(began))
+	return ""
+}
+
+// lastErrors are the last ERROR lines (and the last line) of durawait's
+// log since its last start.
+func (s *soak) lastErrors() string {
+	log := readFile(s.w.path("durawait.log"))
+	if i := strings.LastIndex(log, "=== soak: start"); i >= 0 {
+		log = log[i:]
+	}
+	var errs []string
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "Error:") || strings.HasPrefix(l, "durawait:") || strings.Contains(l, "panic") {
+			errs = append(errs, l)
+		}
+	}
+	errs = append(errs, lines[len(lines)-1])
+	if len(errs) > 6 {
+		errs = errs[len(errs)-6:]
+	}
+	return strings.Join(errs, "\n    ")
 }
 
 // killServer kills durawait with SIGKILL, as a crash would.
@@ -1055,6 +1101,10 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 	fmt.Fprintf(&b, "  restart -> /healthz 200  p50 %s, max %s (%d starts)\n", p50d(s.healthz), maxd(s.healthz), len(s.healthz))
 	fmt.Fprintf(&b, "  kill -> probes sampling again  p50 %s, max %s (%d measured; %d kills came before sampling resumed)\n",
 		p50d(s.recovery), maxd(s.recovery), len(s.recovery), s.notRecovered)
+	fmt.Fprintf(&b, "  durawait exits during start-up (started again): %d\n", sumValues(s.startFailures))
+	for _, k := range sortedKeys(s.startFailures) {
+		fmt.Fprintf(&b, "    %d x %s\n", s.startFailures[k], k)
+	}
 	b.WriteString("  client call failures (each retried), by message:\n")
 	errKeys := sortedKeys(s.errs)
 	sort.SliceStable(errKeys, func(i, j int) bool { return s.errs[errKeys[i]] > s.errs[errKeys[j]] })
@@ -1062,6 +1112,14 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 		fmt.Fprintf(&b, "    %6d  %s\n", s.errs[k], k)
 	}
 	s.t.Log(b.String())
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func sortedKeys[V any](m map[string]V) []string {
