@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity soak screenshot deploy-check clean
 
 all: build
 
@@ -114,6 +114,19 @@ bench:
 ## bench-capacity: issue 12's capacity curve (100 to 10,000 waits; rows appended to capacity-report.md)
 bench-capacity:
 	DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-100,1000,5000,10000} $(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
+
+# SOAK_WAITS, SOAK_KILLS: the crash soak's size (make test runs a small one).
+SOAK_WAITS ?= 200
+SOAK_KILLS ?= 1000
+
+## soak: the crash soak: SOAK_WAITS waits of all three kinds in flight while
+## durawait is killed -9 SOAK_KILLS times (and its downstream server at
+## random); every wait must end right, once (docs/soak.md). Report in
+## soak-report.txt; DURAWAIT_SOAK_SEED=<seed> replays a run
+soak:
+	{ DURAWAIT_SOAK_WAITS=$(SOAK_WAITS) DURAWAIT_SOAK_KILLS=$(SOAK_KILLS) \
+		$(GO) test -count=1 -timeout 6h -run '^TestSoakCrashes$$' -v ./internal/e2e/ 2>&1; echo "exit status $$?"; } | tee soak-report.txt
+	@grep -q '^exit status 0$$' soak-report.txt
 
 clean:
 	rm -rf $(BIN)

@@ -25,6 +25,14 @@ type agentWorkspace struct {
 
 func newAgentWorkspace(t testing.TB, windowSec int) *agentWorkspace {
 	w := newWorkspace(t)
+	return &agentWorkspace{workspace: w, config: w.writeConfigWith(agentsTOML(w, windowSec), w.demoServer("demo"))}
+}
+
+// agentsTOML makes the workspace's scripts and work folders and returns the
+// [agents] tables: the fake agent CLI as four providers, one per output
+// format, with a wait window of windowSec.
+func agentsTOML(w *workspace, windowSec int) string {
+	t := w.t
 	require.NoError(t, os.MkdirAll(w.path("scripts"), 0o755))
 	require.NoError(t, os.MkdirAll(w.path("work/repo"), 0o755))
 	var b strings.Builder
@@ -35,7 +43,7 @@ func newAgentWorkspace(t testing.TB, windowSec int) *agentWorkspace {
 		cmd, _ := json.Marshal([]string{bin.fakeagent, "--scripts", w.path("scripts"), "--argv-log", w.path("argv.log"), "{prompt}"})
 		fmt.Fprintf(&b, "\n[agents.providers.%s]\nformat = %q\ncommand = %s\nresume = [\"--resume\", \"{session_id}\"]\nmodel = [\"--model\", \"{model}\"]\n", name, format, cmd)
 	}
-	return &agentWorkspace{workspace: w, config: w.writeConfigWith(b.String(), w.demoServer("demo"))}
+	return b.String()
 }
 
 // script writes the fake CLI's script name.

@@ -24,13 +24,19 @@ type tmuxWorld struct {
 }
 
 func newTmuxWorld(t testing.TB, waitMaxSec int) *tmuxWorld {
+	return newTmuxWorldIn(newWorkspace(t), waitMaxSec, "")
+}
+
+// newTmuxWorldIn is newTmuxWorld in workspace w, with more TOML tables
+// (extra) in its config after [tmux].
+func newTmuxWorldIn(w *workspace, waitMaxSec int, extra string) *tmuxWorld {
+	t := w.t
 	_, err := exec.LookPath("tmux")
 	require.NoError(t, err, "tmux is needed (.ci/run installs it)")
-	w := newWorkspace(t)
 	tw := &tmuxWorld{workspace: w, socket: w.path("tmux.sock")}
 	tw.tmux("new-session", "-d", "-s", "main", "-x", "120", "-y", "30", "sh")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", tw.socket, "kill-server").Run() })
-	tw.config = w.writeConfigWith(fmt.Sprintf("tools = [\"list_panes\", \"wait_for_text\"]\n\n[tmux]\nsocket = %q\nwait_max_sec = %d\n", tw.socket, waitMaxSec),
+	tw.config = w.writeConfigWith(fmt.Sprintf("tools = [\"list_panes\", \"wait_for_text\"]\n\n[tmux]\nsocket = %q\nwait_max_sec = %d\n%s", tw.socket, waitMaxSec, extra),
 		w.demoServer("demo"))
 	return tw
 }

@@ -1,0 +1,1170 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// The crash soak (issue 12, "A thousand crashes"): N waits of all three
+// kinds in flight against one `durawait serve`, which is killed with
+// SIGKILL M times at random moments (among them mid-start and mid-result)
+// and restarted, every client calling again after each crash; the
+// downstream probe server is killed at random too. Each wait's outcome is
+// planned up front, and at the end every wait must have finished with
+// exactly that outcome, none twice, none lost. docs/soak.md describes it;
+// `make soak` runs the big one (DURAWAIT_SOAK_WAITS=200,
+// DURAWAIT_SOAK_KILLS=1000), `make test` this small default.
+func TestSoakCrashes(t *testing.T) {
+	knobs := soakKnobsFromEnv(t)
+	s := newSoak(t, knobs)
+	s.run()
+	s.verify()
+}
+
+// soakKnobs are the soak's size and randomness.
+type soakKnobs struct {
+	waits, kills int
+	seed         int64
+	// budget, when set, stops the kills early (the summary says so).
+	budget time.Duration
+}
+
+func soakKnobsFromEnv(t *testing.T) soakKnobs {
+	k := soakKnobs{waits: 12, kills: 6, seed: time.Now().UnixNano()}
+	envInt := func(name string, into *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, name)
+			*into = n
+		}
+	}
+	envInt("DURAWAIT_SOAK_WAITS", &k.waits)
+	envInt("DURAWAIT_SOAK_KILLS", &k.kills)
+	if v := os.Getenv("DURAWAIT_SOAK_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err, "DURAWAIT_SOAK_SEED")
+		k.seed = n
+	}
+	if v := os.Getenv("DURAWAIT_SOAK_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "DURAWAIT_SOAK_BUDGET")
+		k.budget = d
+	}
+	return k
+}
+
+// soakKind is what a wait waits for and how it is planned to end.
+type soakKind int
+
+const (
+	kindMatch        soakKind = iota // wait_for, matched after its flip
+	kindTimeout                      // wait_for that never flips: timeout
+	kindAgentOK                      // start_agent/wait_agent: succeeded with its output
+	kindAgentBlocked                 // start_agent/wait_agent: blocked (auth_failed)
+	kindText                         // wait_for_text: matched after its text is printed
+	soakKinds
+)
+
+func (k soakKind) String() string {
+	return [...]string{"wait_for matched", "wait_for timeout", "agent succeeded", "agent blocked", "wait_for_text matched"}[k]
+}
+
+// soakWait is one planned wait and what its client saw.
+type soakWait struct {
+	id        int
+	kind      soakKind
+	flipAfter time.Duration // after the first call; none for kindTimeout
+	maxWait   int           // wait_for's max_wait_sec
+
+	startedAt atomic.Int64 // unix ns of the first call, 0 before
+	flipped   atomic.Bool
+	done      atomic.Bool
+	// wrong says how the result differed from the plan ("" when right).
+	wrong      string
+	invocation string // the agent invocation the client waited on
+	// calls are the client's calls, with their time and failure, for the
+	// report of a wait that ran twice.
+	calls []string
+}
+
+func (sw *soakWait) path(s *soak) string { return s.w.path(fmt.Sprintf("probe/w%d", sw.id)) }
+func (sw *soakWait) prompt() string {
+	if sw.kind == kindAgentBlocked {
+		return fmt.Sprintf("bl%d", sw.id)
+	}
+	return fmt.Sprintf("ok%d", sw.id)
+}
+func (sw *soakWait) text() string { return fmt.Sprintf("SOAK%dZ", sw.id) }
+
+// soak is one run: the workspace, the server, the population of waits and
+// the figures of the report.
+type soak struct {
+	t     *testing.T
+	knobs soakKnobs
+	rng   *rand.Rand // the kill loop's only: plans, moments, choices
+	w     *tmuxWorld
+	addr  string
+	pane  paneInfo
+	srv   *soakServer
+
+	typing sync.Mutex // one line typed into the pane at a time
+
+	mu      sync.Mutex
+	waits   []*soakWait
+	pending int // finished waits not yet replaced
+	errs    map[string]int
+	wg      sync.WaitGroup
+
+	inflightStarts atomic.Int64 // first calls sent, not yet answered or failed
+	stopRefill     bool
+
+	// figures
+	killsByKind      map[string]int
+	downstreamKills  int
+	healthz          []time.Duration
+	recovery         []time.Duration
+	notRecovered     int
+	midStartInFlight []int
+	midResultPending []int
+	began            time.Time
+	killsDone        int
+	budgetHit        bool
+	watch            recoveryWatch
+	killTimes        []time.Time
+	startsFound      int
+	startFailures    map[string]int // durawait exits during start-up, by their last lines // start_agent answers lost, the invocation found by list_agents
+	cleanup          sync.Once
+}
+
+func newSoak(t *testing.T, knobs soakKnobs) *soak {
+	w := newWorkspace(t)
+	require.NoError(t, os.MkdirAll(w.path("probe"), 0o755))
+	tw := newTmuxWorldIn(w, 300, "\n"+agentsTOML(w, 20))
+	s := &soak{
+		t: t, knobs: knobs, rng: rand.New(rand.NewSource(knobs.seed)), w: tw, addr: freeAddr(t),
+		errs: map[string]int{}, killsByKind: map[string]int{}, startFailures: map[string]int{},
+	}
+	t.Logf("soak: N=%d waits, M=%d kills, seed %d (DURAWAIT_SOAK_SEED=%d replays it)", knobs.waits, knobs.kills, knobs.seed, knobs.seed)
+	return s
+}
+
+// soakServer is the one `durawait serve` of the soak, restarted after each
+// kill on the same address and data dir; its output goes to a file.
+type soakServer struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startServer starts durawait and waits for /healthz 200. A durawait that
+// exits during start-up is started again, as a supervisor would (at most
+// five times in a row); each such exit is counted with its last error.
+func (s *soak) startServer() {
+	s.t.Helper()
+	for attempt := 1; ; attempt++ {
+		failure := s.tryStart()
+		if failure == "" {
+			return
+		}
+		s.startFailures[failure]++
+		s.t.Logf("soak: durawait exited during start-up (attempt %d): %s", attempt, failure)
+		require.Less(s.t, attempt, 5, "durawait failed to start five times in a row; see the lines above")
+	}
+}
+
+// tryStart starts durawait once; it answers "" once /healthz is 200, or
+// the last error lines of a durawait that exited during start-up.
+func (s *soak) tryStart() string {
+	s.t.Helper()
+	logf, err := os.OpenFile(s.w.path("durawait.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(s.t, err)
+	fmt.Fprintf(logf, "=== soak: start %d at %s\n", len(s.healthz), time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(bin.durawait, serveArgs(s.w.config, s.addr)...)
+	cmd.Env = append(os.Environ(), s.w.env()...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	began := time.Now()
+	require.NoError(s.t, cmd.Start())
+	logf.Close()
+	srv := &soakServer{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(srv.done) }()
+	s.srv = srv
+	s.cleanup.Do(func() { s.t.Cleanup(func() { s.killServer() }) })
+	exited := false
+	eventually(s.t, "/healthz 200 after a restart", func() bool {
+		select {
+		case <-srv.done:
+			exited = true
+			return true
+		default:
+		}
+		resp, err := http.Get("http://" + s.addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if exited {
+		return s.lastErrors()
+	}
+	s.healthz = append(s.healthz, time.Since(began))
+	return ""
+}
+
+// lastErrors are the last ERROR lines (and the last line) of durawait's
+// log since its last start.
+func (s *soak) lastErrors() string {
+	log := readFile(s.w.path("durawait.log"))
+	if i := strings.LastIndex(log, "=== soak: start"); i >= 0 {
+		log = log[i:]
+	}
+	var errs []string
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "Error:") || strings.HasPrefix(l, "durawait:") || strings.Contains(l, "panic") {
+			errs = append(errs, l)
+		}
+	}
+	errs = append(errs, lines[len(lines)-1])
+	if len(errs) > 6 {
+		errs = errs[len(errs)-6:]
+	}
+	return strings.Join(errs, "\n    ")
+}
+
+// killServer kills durawait with SIGKILL, as a crash would.
+func (s *soak) killServer() {
+	s.markKill()
+	_ = s.srv.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.srv.done
+	s.killTimes = append(s.killTimes, time.Now())
+}
+
+// probePID is the demo probe server durawait runs (a stdio child, found
+// among its descendants through /proc: a child of any of its threads), or 0.
+func (s *soak) probePID() int {
+	queue := []int{s.srv.cmd.Process.Pid}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, task := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+			for _, f := range strings.Fields(string(b)) {
+				if cmdline, err := os.ReadFile("/proc/" + f + "/cmdline"); err == nil && strings.HasPrefix(string(cmdline), bin.demoprobe+"\x00") {
+					return atoi(f)
+				}
+				queue = append(queue, atoi(f))
+			}
+		}
+	}
+	return 0
+}
+
+// run keeps N waits in flight while it kills durawait M times, then lets
+// every wait finish.
+func (s *soak) run() {
+	s.began = time.Now()
+	s.startServer()
+	c, err := s.connect(context.Background())
+	require.NoError(s.t, err)
+	s.pane = listPanes(s.t, c)[0]
+	_ = c.Close()
+
+	stopFlips := make(chan struct{})
+	flipsDone := make(chan struct{})
+	go func() { defer close(flipsDone); s.flipper(stopFlips) }()
+
+	s.launch(s.knobs.waits)
+	for i := 0; i < s.knobs.kills; i++ {
+		if s.knobs.budget > 0 && time.Since(s.began) > s.knobs.budget {
+			s.budgetHit = true
+			break
+		}
+		s.killCycle(i)
+		s.killsDone++
+		if (i+1)%50 == 0 {
+			s.t.Logf("soak: %d kills done after %s; %s", i+1, time.Since(s.began).Round(time.Second), s.progress())
+		}
+	}
+	s.mu.Lock()
+	s.stopRefill = true
+	s.mu.Unlock()
+
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(6 * time.Minute):
+		s.t.Errorf("soak: waits still unfinished 6 minutes after the last kill (lost): %s", s.progress())
+	}
+	close(stopFlips)
+	<-flipsDone
+}
+
+// progress is a one-line count of the waits by state.
+func (s *soak) progress() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := 0
+	for _, sw := range s.waits {
+		if sw.done.Load() {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d waits planned, %d finished", len(s.waits), done)
+}
+
+// killCycle is one kill of durawait at a moment of its kind, then the
+// restart; now and then the downstream server is killed before.
+func (s *soak) killCycle(i int) {
+	if i%3 == 1 || s.rng.Float64() < 0.2 {
+		s.killDownstream(time.Duration(200+s.rng.Intn(800)) * time.Millisecond)
+	}
+	if i%10 == 9 { // a longer quiet spell: heartbeat timeouts pass, re-attached work moves on
+		s.gap(time.Duration(6000+s.rng.Intn(4000)) * time.Millisecond)
+	}
+	switch i % 4 {
+	case 0:
+		s.killMidStart()
+	case 2:
+		s.killMidResult()
+	default:
+		s.gap(time.Duration(200+s.rng.Intn(1800)) * time.Millisecond)
+		s.killServer()
+		s.killsByKind["random"]++
+	}
+	s.startServer()
+	s.refill()
+}
+
+// killDownstream kills the demo probe server (durawait's stdio child)
+// after d, once it runs (durawait starts it with the first probe after a
+// restart): durawait restarts it, and the waits must carry on.
+func (s *soak) killDownstream(d time.Duration) {
+	s.gap(d)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if pid := s.probePID(); pid > 0 {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				s.downstreamKills++
+			}
+			return
+		}
+		s.gap(20 * time.Millisecond)
+	}
+}
+
+// gap waits d; meanwhile it notes when the probes sample again after the
+// last restart (the demo probe's call log grows): the recovery time.
+func (s *soak) gap(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		s.noteRecovery()
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.noteRecovery()
+}
+
+// recoveryWatch is the kill whose recovery is being watched: when it
+// happened and the call log's size then.
+type recoveryWatch struct {
+	killedAt time.Time
+	size     int64
+	active   bool
+}
+
+func (s *soak) callLogSize() int64 {
+	fi, err := os.Stat(s.w.path("calls.log"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func (s *soak) noteRecovery() {
+	rw := &s.watch
+	if rw.active && s.callLogSize() > rw.size {
+		s.recovery = append(s.recovery, time.Since(rw.killedAt))
+		rw.active = false
+	}
+}
+
+// markKill records a kill for the recovery measure: the probe loops are
+// killed with durawait (the probe server dies with it), so the call log
+// grows again only once they sample after the restart.
+func (s *soak) markKill() {
+	if s.watch.active {
+		s.notRecovered++
+	}
+	s.watch = recoveryWatch{killedAt: time.Now(), size: s.callLogSize(), active: true}
+}
+
+// killMidStart starts a burst of new waits and kills durawait while their
+// first calls are in flight.
+func (s *soak) killMidStart() {
+	s.gap(time.Duration(200+s.rng.Intn(800)) * time.Millisecond)
+	s.mu.Lock()
+	n := max(s.pending, 2)
+	s.pending -= n
+	s.mu.Unlock()
+	s.launch(n)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.inflightStarts.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(time.Duration(s.rng.Intn(20)) * time.Millisecond)
+	inFlight := int(s.inflightStarts.Load())
+	s.killServer()
+	if inFlight > 0 {
+		s.killsByKind["mid-start"]++
+		s.midStartInFlight = append(s.midStartInFlight, inFlight)
+	} else {
+		s.killsByKind["random (a mid-start with no start left in flight)"]++
+	}
+}
+
+// killMidResult flips a few running waits at once and kills durawait as
+// soon as the first of them has its result delivered, while the others'
+// results are being delivered.
+func (s *soak) killMidResult() {
+	s.gap(time.Duration(200+s.rng.Intn(800)) * time.Millisecond)
+	var picked []*soakWait
+	s.mu.Lock()
+	for _, sw := range s.waits {
+		if len(picked) == 4 {
+			break
+		}
+		if sw.kind != kindTimeout && sw.startedAt.Load() != 0 && !sw.flipped.Load() && !sw.done.Load() {
+			picked = append(picked, sw)
+		}
+	}
+	s.mu.Unlock()
+	for _, sw := range picked {
+		s.flip(sw)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && !slices.ContainsFunc(picked, func(sw *soakWait) bool { return sw.done.Load() }) {
+		s.noteRecovery()
+		time.Sleep(5 * time.Millisecond)
+	}
+	pendingAtKill := 0
+	delivered := 0
+	for _, sw := range picked {
+		if sw.done.Load() {
+			delivered++
+		} else {
+			pendingAtKill++
+		}
+	}
+	s.killServer()
+	if delivered > 0 && pendingAtKill > 0 {
+		s.killsByKind["mid-result"]++
+		s.midResultPending = append(s.midResultPending, pendingAtKill)
+	} else {
+		s.killsByKind["after flips (no result delivered yet, or all)"]++
+	}
+}
+
+// refill replaces the finished waits with new ones.
+func (s *soak) refill() {
+	s.mu.Lock()
+	n := s.pending
+	if s.stopRefill || n <= 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.pending = 0
+	s.mu.Unlock()
+	s.launch(n)
+}
+
+// launch plans n new waits and starts their clients.
+func (s *soak) launch(n int) {
+	for range n {
+		sw := s.plan()
+		s.mu.Lock()
+		s.waits = append(s.waits, sw)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runWait(sw)
+			sw.done.Store(true)
+			s.mu.Lock()
+			if !s.stopRefill {
+				s.pending++
+			}
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// plan decides a new wait's kind and outcome, and prepares what it waits on.
+func (s *soak) plan() *soakWait {
+	s.mu.Lock()
+	id := len(s.waits)
+	s.mu.Unlock()
+	weights := []int{30, 15, 20, 10, 25} // by soakKind
+	r := s.rng.Intn(100)
+	kind := soakKind(0)
+	for r >= weights[kind] {
+		r -= weights[kind]
+		kind++
+	}
+	if id < int(soakKinds) {
+		kind = soakKind(id) // the first waits cover every planned outcome, whatever the seed
+	}
+	sw := &soakWait{id: id, kind: kind, maxWait: 240,
+		flipAfter: time.Duration(1000+s.rng.Intn(11000)) * time.Millisecond}
+	switch kind {
+	case kindMatch:
+		s.w.write(fmt.Sprintf("probe/w%d", id), fmt.Sprintf("pending %d", id))
+	case kindTimeout:
+		sw.maxWait = 8 + s.rng.Intn(18)
+		s.w.write(fmt.Sprintf("probe/w%d", id), fmt.Sprintf("pending %d", id))
+	case kindAgentOK:
+		s.script(sw.prompt(),
+			`{"type":"system","subtype":"init","session_id":"{session}"}`,
+			fmt.Sprintf(`{"type":"assistant","message":{"content":[{"type":"text","text":"working on %d"}]}}`, id),
+			fmt.Sprintf("@wait go%d", id),
+			fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"result":"done %d","session_id":"{session}"}`, id))
+	case kindAgentBlocked:
+		s.script(sw.prompt(),
+			`{"type":"thread.started","thread_id":"th-1"}`, `{"type":"turn.started"}`,
+			fmt.Sprintf("@wait go%d", id),
+			`{"type":"turn.failed","error":{"message":"401 Unauthorized: invalid api key"}}`, `@exit 1`)
+	}
+	return sw
+}
+
+func (s *soak) script(name string, lines ...string) {
+	require.NoError(s.t, os.WriteFile(s.w.path("scripts/"+name+".script"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+// flipper flips each wait when its planned moment comes.
+func (s *soak) flipper(stop <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		var due []*soakWait
+		for _, sw := range s.waits {
+			at := sw.startedAt.Load()
+			if sw.kind != kindTimeout && at != 0 && !sw.flipped.Load() && time.Since(time.Unix(0, at)) >= sw.flipAfter {
+				due = append(due, sw)
+			}
+		}
+		s.mu.Unlock()
+		for _, sw := range due {
+			s.flip(sw)
+		}
+	}
+}
+
+// flip makes a wait's condition true: the file says READY, the agent CLI
+// goes on, the text is printed in the pane. Only once.
+func (s *soak) flip(sw *soakWait) {
+	if sw.flipped.Swap(true) {
+		return
+	}
+	switch sw.kind {
+	case kindMatch:
+		if err := os.WriteFile(sw.path(s), []byte(fmt.Sprintf("READY %d", sw.id)), 0o644); err != nil {
+			s.t.Errorf("flip %d: %v", sw.id, err)
+		}
+	case kindAgentOK, kindAgentBlocked:
+		if err := os.WriteFile(s.w.path(fmt.Sprintf("scripts/go%d", sw.id)), nil, 0o644); err != nil {
+			s.t.Errorf("flip %d: %v", sw.id, err)
+		}
+	case kindText:
+		s.typing.Lock()
+		defer s.typing.Unlock()
+		// The command line typed does not hold the text; its output does.
+		out, err := exec.Command("tmux", "-S", s.w.socket, "send-keys", "-t", s.pane.PaneID, "-l",
+			fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id), ";", "send-keys", "-t", s.pane.PaneID, "Enter").CombinedOutput()
+		if err != nil {
+			s.t.Errorf("flip %d: tmux: %v: %s", sw.id, err, out)
+		}
+	}
+}
+
+// connect is a new MCP client over streamable HTTP, or an error.
+func (s *soak) connect(ctx context.Context) (*mcpClient, error) {
+	// The transport's own log (a DELETE to a killed server at close)
+	// stays out of the report: every failure of a call is counted there.
+	c, err := client.NewStreamableHttpClient("http://"+s.addr+"/mcp", transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-soak", Version: "1"}
+	if _, err := c.Initialize(ictx, req); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	return &mcpClient{Client: c, progress: map[string][]float64{}, messages: map[string][]string{}}, nil
+}
+
+// soakCaller is one wait's client: it calls again, reconnecting, after
+// any failure, as real clients do, and counts each failure by message.
+type soakCaller struct {
+	s  *soak
+	sw *soakWait
+	c  *mcpClient
+	// onSend runs once, as the first call is sent.
+	onSend  func()
+	backoff time.Duration
+}
+
+var soakNumbers = regexp.MustCompile(`[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+|[0-9a-f]{12,}|[0-9]{4,}`)
+
+func (s *soak) countErr(tool, msg string) {
+	msg = soakNumbers.ReplaceAllString(msg, "N")
+	if len(msg) > 160 {
+		msg = msg[:160] + "…"
+	}
+	s.mu.Lock()
+	s.errs[tool+": "+msg]++
+	s.mu.Unlock()
+}
+
+func (c *soakCaller) close() {
+	if c.c != nil {
+		_ = c.c.Close()
+		c.c = nil
+	}
+}
+
+// retry sleeps before the next attempt: jittered, doubling to 2 s.
+func (c *soakCaller) retry() {
+	c.backoff = min(max(c.backoff*2, 100*time.Millisecond), 2*time.Second)
+	time.Sleep(c.backoff + time.Duration(rand.Intn(100))*time.Millisecond)
+}
+
+// once makes one attempt: connected if need be, one call; a failure or
+// an isError answer is counted and returned as an error.
+func (c *soakCaller) once(tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	if c.c == nil {
+		cl, err := c.s.connect(context.Background())
+		if err != nil {
+			c.s.countErr("connect", err.Error())
+			return nil, err
+		}
+		c.c = cl
+	}
+	if c.onSend != nil {
+		c.onSend()
+		c.onSend = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	sent := time.Now()
+	res, err := c.c.call(ctx, tool, args, "")
+	cancel()
+	note := fmt.Sprintf("%s %s sent, answered %s", tool, sent.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
+	if err != nil {
+		note += ": " + err.Error()
+	}
+	c.sw.calls = append(c.sw.calls, note)
+	if err != nil {
+		c.s.countErr(tool, err.Error())
+		c.close()
+		return nil, err
+	}
+	if res.IsError {
+		c.s.countErr(tool+" (isError)", resultText(res))
+		return nil, fmt.Errorf("%s", resultText(res))
+	}
+	c.backoff = 0
+	return res, nil
+}
+
+// call calls tool until it answers without an error (isError included).
+func (c *soakCaller) call(tool string, args map[string]any) *mcp.CallToolResult {
+	for {
+		if res, err := c.once(tool, args); err == nil {
+			return res
+		}
+		c.retry()
+	}
+}
+
+// runWait is one wait's client from its first call to its result.
+func (s *soak) runWait(sw *soakWait) {
+	c := &soakCaller{s: s, sw: sw}
+	defer c.close()
+	sw.startedAt.Store(time.Now().UnixNano())
+	var sent, once sync.Once
+	c.onSend = func() { sent.Do(func() { s.inflightStarts.Add(1) }) }
+	// started ends the start: for start_agent its answer; wait_for and
+	// wait_for_text answer only at their end, so a second after the
+	// first call was sent (their workflow is started by then, or the
+	// call failed and is made again).
+	started := func() {
+		sent.Do(func() { s.inflightStarts.Add(1) })
+		once.Do(func() { s.inflightStarts.Add(-1) })
+	}
+	defer started()
+	switch sw.kind {
+	case kindMatch, kindTimeout:
+		s.runWaitFor(c, sw, started)
+	case kindAgentOK, kindAgentBlocked:
+		s.runAgent(c, sw, started)
+	case kindText:
+		s.runText(c, sw, started)
+	}
+}
+
+func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
+	args := map[string]any{
+		"probe":        map[string]any{"tool": "read_file", "args": map[string]any{"path": sw.path(s)}},
+		"until":        map[string]any{"matches": "^READY"},
+		"poll_sec":     1,
+		"max_wait_sec": sw.maxWait,
+	}
+	sent := c.onSend
+	c.onSend = func() {
+		sent()
+		go func() { time.Sleep(time.Second); started() }()
+	}
+	res := c.call("wait_for", args)
+	var r waitResult
+	if err := json.Unmarshal([]byte(resultText(res)), &r); err != nil {
+		sw.wrong = "undecodable result: " + resultText(res)
+		return
+	}
+	switch sw.kind {
+	case kindMatch:
+		if r.Reason != "matched" || r.LastObservation != fmt.Sprintf("READY %d", sw.id) {
+			sw.wrong = fmt.Sprintf("want matched on %q, got %+v", fmt.Sprintf("READY %d", sw.id), r)
+		}
+	case kindTimeout:
+		pending := fmt.Sprintf("pending %d", sw.id)
+		if r.Reason != "timeout" || (r.LastObservation != pending && r.Samples > 0) || r.ElapsedSec < float64(sw.maxWait)-0.5 {
+			sw.wrong = fmt.Sprintf("want timeout after %d s on %q, got %+v", sw.maxWait, pending, r)
+		}
+	}
+}
+
+func (s *soak) runAgent(c *soakCaller, sw *soakWait, started func()) {
+	provider := "fake"
+	if sw.kind == kindAgentBlocked {
+		provider = "fakecodex"
+	}
+	args := map[string]any{"provider": provider, "prompt": sw.prompt()}
+	id := s.startAgent(c, sw, args)
+	started()
+	sw.invocation = id
+	for {
+		res := c.call("wait_agent", map[string]any{"invocation_id": id})
+		var p payload
+		if err := json.Unmarshal([]byte(resultText(res)), &p); err != nil {
+			sw.wrong = "undecodable wait_agent result: " + resultText(res)
+			return
+		}
+		if p.Reason != "finished" {
+			continue
+		}
+		switch sw.kind {
+		case kindAgentOK:
+			if p.Status != "succeeded" || p.output() != fmt.Sprintf("done %d", sw.id) {
+				sw.wrong = fmt.Sprintf("want succeeded with %q, got %s", fmt.Sprintf("done %d", sw.id), resultText(res))
+			}
+		case kindAgentBlocked:
+			if p.Status != "blocked" || p.Error == nil || p.Error.Code != "auth_failed" {
+				sw.wrong = "want blocked with auth_failed, got " + resultText(res)
+			}
+		}
+		return
+	}
+}
+
+// startAgent calls start_agent until it answers. A start_agent call is
+// not idempotent (each call is a new invocation), so after a call that
+// failed the client first looks for the invocation the call may have
+// started, with list_agents, as start_agent's own message says.
+func (s *soak) startAgent(c *soakCaller, sw *soakWait, args map[string]any) string {
+	for {
+		res, err := c.once("start_agent", args)
+		if err == nil {
+			var p payload
+			if err := json.Unmarshal([]byte(resultText(res)), &p); err == nil && strings.HasPrefix(p.InvocationID, "agent/") {
+				return p.InvocationID
+			}
+			s.countErr("start_agent", "undecodable answer: "+resultText(res))
+		}
+		c.retry()
+		if id := s.findInvocation(c, sw.prompt()); id != "" {
+			s.mu.Lock()
+			s.startsFound++
+			s.mu.Unlock()
+			return id
+		}
+	}
+}
+
+// findInvocation looks for the invocation of prompt with list_agents for
+// up to 10 s (the list is the engine's visibility, which trails a little).
+func (s *soak) findInvocation(c *soakCaller, prompt string) string {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := c.once("list_agents", nil)
+		if err != nil {
+			c.retry()
+			continue
+		}
+		var out struct {
+			Invocations []listed `json:"invocations"`
+		}
+		if json.Unmarshal([]byte(resultText(res)), &out) == nil {
+			for _, inv := range out.Invocations {
+				if inv.Prompt == prompt {
+					return inv.InvocationID
+				}
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return ""
+}
+
+func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
+	sent := c.onSend
+	c.onSend = func() {
+		sent()
+		go func() { time.Sleep(time.Second); started() }()
+	}
+	res := c.call("wait_for_text", map[string]any{
+		"target": map[string]any{"paneId": s.pane.PaneID, "generation": s.pane.Generation}, "text": sw.text(),
+	})
+	var r textResult
+	if err := json.Unmarshal([]byte(resultText(res)), &r); err != nil {
+		sw.wrong = "undecodable result: " + resultText(res)
+		return
+	}
+	if !r.Matched || r.Text != sw.text() {
+		sw.wrong = fmt.Sprintf("want matched %q, got %s", sw.text(), resultText(res))
+	}
+}
+
+// verify checks every wait against its plan, the engine's record of the
+// workflows (each closed, none left open) and the fake agent's own record
+// of its runs, and logs the report.
+func (s *soak) verify() {
+	t := s.t
+	wall := time.Since(s.began)
+	byKind := map[soakKind]int{}
+	wrong, lost := 0, 0
+	for _, sw := range s.waits {
+		switch {
+		case !sw.done.Load():
+			lost++
+			t.Errorf("lost: wait %d (%s) never finished", sw.id, sw.kind)
+		case sw.wrong != "":
+			wrong++
+			t.Errorf("wrong: wait %d (%s): %s", sw.id, sw.kind, sw.wrong)
+		default:
+			byKind[sw.kind]++
+		}
+	}
+	runs := s.workflowRuns()
+	twice := s.checkRuns(runs)
+	s.explainReruns(runs)
+	s.report(wall, byKind, wrong, twice, lost, runs)
+}
+
+// wfRuns are the engine's runs of one workflow type: per workflow ID, the
+// closed runs and the open ones; for agents, the prompt of each ID.
+type wfRuns struct {
+	closed, open map[string]int
+	prompt       map[string]string
+}
+
+func (s *soak) workflowRuns() map[string]*wfRuns {
+	t := s.t
+	tc := temporalClient(t, s.w.owner().Engine)
+	out := map[string]*wfRuns{}
+	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName} {
+		var r *wfRuns
+		// Visibility trails the closes a little: wait until no run of
+		// ours is listed open, or the limit passes.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r = &wfRuns{closed: map[string]int{}, open: map[string]int{}, prompt: map[string]string{}}
+			var token []byte
+			for {
+				resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+					Query: fmt.Sprintf("WorkflowType = '%s'", typ), NextPageToken: token, PageSize: 1000,
+				})
+				require.NoError(t, err)
+				for _, e := range resp.Executions {
+					id := e.Execution.WorkflowId
+					if e.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+						r.open[id]++
+					} else {
+						r.closed[id]++
+					}
+					if p, ok := e.GetMemo().GetFields()["prompt"]; ok {
+						var str string
+						if converter.GetDefaultDataConverter().FromPayload(p, &str) == nil {
+							r.prompt[id] = str
+						}
+					}
+				}
+				token = resp.NextPageToken
+				if len(token) == 0 {
+					break
+				}
+			}
+			if len(r.open) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		out[typ] = r
+	}
+	return out
+}
+
+// checkRuns counts what ran twice: an agent CLI run more often than its
+// invocations (the fake agent's argv log), and asserts that no workflow
+// is left open and every wait has a closed workflow.
+func (s *soak) checkRuns(runs map[string]*wfRuns) int {
+	t := s.t
+	twice := 0
+	for typ, r := range runs {
+		for id, n := range r.open {
+			t.Errorf("%s %s: %d run(s) still open after every client had its result", typ, id, n)
+		}
+	}
+	want := map[string]int{}
+	for _, sw := range s.waits {
+		switch sw.kind {
+		case kindMatch, kindTimeout:
+			want[workflows.WaitForWorkflowName]++
+		case kindText:
+			want[workflows.WaitForTextWorkflowName]++
+		}
+	}
+	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
+		// Each planned wait has its own arguments, so its own workflow ID.
+		assert.Equal(t, want[typ], len(runs[typ].closed), "%s: one workflow ID closed per planned wait", typ)
+	}
+	// The fake agent CLI's own record: one run per invocation.
+	cliRuns := map[string]int{}
+	for _, line := range strings.Split(readFile(s.w.path("argv.log")), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			cliRuns[f[len(f)-1]]++
+		}
+	}
+	invocations := map[string]int{}
+	for id, prompt := range runs[workflows.AgentWorkflowName].prompt {
+		if runs[workflows.AgentWorkflowName].closed[id] > 0 {
+			invocations[prompt]++
+		}
+	}
+	for _, sw := range s.waits {
+		if sw.kind != kindAgentOK && sw.kind != kindAgentBlocked {
+			continue
+		}
+		p := sw.prompt()
+		// None twice; a wait whose CLI never ran is already wrong (its
+		// planned output is missing), so it is not counted here again.
+		if invocations[p] > 1 || cliRuns[p] > 1 {
+			twice++
+			t.Errorf("agent wait %d: %d invocations with prompt %s and %d runs of its CLI, want one of each", sw.id, invocations[p], p, cliRuns[p])
+		}
+		if cliRuns[p] == 0 && sw.wrong == "" {
+			t.Errorf("agent wait %d: its CLI never ran, yet its result was right", sw.id)
+		}
+	}
+	return twice
+}
+
+// explainReruns logs, for each wait whose workflow ID has more than one
+// run, the runs and the client's calls, next to the kills.
+func (s *soak) explainReruns(runs map[string]*wfRuns) {
+	tc := temporalClient(s.t, s.w.owner().Engine)
+	var kills []string
+	for _, k := range s.killTimes {
+		kills = append(kills, k.Format("15:04:05.000"))
+	}
+	logged := 0
+	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
+		for id, n := range runs[typ].closed {
+			if n < 2 {
+				continue
+			}
+			logged++
+			if logged > 5 {
+				continue
+			}
+			resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+				Query: fmt.Sprintf("WorkflowId = '%s'", id),
+			})
+			if err != nil {
+				continue
+			}
+			var lines []string
+			input := ""
+			for _, e := range resp.Executions {
+				lines = append(lines, fmt.Sprintf("run %s started %s closed %s %s", e.Execution.RunId[:8],
+					e.StartTime.AsTime().Local().Format("15:04:05.000"), e.CloseTime.AsTime().Local().Format("15:04:05.000"), e.Status))
+				it := tc.GetWorkflowHistory(context.Background(), id, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+				if ev, err := it.Next(); err == nil {
+					for _, p := range ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads() {
+						input = string(p.GetData())
+					}
+				}
+			}
+			var sw *soakWait
+			for _, w := range s.waits {
+				if (w.kind == kindText && strings.Contains(input, w.text())) ||
+					((w.kind == kindMatch || w.kind == kindTimeout) && strings.Contains(input, fmt.Sprintf("probe/w%d\"", w.id))) {
+					sw = w
+				}
+			}
+			if sw == nil {
+				s.t.Logf("rerun %s %s: %s; no wait matches its input %s", typ, id, strings.Join(lines, "; "), input)
+				continue
+			}
+			s.t.Logf("rerun: wait %d (%s), %s:\n  %s\n  client: %s\n  kills: %s", sw.id, sw.kind, id,
+				strings.Join(lines, "\n  "), strings.Join(sw.calls, "\n          "), strings.Join(kills, " "))
+		}
+	}
+}
+
+func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice, lost int, runs map[string]*wfRuns) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak report (seed %d)\n", s.knobs.seed)
+	fmt.Fprintf(&b, "  N (waits in flight)         %d\n", s.knobs.waits)
+	fmt.Fprintf(&b, "  M (kills of durawait)       %d of %d", s.killsDone, s.knobs.kills)
+	if s.budgetHit {
+		fmt.Fprintf(&b, " (DURAWAIT_SOAK_BUDGET %s reached)", s.knobs.budget)
+	}
+	b.WriteString("\n")
+	for _, k := range sortedKeys(s.killsByKind) {
+		fmt.Fprintf(&b, "    %-44s %d\n", k, s.killsByKind[k])
+	}
+	fmt.Fprintf(&b, "  mid-start: first calls in flight at the kill  p50 %d, max %d\n", p50i(s.midStartInFlight), maxi(s.midStartInFlight))
+	fmt.Fprintf(&b, "  mid-result: flipped waits undelivered at the kill  p50 %d, max %d\n", p50i(s.midResultPending), maxi(s.midResultPending))
+	fmt.Fprintf(&b, "  downstream probe server kills %d\n", s.downstreamKills)
+	fmt.Fprintf(&b, "  start_agent answers cut off, the invocation then found by list_agents %d\n", s.startsFound)
+	total := 0
+	for k := soakKind(0); k < soakKinds; k++ {
+		fmt.Fprintf(&b, "  finished right: %-22s %d\n", k, byKind[k])
+		total += byKind[k]
+	}
+	fmt.Fprintf(&b, "  waits planned %d, finished right %d\n", len(s.waits), total)
+	fmt.Fprintf(&b, "  wrong %d, twice %d, lost %d\n", wrong, twice, lost)
+	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
+		r := runs[typ]
+		extra := 0
+		for _, n := range r.closed {
+			extra += n - 1
+		}
+		fmt.Fprintf(&b, "  %s workflows: %d IDs closed, %d more runs (an identical call after a close whose answer the kill cut off starts anew)\n", typ, len(r.closed), extra)
+	}
+	fmt.Fprintf(&b, "  wall time %s\n", time.Since(s.began).Round(time.Second))
+	fmt.Fprintf(&b, "  restart -> /healthz 200  p50 %s, max %s (%d starts)\n", p50d(s.healthz), maxd(s.healthz), len(s.healthz))
+	fmt.Fprintf(&b, "  kill -> probes sampling again  p50 %s, max %s (%d measured; %d kills came before sampling resumed)\n",
+		p50d(s.recovery), maxd(s.recovery), len(s.recovery), s.notRecovered)
+	fmt.Fprintf(&b, "  durawait exits during start-up (started again): %d\n", sumValues(s.startFailures))
+	for _, k := range sortedKeys(s.startFailures) {
+		fmt.Fprintf(&b, "    %d x %s\n", s.startFailures[k], k)
+	}
+	b.WriteString("  client call failures (each retried), by message:\n")
+	errKeys := sortedKeys(s.errs)
+	sort.SliceStable(errKeys, func(i, j int) bool { return s.errs[errKeys[i]] > s.errs[errKeys[j]] })
+	for _, k := range errKeys {
+		fmt.Fprintf(&b, "    %6d  %s\n", s.errs[k], k)
+	}
+	s.t.Log(b.String())
+}
+
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func p50d(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond)
+}
+
+func maxd(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return slices.Max(d).Round(time.Millisecond)
+}
+
+func p50i(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func maxi(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	return slices.Max(v)
+}
