@@ -59,6 +59,10 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	return hostQueue, err
 }
 
+// claimAttemptTimeout bounds one claim attempt (an activity option, not a
+// command: no version needed).
+const claimAttemptTimeout = 5 * time.Second
+
 // claimOptions are the options of a host claim on queue ("" is the
 // workflow's own) bounded by budget. Its retries are bounded by time, not
 // by a count: on the shared queue a worker without agents configured fails
@@ -69,8 +73,11 @@ func claimOptions(ctx workflow.Context, provider, queue string, budget time.Dura
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              queue,
 		ScheduleToCloseTimeout: budget,
-		StartToCloseTimeout:    time.Minute,
-		Summary:                "claim a host for the " + provider + " CLI",
+		// A claim answers at once; a longer bound only delays the next
+		// attempt when the host that took it died (a crash loop used the
+		// whole budget on a few such attempts).
+		StartToCloseTimeout: claimAttemptTimeout,
+		Summary:             "claim a host for the " + provider + " CLI",
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -104,5 +111,6 @@ func unclaimedMessage(err error) string {
 		cause = "no worker took the claim"
 	}
 	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
-		"took it (start one, or add [agents] to a worker's config); last error: %s", AgentClaimTimeout, cause)
+		"took it and stayed up to answer (start one, add [agents] to a worker's config, or see why the agent hosts "+
+		"keep restarting); last error: %s", AgentClaimTimeout, cause)
 }
