@@ -103,11 +103,13 @@ type process struct {
 	exit context.CancelFunc
 
 	// Set by listenHTTP, when the process serves HTTP.
-	health       *healthState
-	ready        *readiness.Handler
-	mux          *http.ServeMux
-	mcpURL       string
-	shutdownHTTP func()
+	health *healthState
+	ready  *readiness.Handler
+	mux    *http.ServeMux
+	mcpURL string
+	// mcpRoute and eventsRoute answer 503 until the front end is in place.
+	mcpRoute, eventsRoute startingRoute
+	shutdownHTTP          func()
 
 	// Set by startEngine (the embedded engine's address) or from --temporal.
 	temporalAddr string
@@ -171,6 +173,10 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 	p.mux.Handle("GET /healthz", p.health)
 	p.mux.Handle("GET /metrics", p.metricsHandler())
 	p.mux.Handle("GET /readyz", p.ready)
+	if p.roles.front {
+		p.mux.Handle("/mcp", &p.mcpRoute)
+		p.mux.Handle("/events", &p.eventsRoute)
+	}
 	// Reading a request (headers and body) is bounded; writing is not, so a
 	// 300 s wait's stream is never cut. Idle keep-alive connections are
 	// closed after two minutes.
@@ -477,8 +483,8 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 		mcpHandler, eventsHandler = idle.wrap(mcpHandler), idle.wrap(eventsHandler)
 		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
-	p.mux.Handle("/mcp", p.traced(mcpHandler))
-	p.mux.Handle("/events", eventsHandler)
+	p.mcpRoute.set(p.traced(mcpHandler))
+	p.eventsRoute.set(eventsHandler)
 	p.markReady(status)
 	p.logger.Info("durawait ready", "mcp", p.mcpURL)
 	<-ctx.Done()
@@ -495,7 +501,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 // markReady marks the process ready, once everything it serves is in
 // place (for an HTTP front end: authentication set up and /mcp and /events
 // routed): /healthz says ready and /readyz starts running its checks, so
-// /readyz is never 200 while /mcp is still 404.
+// /readyz is never 200 while /mcp still answers 503 (starting).
 func (p *process) markReady(status func() map[string]string) {
 	p.ready.SetChecks(readiness.Temporal(p.temporal, p.temporalAddr), readiness.Workers(p.temporal, p.cfg.TaskQueue, nil))
 	p.health.setReady(p.temporalAddr, status)
