@@ -267,20 +267,32 @@ func (w *workspace) startServeWith(config, addr string, env []string, flags ...s
 			w.t.Logf("durawait log:\n%s", inst.log.String())
 		}
 	})
-	eventually(w.t, "/healthz 200", func() bool {
+	if !awaitHealthy(w.t, inst.http, inst.done) {
+		w.t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
+	}
+	return inst
+}
+
+// awaitHealthy waits until durawait at addr answers /healthz 200 (true),
+// or its process ends first (done closed: false).
+func awaitHealthy(t testing.TB, addr string, done <-chan struct{}) (healthy bool) {
+	t.Helper()
+	healthy = true
+	eventually(t, "/healthz 200", func() bool {
 		select {
-		case <-inst.done:
-			w.t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
+		case <-done:
+			healthy = false
+			return true
 		default:
 		}
-		resp, err := http.Get("http://" + inst.http + "/healthz")
+		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return inst
+	return healthy
 }
 
 // kill9 kills durawait without a chance to clean up, as a crash would.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -215,22 +214,7 @@ func (s *soak) tryStart() string {
 	go func() { _ = cmd.Wait(); close(srv.done) }()
 	s.srv = srv
 	s.cleanup.Do(func() { s.t.Cleanup(func() { s.killServer() }) })
-	exited := false
-	eventually(s.t, "/healthz 200 after a restart", func() bool {
-		select {
-		case <-srv.done:
-			exited = true
-			return true
-		default:
-		}
-		resp, err := http.Get("http://" + s.addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	if exited {
+	if !awaitHealthy(s.t, s.addr, srv.done) {
 		return s.lastErrors()
 	}
 	s.healthz = append(s.healthz, time.Since(began))
