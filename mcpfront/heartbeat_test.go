@@ -1,8 +1,15 @@
 package mcpfront
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 func TestHeartbeatPolicyTimeout(t *testing.T) {
@@ -56,4 +63,27 @@ func TestLoopGaugeCountsCallsInFlight(t *testing.T) {
 	if got := g.n.Load(); got != 0 {
 		t.Fatalf("after both left: %d in flight, want 0", got)
 	}
+}
+
+// The wait a front starts carries the policy's timeout for the calls in
+// flight at that front, not a fixed one.
+func TestAWaitForStartsWithTheHeartbeatTimeoutOfTheLoadAtItsFront(t *testing.T) {
+	f := New(Options{TaskQueue: "q", Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}},
+		Heartbeats: HeartbeatPolicy{Min: 5 * time.Second, Max: 60 * time.Second, PerSecond: 100}})
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_for"
+	req.Params.Arguments = map[string]any{
+		"probe": map[string]any{"tool": "demo.read_file", "args": map[string]any{}},
+		"until": map[string]any{"matches": "READY"}, "poll_sec": 2,
+	}
+	timeout := func() time.Duration {
+		w, bad := f.prepareWaitFor(context.Background(), req)
+		require.Nil(t, bad)
+		return w.input.(workflows.WaitForInput).HeartbeatTimeout
+	}
+	assert.Equal(t, 5*time.Second, timeout(), "alone: the minimum")
+	for range 1000 {
+		defer f.loops.enter()()
+	}
+	assert.Equal(t, 13*time.Second, timeout(), "1,000 calls in flight within 100 beats/s")
 }
