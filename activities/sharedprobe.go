@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -104,25 +103,14 @@ func (s *SharedProber) CallProbe(ctx context.Context, tool string, args json.Raw
 	return s.call(ctx, nil, callKey("", tool, args), tool, args)
 }
 
-// callKey is the sharing key of a call: scope, tool and canonical args.
+// callKey is the sharing key of a call: scope, tool and canonical args
+// (a wait_for spec's arguments already are; what is not a JSON object is
+// its own key).
 func callKey(scope, tool string, args json.RawMessage) string {
-	return scope + "\x00" + tool + "\x00" + string(canonicalArgs(args))
-}
-
-// canonicalArgs re-encodes a JSON value with sorted keys and exact numbers;
-// what does not decode is its own key.
-func canonicalArgs(raw json.RawMessage) []byte {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return raw
+	if canon, err := workflows.CanonicalObject(args); err == nil {
+		args = canon
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return out
+	return scope + "\x00" + tool + "\x00" + string(args)
 }
 
 // shareScope is the part of a wait's workflow ID that names its caller:

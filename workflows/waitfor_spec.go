@@ -178,7 +178,7 @@ func parseProbe(raw json.RawMessage, tools ToolResolver, errs *fieldErrors) Prob
 
 	p.Args = json.RawMessage(`{}`)
 	if argsRaw, present := obj["args"]; present {
-		args, err := canonicalObject(argsRaw)
+		args, err := CanonicalObject(argsRaw)
 		if n := len(bytes.TrimSpace(argsRaw)); n > MaxProbeArgsBytes {
 			errs.add("probe.args", overLimit(MaxProbeArgsBytes, n, "bytes of JSON"))
 		} else if err != nil {
@@ -291,8 +291,9 @@ func parseSeconds(raw json.RawMessage, field string, errs *fieldErrors) (int, bo
 	return int(min(f, 1e9)), true
 }
 
-// canonicalObject re-encodes a JSON object with sorted keys and exact numbers.
-func canonicalObject(raw json.RawMessage) (json.RawMessage, error) {
+// CanonicalObject re-encodes a JSON object with sorted keys and exact numbers:
+// the form a wait_for spec keeps its probe arguments in.
+func CanonicalObject(raw json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("must be a JSON object (got %s)", jsonKind(trimmed))

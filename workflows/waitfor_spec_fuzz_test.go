@@ -92,7 +92,7 @@ func checkWaitForSpec(t *testing.T, spec WaitForSpec) {
 	if err := json.Unmarshal(spec.Probe.Args, &args); err != nil || args == nil {
 		t.Fatalf("probe args not a JSON object: %s (%v)", spec.Probe.Args, err)
 	}
-	if canon, err := canonicalObject(spec.Probe.Args); err != nil || string(canon) != string(spec.Probe.Args) {
+	if canon, err := CanonicalObject(spec.Probe.Args); err != nil || string(canon) != string(spec.Probe.Args) {
 		t.Fatalf("probe args not canonical: %s vs %s (%v)", spec.Probe.Args, canon, err)
 	}
 	if !(0 < spec.PollSec && spec.PollSec < spec.MaxWaitSec && spec.MaxWaitSec <= MaxWaitCeilingSec) {
