@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity soak screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster soak screenshot deploy-check clean
 
 all: build
 
@@ -114,6 +114,16 @@ bench:
 ## bench-capacity: issue 12's capacity curve (100 to 10,000 waits; rows appended to capacity-report.md)
 bench-capacity:
 	DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-100,1000,5000,10000} $(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
+
+## bench-cluster: the capacity benchmark on the production temporal-server
+## and PostgreSQL 15 of make e2e-cluster instead of the embedded engine
+## (DURAWAIT_BENCH_WAITS sizes, 1000,5000 by default)
+bench-cluster:
+	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
+	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+	DURAWAIT_BENCH_CLUSTER=1 DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-1000,5000} \
+		DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool \
+		$(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
 
 # SOAK_WAITS, SOAK_KILLS: the crash soak's size (make test runs a small one).
 SOAK_WAITS ?= 200

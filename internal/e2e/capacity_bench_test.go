@@ -20,6 +20,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/operatorservice/v1"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // BenchmarkCapacity holds N waits at once in one `durawait serve
@@ -49,16 +52,24 @@ import (
 // another file). DURAWAIT_BENCH_PROFILE=<file> writes a 12 s CPU profile
 // of durawait taken from the start of the burst (suffixed .<N> when there
 // are several sizes).
+//
+// DURAWAIT_BENCH_CLUSTER=1 runs durawait on the production temporal-server
+// on PostgreSQL 15 that make e2e-cluster runs (built from the pinned
+// server module; DURAWAIT_BENCH_SHARDS history shards, 4 by default),
+// started once for all sizes on the same machine, instead of its embedded
+// engine; the row then also gives the server's and PostgreSQL's RSS and
+// CPU.
 func BenchmarkCapacity(b *testing.B) {
 	sizes := capacitySizes(b)
 	limit := raiseOpenFiles(b)
+	eng := newCapacityEngine(b)
 	for _, n := range sizes {
 		// A session is a socket on each side, plus what durawait and the
 		// test hold besides (engine, SQLite, pipes).
 		require.Greater(b, limit, uint64(n)+512, "RLIMIT_NOFILE hard limit %d is too low for %d sessions", limit, n)
 		b.Run("waits="+itoa(n), func(b *testing.B) {
 			for range b.N {
-				row := runCapacity(b, n, profilePath(len(sizes), n))
+				row := runCapacity(b, n, profilePath(len(sizes), n), eng)
 				row.report(b)
 				row.check(b)
 			}
@@ -78,6 +89,57 @@ const (
 	capTailEvery  = 20 * time.Millisecond
 	capInitWorker = 16
 )
+
+// capacityEngine is the Temporal service the benchmark's durawait runs on.
+type capacityEngine struct {
+	name string
+	// flags and env connect durawait to it (none: its embedded engine).
+	flags, env []string
+	// pids are its own processes (none when it is durawait's embedded
+	// engine, whose cost is durawait's).
+	pids []int
+}
+
+// newCapacityEngine is durawait's embedded engine, or with
+// DURAWAIT_BENCH_CLUSTER set the production cluster of make e2e-cluster
+// (mTLS, PostgreSQL 15 with fsync off, as that test runs it) with
+// durawait's search attributes created, as an operator would.
+func newCapacityEngine(b *testing.B) capacityEngine {
+	if os.Getenv("DURAWAIT_BENCH_CLUSTER") == "" {
+		return capacityEngine{name: "embedded"}
+	}
+	shards := 4
+	if v := os.Getenv("DURAWAIT_BENCH_SHARDS"); v != "" {
+		var err error
+		shards, err = strconv.Atoi(v)
+		require.NoError(b, err, "DURAWAIT_BENCH_SHARDS")
+	}
+	target, server, pg := productionCluster(b, shards)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := target.client.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: target.Namespace, SearchAttributes: workflows.SearchAttributes()})
+	require.NoError(b, err, "create durawait's search attributes")
+	eventually(b, "the search attributes to be listed", func() bool {
+		resp, err := target.client.OperatorService().ListSearchAttributes(ctx,
+			&operatorservice.ListSearchAttributesRequest{Namespace: target.Namespace})
+		if err != nil {
+			return false
+		}
+		for _, name := range workflows.SearchAttributeNames {
+			if _, ok := resp.CustomAttributes[name]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	flags, env := target.connect(1)
+	return capacityEngine{
+		name:  fmt.Sprintf("temporal-server, PostgreSQL, %d shards", shards),
+		flags: flags, env: env,
+		pids: []int{server.cmd.Process.Pid, pg.pid(b)},
+	}
+}
 
 // capacitySizes reads DURAWAIT_BENCH_WAITS: "1000" by default.
 func capacitySizes(b *testing.B) []int {
@@ -150,6 +212,11 @@ type capacityRow struct {
 	idleRSSKiB     int
 	cpuPerWait     float64 // % of one core
 	durawaitHWMKiB int
+	// engine names the Temporal service; its peak PSS and CPU per wait
+	// are zero when it is durawait's embedded engine (counted above).
+	engine           string
+	enginePeakPSSKiB int
+	engineCPUPerWait float64
 }
 
 // waitCall is the outcome of one wait's call.
@@ -160,20 +227,24 @@ type waitCall struct {
 }
 
 // runCapacity runs one size end to end.
-func runCapacity(b *testing.B, n int, profile string) capacityRow {
-	row := capacityRow{waits: n, load: loadAverage()}
+func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capacityRow {
+	row := capacityRow{waits: n, load: loadAverage(), engine: eng.name}
 	w := newWorkspace(b)
-	flags := []string{"--no-daemon", "--log-level", "info"}
+	flags := append([]string{"--no-daemon", "--log-level", "info"}, eng.flags...)
 	pprofAddr := freeAddr(b)
 	if profile != "" {
 		flags = append(flags, "--pprof", pprofAddr)
 	}
-	inst := w.startServeWith(capacityConfig(b, w), freeAddr(b), w.env(), flags...)
+	inst := w.startServeWith(capacityConfig(b, w), freeAddr(b), append(w.env(), eng.env...), flags...)
 	pid := inst.cmd.Process.Pid
 	require.Greater(b, openFilesLimit(pid), uint64(n)+512, "durawait's open-files limit is too low for %d sessions", n)
 
-	rss := startRSSSampler(pid)
+	rss := startRSSSampler(func() int { return treeRSS(pid) })
 	defer rss.stop()
+	// PostgreSQL's processes share its buffers: their proportional share
+	// (PSS) adds up to what they hold together, their RSS would not.
+	engineRSS := startRSSSampler(func() int { return treePSS(eng.pids...) })
+	defer engineRSS.stop()
 	clients := capacitySessions(b, inst, n)
 	prepareFlip(b, w, n)
 	log := startSampleLog(w.path("calls.log"), n)
@@ -221,10 +292,11 @@ func runCapacity(b *testing.B, n int, profile string) capacityRow {
 
 	// The hold: a settle, then the steady window.
 	time.Sleep(capSettle)
-	holdFrom, cpuFrom := time.Now(), treeCPU(pid)
+	holdFrom, cpuFrom, engineFrom := time.Now(), treeCPU(pid), treeCPU(eng.pids...)
 	time.Sleep(capHold)
-	holdTo, cpuTo := time.Now(), treeCPU(pid)
+	holdTo, cpuTo, engineTo := time.Now(), treeCPU(pid), treeCPU(eng.pids...)
 	row.cpuPerWait = 100 * (cpuTo - cpuFrom) / holdTo.Sub(holdFrom).Seconds() / float64(n)
+	row.engineCPUPerWait = 100 * (engineTo - engineFrom) / holdTo.Sub(holdFrom).Seconds() / float64(n)
 	row.holdRSSKiB = rss.mean(holdFrom, holdTo)
 	row.heldCalls = float64(log.samplesBetween(holdFrom, holdTo)) / holdTo.Sub(holdFrom).Seconds()
 
@@ -232,6 +304,7 @@ func runCapacity(b *testing.B, n int, profile string) capacityRow {
 	flipped := flip(b, w)
 	wg.Wait()
 	row.peakRSSKiB = rss.peak()
+	row.enginePeakPSSKiB = engineRSS.peak()
 	row.durawaitHWMKiB = peakRSS(pid)
 	row.lateness = log.lateness(last, flipped, capPollSec*time.Second)
 	row.detect = log.firstSamplesAfter(flipped)
@@ -573,14 +646,15 @@ type rssSample struct {
 	kib int
 }
 
-func startRSSSampler(root int) *rssSampler {
+// startRSSSampler samples measure (KiB) every capRSSEvery.
+func startRSSSampler(measure func() int) *rssSampler {
 	r := &rssSampler{done: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		defer close(r.ended)
 		tick := time.NewTicker(capRSSEvery)
 		defer tick.Stop()
 		for {
-			s := rssSample{at: time.Now(), kib: treeRSS(root)}
+			s := rssSample{at: time.Now(), kib: measure()}
 			r.mu.Lock()
 			r.samples = append(r.samples, s)
 			r.mu.Unlock()
@@ -656,11 +730,14 @@ func readProcStat(pid int) (procStat, bool) {
 	return procStat{ppid: atoi(f[1]), cpu: cpu}, true
 }
 
-// treePIDs is root and every process descending from it.
-func treePIDs(root int) []int {
+// treePIDs is roots and every process descending from them.
+func treePIDs(roots ...int) []int {
+	if len(roots) == 0 {
+		return nil
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return []int{root}
+		return roots
 	}
 	children := map[int][]int{}
 	for _, e := range entries {
@@ -672,19 +749,33 @@ func treePIDs(root int) []int {
 			children[st.ppid] = append(children[st.ppid], pid)
 		}
 	}
-	tree := []int{root}
+	tree := append([]int(nil), roots...)
 	for i := 0; i < len(tree); i++ {
 		tree = append(tree, children[tree[i]]...)
 	}
 	return tree
 }
 
-// treeRSS sums the VmRSS (KiB) of root's process tree.
-func treeRSS(root int) int {
+// treeRSS sums the VmRSS (KiB) of the process trees of roots.
+func treeRSS(roots ...int) int {
 	sum := 0
-	for _, pid := range treePIDs(root) {
+	for _, pid := range treePIDs(roots...) {
 		for _, line := range strings.Split(readFile(fmt.Sprintf("/proc/%d/status", pid)), "\n") {
 			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				sum += atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			}
+		}
+	}
+	return sum
+}
+
+// treePSS sums the proportional set size (KiB) of the process trees of
+// roots: memory shared by several of them counts once in all.
+func treePSS(roots ...int) int {
+	sum := 0
+	for _, pid := range treePIDs(roots...) {
+		for _, line := range strings.Split(readFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
 				sum += atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			}
 		}
@@ -695,11 +786,11 @@ func treeRSS(root int) int {
 // clockTicks is USER_HZ, 100 on Linux.
 const clockTicks = 100
 
-// treeCPU is the CPU seconds of root's process tree (its reaped children
-// included).
-func treeCPU(root int) float64 {
+// treeCPU is the CPU seconds of the process trees of roots (their reaped
+// children included).
+func treeCPU(roots ...int) float64 {
 	var ticks int64
-	for _, pid := range treePIDs(root) {
+	for _, pid := range treePIDs(roots...) {
 		if st, ok := readProcStat(pid); ok {
 			ticks += st.cpu
 		}
@@ -716,18 +807,23 @@ func loadAverage() string {
 	return f[0]
 }
 
-const capacityHeader = "| date (UTC) | load before | waits | starts/s | failed | flip → result p50 / p99 / max | sample lateness p99 | wrong / lost | peak RSS (tree) MiB | RSS/wait KiB | CPU/wait (% of a core) |\n" +
-	"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+const capacityHeader = "| date (UTC) | load before | waits | starts/s | failed | flip → result p50 / p99 / max | sample lateness p99 | wrong / lost | peak RSS (tree) MiB | RSS/wait KiB | CPU/wait (% of a core) | engine | engine peak PSS MiB | engine CPU/wait |\n" +
+	"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
 
 // markdown is the row of capacity-report.md.
 func (r capacityRow) markdown() string {
 	s := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	flip := append([]time.Duration(nil), r.flip...)
 	late := append([]time.Duration(nil), r.lateness...)
-	return fmt.Sprintf("| %s | %s | %d | %.1f | %d | %s / %s / %s | %s | %d / %d | %.0f | %.0f | %.3f |",
+	engineRSS, engineCPU := "in durawait", "in durawait"
+	if r.engine != "embedded" {
+		engineRSS, engineCPU = fmt.Sprintf("%.0f", float64(r.enginePeakPSSKiB)/1024), fmt.Sprintf("%.3f", r.engineCPUPerWait)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %.1f | %d | %s / %s / %s | %s | %d / %d | %.0f | %.0f | %.3f | %s | %s | %s |",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.load, r.waits, r.startsPerSec, r.failed,
 		s(percentile(flip, 0.5)), s(percentile(flip, 0.99)), s(percentile(flip, 1)),
-		s(percentile(late, 0.99)), r.wrong, r.lost, float64(r.peakRSSKiB)/1024, r.rssPerWaitKiB(), r.cpuPerWait)
+		s(percentile(late, 0.99)), r.wrong, r.lost, float64(r.peakRSSKiB)/1024, r.rssPerWaitKiB(), r.cpuPerWait,
+		r.engine, engineRSS, engineCPU)
 }
 
 func (r capacityRow) rssPerWaitKiB() float64 { return float64(r.holdRSSKiB) / float64(r.waits) }
@@ -783,6 +879,10 @@ func (r capacityRow) report(b *testing.B) {
 	b.ReportMetric(r.rssAboveIdleKiB(), "rss/wait-above-idle-KiB")
 	b.ReportMetric(r.cpuPerWait, "cpu/wait-%core")
 	b.ReportMetric(r.heldCalls, "probe-calls/s")
+	if r.engine != "embedded" {
+		b.ReportMetric(float64(r.enginePeakPSSKiB)/1024, "engine-peak-pss-MiB")
+		b.ReportMetric(r.engineCPUPerWait, "engine-cpu/wait-%core")
+	}
 }
 
 // check fails the benchmark on a failed, wrong or lost call (after the row

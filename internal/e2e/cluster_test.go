@@ -19,8 +19,9 @@ const clusterNamespace = "durawait-e2e"
 
 // productionCluster starts PostgreSQL 15, sets up Temporal's schema with
 // the server's SQL tool, starts the production temporal-server on it with
-// an mTLS frontend, and creates the namespace. It returns how to reach it.
-func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
+// an mTLS frontend and the given number of history shards, and creates the
+// namespace. It returns how to reach it, the server and its database.
+func productionCluster(t testing.TB, shards int) (temporalTarget, *temporalServer, *postgres) {
 	t.Helper()
 	serverBin, sqlTool := temporalServerBinaries(t)
 	dir := t.TempDir()
@@ -44,7 +45,7 @@ func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 			ConnectionOptions: client.ConnectionOptions{TLS: pki.clientTLS(testClient, "localhost")}})
 	}
 	began = time.Now()
-	s := startTemporalServer(t, serverBin, dir+"/temporal", pg, certs, func(addr string) (client.Client, error) {
+	s := startTemporalServer(t, serverBin, dir+"/temporal", pg, certs, shards, func(addr string) (client.Client, error) {
 		return dial(addr, "temporal-system")
 	})
 	t.Logf("temporal-server answering over mTLS in %s", time.Since(began).Round(time.Millisecond))
@@ -99,7 +100,7 @@ func productionCluster(t *testing.T) (temporalTarget, *temporalServer) {
 			return []string{"addr=" + s.Addr, "namespace=" + clusterNamespace, "tls=true", from}
 		},
 		cliConnect: []string{"--address " + s.Addr, "--tls-ca-path " + pki.CAFile, "--tls-cert-path ", "--tls-key-path ", "--tls-server-name localhost"},
-	}, s
+	}, s, pg
 }
 
 // The production Temporal server (built from go.temporal.io/server at the
@@ -110,7 +111,7 @@ func TestRolesOnAProductionCluster(t *testing.T) {
 	if os.Getenv("DURAWAIT_E2E_CLUSTER") == "" {
 		t.Skip("needs PostgreSQL and builds temporal-server: make e2e-cluster runs it (DURAWAIT_E2E_CLUSTER=1)")
 	}
-	target, server := productionCluster(t)
+	target, server, _ := productionCluster(t, 1)
 	runRolesScenario(t, target)
 	// The server's own clients of its frontend (the system worker's, the
 	// services') presented their certificates all along.

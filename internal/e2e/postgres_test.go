@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -98,3 +99,15 @@ func (pg *postgres) run(t testing.TB, program string, args ...string) {
 
 // Addr is host:port.
 func (pg *postgres) Addr() string { return net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port)) }
+
+// pid is the PostgreSQL server's process ID (the first line of its
+// postmaster.pid); its backends are its children.
+func (pg *postgres) pid(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pg.dir, "data", "postmaster.pid"))
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	require.NoError(t, err, "postmaster.pid")
+	return pid
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ type temporalServerTLS struct {
 
 // startTemporalServer writes the server's configuration into dir and
 // starts it on pg; it returns once the frontend answers an mTLS client.
-func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, certs temporalServerTLS, dial func(addr string) (client.Client, error)) *temporalServer {
+func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, certs temporalServerTLS, shards int, dial func(addr string) (client.Client, error)) *temporalServer {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	ports := map[string]string{}
@@ -110,7 +111,7 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 	// the operator created them.
 	require.NoError(t, os.WriteFile(dynamic, []byte("system.namespaceCacheRefreshInterval:\n  - value: 1s\n"), 0o644))
 	config := filepath.Join(dir, "temporal.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(temporalServerConfig(pg, certs, ports, dynamic)), 0o644))
+	require.NoError(t, os.WriteFile(config, []byte(temporalServerConfig(pg, certs, ports, dynamic, shards)), 0o644))
 
 	s := &temporalServer{Addr: net.JoinHostPort("127.0.0.1", ports["frontend"]), log: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(serverBin, "--config-file", config, "--allow-no-auth", "start")
@@ -145,11 +146,11 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 }
 
 // temporalServerConfig is the server's YAML: PostgreSQL (the postgres12
-// plugin) for the default and visibility stores, one cluster, every
+// plugin) for the default and visibility stores, shards history shards, one cluster, every
 // service on 127.0.0.1, the frontend requiring client certificates, and
 // the server's own clients of its frontend (the system worker's SDK
 // clients, the services' frontend clients) presenting certificates too.
-func temporalServerConfig(pg *postgres, certs temporalServerTLS, ports map[string]string, dynamic string) string {
+func temporalServerConfig(pg *postgres, certs temporalServerTLS, ports map[string]string, dynamic string, shards int) string {
 	store := func(db string, conns int) string {
 		return fmt.Sprintf(`      sql:
         pluginName: postgres12
@@ -178,7 +179,7 @@ func temporalServerConfig(pg *postgres, certs temporalServerTLS, ports map[strin
 persistence:
   defaultStore: default
   visibilityStore: visibility
-  numHistoryShards: 1
+  numHistoryShards: ` + strconv.Itoa(shards) + `
   datastores:
     default:
 ` + store("temporal", 20) + `    visibility:
