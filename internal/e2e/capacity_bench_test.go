@@ -516,17 +516,7 @@ func (s *sampleLog) read() {
 // capLineWait is the wait a call-log line samples for ("read_file
 // {"path":".../w-<i>"}").
 func capLineWait(line []byte) (int, bool) {
-	tool, args, ok := bytes.Cut(line, []byte(" "))
-	if !ok || string(tool) != "read_file" {
-		return 0, false
-	}
-	var a struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(args, &a) != nil {
-		return 0, false
-	}
-	id, ok := strings.CutPrefix(filepath.Base(a.Path), "w-")
+	id, ok := strings.CutPrefix(filepath.Base(probedPath(string(line))), "w-")
 	if !ok {
 		return 0, false
 	}
