@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -101,6 +102,9 @@ type soakWait struct {
 	kind      soakKind
 	flipAfter time.Duration // after the first call; none for kindTimeout
 	maxWait   int           // wait_for's max_wait_sec
+	// protocol is the MCP protocol its client speaks: 2025-11-25 (mcp-go,
+	// a session) or 2026-07-28 (the official Go SDK, stateless).
+	protocol string
 
 	startedAt atomic.Int64 // unix ns of the first call, 0 before
 	flipped   atomic.Bool
@@ -155,10 +159,11 @@ type soak struct {
 	began            time.Time
 	killsDone        int
 	budgetHit        bool
+	rightByProtocol  map[string]int
 	watch            recoveryWatch
 	killTimes        []time.Time
-	startsFound      int
-	startFailures    map[string]int // durawait exits during start-up, by their last lines // start_agent answers lost, the invocation found by list_agents
+	startsFound      int            // start_agent answers lost, the invocation found by list_agents
+	startFailures    map[string]int // durawait exits during start-up, by their last lines
 	cleanup          sync.Once
 }
 
@@ -276,7 +281,7 @@ func (s *soak) probePID() int {
 func (s *soak) run() {
 	s.began = time.Now()
 	s.startServer()
-	c, err := s.connect(context.Background())
+	c, err := s.connectMCPGo(context.Background())
 	require.NoError(s.t, err)
 	s.pane = listPanes(s.t, c)[0]
 	_ = c.Close()
@@ -526,7 +531,10 @@ func (s *soak) plan() *soakWait {
 		kind = soakKind(id) // the first waits cover every planned outcome, whatever the seed
 	}
 	sw := &soakWait{id: id, kind: kind, maxWait: 240,
-		flipAfter: time.Duration(1000+s.rng.Intn(11000)) * time.Millisecond}
+		flipAfter: time.Duration(1000+s.rng.Intn(11000)) * time.Millisecond,
+		// Both protocol eras, each for every planned outcome (ids 0-4 one,
+		// 5-9 the other, and so on).
+		protocol: soakProtocols[(id/int(soakKinds))%len(soakProtocols)]}
 	switch kind {
 	case kindMatch:
 		s.w.write(fmt.Sprintf("probe/w%d", id), fmt.Sprintf("pending %d", id))
@@ -604,8 +612,57 @@ func (s *soak) flip(sw *soakWait) {
 	}
 }
 
-// connect is a new MCP client over streamable HTTP, or an error.
-func (s *soak) connect(ctx context.Context) (*mcpClient, error) {
+// soakProtocols are the MCP protocol versions the soak's clients speak.
+var soakProtocols = []string{mcp.ProtocolVersion20251125, "2026-07-28"}
+
+// soakConn is a soak client's connection: mcp-go in a 2025-11-25 session,
+// or the official Go SDK speaking 2026-07-28.
+type soakConn interface {
+	call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error)
+	close()
+}
+
+type mcpGoConn struct{ c *mcpClient }
+
+func (m mcpGoConn) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return m.c.call(ctx, tool, args, "")
+}
+func (m mcpGoConn) close() { _ = m.c.Close() }
+
+// goSDKConn is the official Go SDK's client session; its answers are
+// given in mcp-go's type (the text and isError are what the soak reads).
+type goSDKConn struct{ session *sdkmcp.ClientSession }
+
+func (g goSDKConn) call(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	res, err := g.session.CallTool(ctx, &sdkmcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.CallToolResult{IsError: res.IsError}
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdkmcp.TextContent); ok {
+			out.Content = append(out.Content, mcp.NewTextContent(tc.Text))
+		}
+	}
+	return out, nil
+}
+func (g goSDKConn) close() { _ = g.session.Close() }
+
+// connect is a new MCP client over streamable HTTP speaking protocol, or
+// an error.
+func (s *soak) connect(ctx context.Context, protocol string) (soakConn, error) {
+	if protocol != mcp.ProtocolVersion20251125 {
+		return s.connectGoSDK(ctx, protocol)
+	}
+	c, err := s.connectMCPGo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mcpGoConn{c}, nil
+}
+
+// connectMCPGo is a new mcp-go client in a 2025-11-25 session.
+func (s *soak) connectMCPGo(ctx context.Context) (*mcpClient, error) {
 	// The transport's own log (a DELETE to a killed server at close)
 	// stays out of the report: every failure of a call is counted there.
 	c, err := client.NewStreamableHttpClient("http://"+s.addr+"/mcp", transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
@@ -619,7 +676,7 @@ func (s *soak) connect(ctx context.Context) (*mcpClient, error) {
 	ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-soak", Version: "1"}
 	if _, err := c.Initialize(ictx, req); err != nil {
 		_ = c.Close()
@@ -628,12 +685,29 @@ func (s *soak) connect(ctx context.Context) (*mcpClient, error) {
 	return &mcpClient{Client: c, progress: map[string][]float64{}, messages: map[string][]string{}}, nil
 }
 
+// connectGoSDK connects the official Go SDK's client, which fails a call
+// instead of retrying it (the soak's caller retries, counting).
+func (s *soak) connectGoSDK(ctx context.Context, protocol string) (soakConn, error) {
+	c := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "durawait-soak-gosdk", Version: goSDKVersion}, nil)
+	ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	session, err := c.Connect(ictx, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if got := session.InitializeResult().ProtocolVersion; got != protocol {
+		_ = session.Close()
+		return nil, fmt.Errorf("the official Go SDK negotiated %s, want %s", got, protocol)
+	}
+	return goSDKConn{session}, nil
+}
+
 // soakCaller is one wait's client: it calls again, reconnecting, after
 // any failure, as real clients do, and counts each failure by message.
 type soakCaller struct {
 	s  *soak
 	sw *soakWait
-	c  *mcpClient
+	c  soakConn
 	// onSend runs once, as the first call is sent.
 	onSend  func()
 	backoff time.Duration
@@ -653,7 +727,7 @@ func (s *soak) countErr(tool, msg string) {
 
 func (c *soakCaller) close() {
 	if c.c != nil {
-		_ = c.c.Close()
+		c.c.close()
 		c.c = nil
 	}
 }
@@ -668,7 +742,7 @@ func (c *soakCaller) retry() {
 // an isError answer is counted and returned as an error.
 func (c *soakCaller) once(tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	if c.c == nil {
-		cl, err := c.s.connect(context.Background())
+		cl, err := c.s.connect(context.Background(), c.sw.protocol)
 		if err != nil {
 			c.s.countErr("connect", err.Error())
 			return nil, err
@@ -681,7 +755,7 @@ func (c *soakCaller) once(tool string, args map[string]any) (*mcp.CallToolResult
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	sent := time.Now()
-	res, err := c.c.call(ctx, tool, args, "")
+	res, err := c.c.call(ctx, tool, args)
 	cancel()
 	note := fmt.Sprintf("%s %s sent, answered %s", tool, sent.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 	if err != nil {
@@ -876,6 +950,7 @@ func (s *soak) verify() {
 	t := s.t
 	wall := time.Since(s.began)
 	byKind := map[soakKind]int{}
+	s.rightByProtocol = map[string]int{}
 	wrong, lost := 0, 0
 	for _, sw := range s.waits {
 		switch {
@@ -887,6 +962,7 @@ func (s *soak) verify() {
 			t.Errorf("wrong: wait %d (%s): %s", sw.id, sw.kind, sw.wrong)
 		default:
 			byKind[sw.kind]++
+			s.rightByProtocol[sw.protocol]++
 		}
 	}
 	runs := s.workflowRuns()
@@ -1078,6 +1154,8 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 		total += byKind[k]
 	}
 	fmt.Fprintf(&b, "  waits planned %d, finished right %d\n", len(s.waits), total)
+	fmt.Fprintf(&b, "  finished right by protocol: %s %d (mcp-go, sessions), %s %d (official Go SDK, stateless)\n",
+		soakProtocols[0], s.rightByProtocol[soakProtocols[0]], soakProtocols[1], s.rightByProtocol[soakProtocols[1]])
 	fmt.Fprintf(&b, "  wrong %d, twice %d, lost %d\n", wrong, twice, lost)
 	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
 		r := runs[typ]
