@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster soak screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster cluster-bins soak screenshot deploy-check clean
 
 all: build
 
@@ -40,12 +40,16 @@ $(BIN)/temporal:
 ## temporal-server and temporal-sql-tool built from go.temporal.io/server at
 ## the version go.mod pins (its tool lines), on PostgreSQL 15 (apt-get install
 ## -y postgresql), the frontend serving mTLS; two fronts and two workers
-e2e-cluster: tools
-	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
-	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+e2e-cluster: tools cluster-bins
 	DURAWAIT_E2E_CLUSTER=1 DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server \
 		DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool DURAWAIT_TEMPORAL_CLI=$(CURDIR)/$(BIN)/temporal \
 		$(GO) test -count=1 -timeout 15m -run '^TestRolesOnAProductionCluster$$' -v ./internal/e2e/
+
+# cluster-bins: the production temporal-server and its SQL schema tool,
+# built from go.temporal.io/server at the version go.mod pins
+cluster-bins:
+	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
+	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
 
 ## unit: the fast tests only (no processes started)
 unit:
@@ -118,9 +122,7 @@ bench-capacity:
 ## bench-cluster: the capacity benchmark on the production temporal-server
 ## and PostgreSQL 15 of make e2e-cluster instead of the embedded engine
 ## (DURAWAIT_BENCH_WAITS sizes, 1000,5000 by default)
-bench-cluster:
-	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
-	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
+bench-cluster: cluster-bins
 	DURAWAIT_BENCH_CLUSTER=1 DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-1000,5000} \
 		DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool \
 		$(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt

@@ -56,9 +56,10 @@ import (
 // DURAWAIT_BENCH_CLUSTER=1 runs durawait on the production temporal-server
 // on PostgreSQL 15 that make e2e-cluster runs (built from the pinned
 // server module; DURAWAIT_BENCH_SHARDS history shards, 4 by default),
-// started once for all sizes on the same machine, instead of its embedded
-// engine; the row then also gives the server's and PostgreSQL's RSS and
-// CPU.
+// started once for all sizes on the same machine (each size on its own task
+// queue, so that no size's leftovers run on the next), instead of its
+// embedded engine; the row then also gives the server's and PostgreSQL's
+// proportional memory (PSS) and CPU.
 func BenchmarkCapacity(b *testing.B) {
 	sizes := capacitySizes(b)
 	limit := raiseOpenFiles(b)
@@ -86,12 +87,14 @@ const (
 	capSettle     = 5 * time.Second
 	capHold       = 20 * time.Second
 	capRSSEvery   = 200 * time.Millisecond
+	capPSSEvery   = time.Second
 	capTailEvery  = 20 * time.Millisecond
 	capInitWorker = 16
 )
 
 // capacityEngine is the Temporal service the benchmark's durawait runs on.
 type capacityEngine struct {
+	// name is "embedded", or says which cluster.
 	name string
 	// flags and env connect durawait to it (none: its embedded engine).
 	flags, env []string
@@ -100,13 +103,18 @@ type capacityEngine struct {
 	pids []int
 }
 
+const embeddedEngine = "embedded"
+
+// external says whether the engine runs outside durawait.
+func (e capacityEngine) external() bool { return len(e.pids) > 0 }
+
 // newCapacityEngine is durawait's embedded engine, or with
 // DURAWAIT_BENCH_CLUSTER set the production cluster of make e2e-cluster
 // (mTLS, PostgreSQL 15 with fsync off, as that test runs it) with
 // durawait's search attributes created, as an operator would.
 func newCapacityEngine(b *testing.B) capacityEngine {
 	if os.Getenv("DURAWAIT_BENCH_CLUSTER") == "" {
-		return capacityEngine{name: "embedded"}
+		return capacityEngine{name: embeddedEngine}
 	}
 	shards := 4
 	if v := os.Getenv("DURAWAIT_BENCH_SHARDS"); v != "" {
@@ -120,19 +128,7 @@ func newCapacityEngine(b *testing.B) capacityEngine {
 	_, err := target.client.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: target.Namespace, SearchAttributes: workflows.SearchAttributes()})
 	require.NoError(b, err, "create durawait's search attributes")
-	eventually(b, "the search attributes to be listed", func() bool {
-		resp, err := target.client.OperatorService().ListSearchAttributes(ctx,
-			&operatorservice.ListSearchAttributesRequest{Namespace: target.Namespace})
-		if err != nil {
-			return false
-		}
-		for _, name := range workflows.SearchAttributeNames {
-			if _, ok := resp.CustomAttributes[name]; !ok {
-				return false
-			}
-		}
-		return true
-	})
+	awaitSearchAttributes(b, target)
 	flags, env := target.connect(1)
 	return capacityEngine{
 		name:  fmt.Sprintf("temporal-server, PostgreSQL, %d shards", shards),
@@ -212,10 +208,12 @@ type capacityRow struct {
 	idleRSSKiB     int
 	cpuPerWait     float64 // % of one core
 	durawaitHWMKiB int
-	// engine names the Temporal service; its peak PSS and CPU per wait
-	// are zero when it is durawait's embedded engine (counted above).
+	// engine names the Temporal service; its PSS and CPU per wait are
+	// zero when it is durawait's embedded engine (counted above).
 	engine           string
 	enginePeakPSSKiB int
+	engineIdlePSSKiB int
+	engineHoldPSSKiB int
 	engineCPUPerWait float64
 }
 
@@ -231,6 +229,9 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 	row := capacityRow{waits: n, load: loadAverage(), engine: eng.name}
 	w := newWorkspace(b)
 	flags := append([]string{"--no-daemon", "--log-level", "info"}, eng.flags...)
+	if eng.external() {
+		flags = append(flags, "--task-queue", "durawait-capacity-"+itoa(n))
+	}
 	pprofAddr := freeAddr(b)
 	if profile != "" {
 		flags = append(flags, "--pprof", pprofAddr)
@@ -239,12 +240,17 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 	pid := inst.cmd.Process.Pid
 	require.Greater(b, openFilesLimit(pid), uint64(n)+512, "durawait's open-files limit is too low for %d sessions", n)
 
-	rss := startRSSSampler(func() int { return treeRSS(pid) })
+	rss := startRSSSampler(capRSSEvery, func() int { return treeRSS(pid) })
 	defer rss.stop()
 	// PostgreSQL's processes share its buffers: their proportional share
-	// (PSS) adds up to what they hold together, their RSS would not.
-	engineRSS := startRSSSampler(func() int { return treePSS(eng.pids...) })
-	defer engineRSS.stop()
+	// (PSS) adds up to what they hold together, their RSS would not. Read
+	// less often: smaps_rollup of every backend costs more than VmRSS.
+	enginePSS := &rssSampler{}
+	if eng.external() {
+		enginePSS = startRSSSampler(capPSSEvery, func() int { return treePSS(eng.pids...) })
+		defer enginePSS.stop()
+		row.engineIdlePSSKiB = treePSS(eng.pids...)
+	}
 	clients := capacitySessions(b, inst, n)
 	prepareFlip(b, w, n)
 	log := startSampleLog(w.path("calls.log"), n)
@@ -298,13 +304,14 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 	row.cpuPerWait = 100 * (cpuTo - cpuFrom) / holdTo.Sub(holdFrom).Seconds() / float64(n)
 	row.engineCPUPerWait = 100 * (engineTo - engineFrom) / holdTo.Sub(holdFrom).Seconds() / float64(n)
 	row.holdRSSKiB = rss.mean(holdFrom, holdTo)
+	row.engineHoldPSSKiB = enginePSS.mean(holdFrom, holdTo)
 	row.heldCalls = float64(log.samplesBetween(holdFrom, holdTo)) / holdTo.Sub(holdFrom).Seconds()
 
 	// The flip: every wait's file to its own match at one moment.
 	flipped := flip(b, w)
 	wg.Wait()
 	row.peakRSSKiB = rss.peak()
-	row.enginePeakPSSKiB = engineRSS.peak()
+	row.enginePeakPSSKiB = enginePSS.peak()
 	row.durawaitHWMKiB = peakRSS(pid)
 	row.lateness = log.lateness(last, flipped, capPollSec*time.Second)
 	row.detect = log.firstSamplesAfter(flipped)
@@ -623,7 +630,7 @@ func (s *sampleLog) lateness(from, to time.Time, poll time.Duration) []time.Dura
 	return late
 }
 
-// rssSampler sums the VmRSS of a process tree every capRSSEvery.
+// rssSampler samples a memory figure (KiB) at an interval.
 type rssSampler struct {
 	mu      sync.Mutex
 	samples []rssSample
@@ -636,12 +643,12 @@ type rssSample struct {
 	kib int
 }
 
-// startRSSSampler samples measure (KiB) every capRSSEvery.
-func startRSSSampler(measure func() int) *rssSampler {
+// startRSSSampler samples measure (KiB) every interval.
+func startRSSSampler(every time.Duration, measure func() int) *rssSampler {
 	r := &rssSampler{done: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		defer close(r.ended)
-		tick := time.NewTicker(capRSSEvery)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			s := rssSample{at: time.Now(), kib: measure()}
@@ -747,25 +754,19 @@ func treePIDs(roots ...int) []int {
 }
 
 // treeRSS sums the VmRSS (KiB) of the process trees of roots.
-func treeRSS(roots ...int) int {
-	sum := 0
-	for _, pid := range treePIDs(roots...) {
-		for _, line := range strings.Split(readFile(fmt.Sprintf("/proc/%d/status", pid)), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				sum += atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			}
-		}
-	}
-	return sum
-}
+func treeRSS(roots ...int) int { return sumProcField(roots, "status", "VmRSS:") }
 
 // treePSS sums the proportional set size (KiB) of the process trees of
 // roots: memory shared by several of them counts once in all.
-func treePSS(roots ...int) int {
+func treePSS(roots ...int) int { return sumProcField(roots, "smaps_rollup", "Pss:") }
+
+// sumProcField sums a "key: N kB" line of /proc/<pid>/<file> over the
+// process trees of roots.
+func sumProcField(roots []int, file, key string) int {
 	sum := 0
 	for _, pid := range treePIDs(roots...) {
-		for _, line := range strings.Split(readFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)), "\n") {
-			if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+		for _, line := range strings.Split(readFile(fmt.Sprintf("/proc/%d/%s", pid, file)), "\n") {
+			if rest, ok := strings.CutPrefix(line, key); ok {
 				sum += atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			}
 		}
@@ -805,16 +806,19 @@ func (r capacityRow) markdown() string {
 	s := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	flip := append([]time.Duration(nil), r.flip...)
 	late := append([]time.Duration(nil), r.lateness...)
-	engineRSS, engineCPU := "in durawait", "in durawait"
-	if r.engine != "embedded" {
-		engineRSS, engineCPU = fmt.Sprintf("%.0f", float64(r.enginePeakPSSKiB)/1024), fmt.Sprintf("%.3f", r.engineCPUPerWait)
+	enginePSS, engineCPU := "in durawait", "in durawait"
+	if r.external() {
+		enginePSS, engineCPU = fmt.Sprintf("%.0f", float64(r.enginePeakPSSKiB)/1024), fmt.Sprintf("%.3f", r.engineCPUPerWait)
 	}
 	return fmt.Sprintf("| %s | %s | %d | %.1f | %d | %s / %s / %s | %s | %d / %d | %.0f | %.0f | %.3f | %s | %s | %s |",
 		time.Now().UTC().Format("2006-01-02 15:04"), r.load, r.waits, r.startsPerSec, r.failed,
 		s(percentile(flip, 0.5)), s(percentile(flip, 0.99)), s(percentile(flip, 1)),
 		s(percentile(late, 0.99)), r.wrong, r.lost, float64(r.peakRSSKiB)/1024, r.rssPerWaitKiB(), r.cpuPerWait,
-		r.engine, engineRSS, engineCPU)
+		r.engine, enginePSS, engineCPU)
 }
+
+// external says whether the engine ran outside durawait.
+func (r capacityRow) external() bool { return r.engine != embeddedEngine }
 
 func (r capacityRow) rssPerWaitKiB() float64 { return float64(r.holdRSSKiB) / float64(r.waits) }
 
@@ -869,7 +873,10 @@ func (r capacityRow) report(b *testing.B) {
 	b.ReportMetric(r.rssAboveIdleKiB(), "rss/wait-above-idle-KiB")
 	b.ReportMetric(r.cpuPerWait, "cpu/wait-%core")
 	b.ReportMetric(r.heldCalls, "probe-calls/s")
-	if r.engine != "embedded" {
+	if r.external() {
+		b.Logf("engine %s: PSS idle %d MiB, during the hold %d MiB (%.0f KiB/wait above idle), peak %d MiB; CPU/wait %.3f %% of a core",
+			r.engine, r.engineIdlePSSKiB/1024, r.engineHoldPSSKiB/1024, float64(r.engineHoldPSSKiB-r.engineIdlePSSKiB)/float64(r.waits),
+			r.enginePeakPSSKiB/1024, r.engineCPUPerWait)
 		b.ReportMetric(float64(r.enginePeakPSSKiB)/1024, "engine-peak-pss-MiB")
 		b.ReportMetric(r.engineCPUPerWait, "engine-cpu/wait-%core")
 	}
@@ -896,8 +903,10 @@ func appendReport(b *testing.B, row string) {
 		return
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() == 0 {
-		_, _ = f.WriteString(capacityHeader)
+	// A new table when the file is new or its last table has other
+	// columns (a report written before them).
+	if !strings.Contains(readFile(path), capacityHeader) {
+		_, _ = f.WriteString("\n" + capacityHeader)
 	}
 	if _, err := f.WriteString(row + "\n"); err != nil {
 		b.Logf("report: %v", err)

@@ -298,9 +298,16 @@ func (rw *rolesWorld) createSearchAttributesAfterRefusal() {
 		require.NoError(t, err, "%s: %s", line, b)
 	}
 	require.Equal(t, len(workflows.SearchAttributeNames), lines, "one create line per search attribute:\n%s", out)
+	awaitSearchAttributes(t, rw.target)
+}
+
+// awaitSearchAttributes waits until target's namespace lists every search
+// attribute durawait uses.
+func awaitSearchAttributes(t testing.TB, target temporalTarget) {
+	t.Helper()
 	eventually(t, "the namespace to list every search attribute", func() bool {
-		resp, err := rw.target.client.OperatorService().ListSearchAttributes(context.Background(),
-			&operatorservice.ListSearchAttributesRequest{Namespace: rw.target.Namespace})
+		resp, err := target.client.OperatorService().ListSearchAttributes(context.Background(),
+			&operatorservice.ListSearchAttributesRequest{Namespace: target.Namespace})
 		if err != nil {
 			return false
 		}

@@ -93,7 +93,8 @@ type temporalServerTLS struct {
 
 // startTemporalServer writes the server's configuration into dir and
 // starts it on pg; it returns once the frontend answers an mTLS client.
-func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, certs temporalServerTLS, shards int, dial func(addr string) (client.Client, error)) *temporalServer {
+func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, certs temporalServerTLS, shards int,
+	dial func(addr string) (client.Client, error)) *temporalServer {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	ports := map[string]string{}
@@ -146,7 +147,8 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 }
 
 // temporalServerConfig is the server's YAML: PostgreSQL (the postgres12
-// plugin) for the default and visibility stores, shards history shards, one cluster, every
+// plugin) for the default and visibility stores, the given number of
+// history shards, one cluster, every
 // service on 127.0.0.1, the frontend requiring client certificates, and
 // the server's own clients of its frontend (the system worker's SDK
 // clients, the services' frontend clients) presenting certificates too.
