@@ -153,7 +153,40 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 				in.Spec.Probe.Tool, in.Spec.MaxWaitSec),
 			ErrTypeNoSample, err)
 	}
+	if reason, cond, ok := lastSampleVerdict(ctx, in.Spec, checkpoint); ok {
+		return progress.Result(in.Spec, reason, cond, elapsed), nil
+	}
 	return progress.Result(in.Spec, WaitReasonTimeout, "", elapsed), nil
+}
+
+// judgeLastHeartbeatChange is the version marker of lastSampleVerdict: runs
+// that took the fallback path before it answered timeout whatever their
+// last sample said, and replay so.
+const judgeLastHeartbeatChange = "durawait-judge-last-heartbeat"
+
+// lastSampleVerdict judges the last sample a lost probe loop's heartbeat
+// carried, when the heartbeat holds the whole observation (at most
+// MaxCheckpointExcerptBytes): a loop whose worker died after it took a
+// sample that met the condition, and that no worker resumed before the
+// bound ran out, answers with that sample's verdict (matched, failed,
+// settled), not timeout. A quiet window is judged at the last attempt's
+// time, no later than the sample itself, so it never settles early. It is
+// a pure function of the spec and the checkpoint, so deterministic.
+func lastSampleVerdict(ctx workflow.Context, spec WaitForSpec, c PollCheckpoint) (WaitReason, ConditionKind, bool) {
+	whole := c.ObservationSHA256 == "" || c.ObservationBytes <= len(c.LastObservation)
+	if !c.HasObservation || !whole {
+		return "", "", false
+	}
+	m, err := NewMatcher(spec, spec.QuietFor())
+	if err != nil {
+		return "", "", false
+	}
+	p := c.Progress()
+	reason, cond, done := m.Judge(p, p.LastAttemptAt)
+	if !done || workflow.GetVersion(ctx, judgeLastHeartbeatChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return "", "", false
+	}
+	return reason, cond, true
 }
 
 // waitForEndState is the DurawaitState of a wait_for that returned result

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,49 @@ func TestWaitForEndsFromTheLastHeartbeatWhenTheLoopIsLost(t *testing.T) {
 	assert.Equal(t, 7, res.Samples)
 	assert.Equal(t, "Pending", res.LastObservation)
 	assert.Equal(t, 60, res.EffectiveMaxWaitSec)
+}
+
+// A loop whose worker died right after a sample that met the condition,
+// and that no worker resumed before the bound ran out, answers with that
+// sample's verdict, not timeout (the crash soak found such waits answering
+// timeout with a matching last observation).
+func TestWaitForJudgesTheLastHeartbeatsSampleWhenTheLoopIsLost(t *testing.T) {
+	at := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	quiet := testSpec(60)
+	quiet.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 10}
+	failing := testSpec(60)
+	failing.Until.FailPattern = "CrashLoop"
+	long := strings.Repeat("x", MaxCheckpointExcerptBytes) + " Running"
+	cases := []struct {
+		name   string
+		spec   WaitForSpec
+		last   PollProgress
+		reason WaitReason
+	}{
+		{"matching sample", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: "pod Running"}, WaitReasonMatched},
+		{"failing sample", failing, PollProgress{Samples: 3, HasObservation: true, LastObservation: "CrashLoop Running"}, WaitReasonFailed},
+		{"sample that does not match", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending"}, WaitReasonTimeout},
+		{"observation cut in the heartbeat", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: long}, WaitReasonTimeout},
+		{"quiet long enough at the last attempt", quiet, PollProgress{Samples: 9, HasObservation: true, LastObservation: "same",
+			QuietSince: at, LastAttemptAt: at.Add(10 * time.Second)}, WaitReasonSettled},
+		{"quiet not yet long enough", quiet, PollProgress{Samples: 9, HasObservation: true, LastObservation: "same",
+			QuietSince: at, LastAttemptAt: at.Add(9 * time.Second)}, WaitReasonTimeout},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+				Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, tc.last.Checkpoint()))
+			env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: tc.spec})
+
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var res WaitForResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			assert.Equal(t, tc.reason, res.Reason)
+			assert.Equal(t, tc.last.Samples, res.Samples)
+		})
+	}
 }
 
 func TestWaitForFailsWhenNoSampleWasEverTaken(t *testing.T) {
