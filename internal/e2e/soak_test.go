@@ -899,10 +899,15 @@ func (s *soak) startAgent(c *soakCaller, sw *soakWait, args map[string]any) stri
 	}
 }
 
-// findInvocation looks for the invocation of prompt with list_agents for
-// up to 10 s (the list is the engine's visibility, which trails a little).
+// findInvocation looks for the invocation of prompt with list_agents, as
+// start_agent's overload message tells a client to. The list is the
+// engine's visibility, which trails the start (after a kill, until the
+// restarted engine has written the record), so "not there" counts only
+// when list_agents answered three times, over at least 3 s, without it;
+// calls cut off by kills do not count, up to a minute in all.
 func (s *soak) findInvocation(c *soakCaller, prompt string) string {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
+	var answered []time.Time
 	for time.Now().Before(deadline) {
 		res, err := c.once("list_agents", nil)
 		if err != nil {
@@ -918,8 +923,12 @@ func (s *soak) findInvocation(c *soakCaller, prompt string) string {
 					return inv.InvocationID
 				}
 			}
+			answered = append(answered, time.Now())
 		}
-		time.Sleep(300 * time.Millisecond)
+		if len(answered) >= 3 && answered[len(answered)-1].Sub(answered[0]) >= 3*time.Second {
+			return ""
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	return ""
 }
