@@ -201,6 +201,10 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			return final, temporal.NewCanceledError(final)
 		}
 		if !unclaimedEndsFailed(ctx) {
+			var lost *hostsLostError
+			if errors.As(err, &lost) {
+				err = lost.err
+			}
 			return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
 		}
 		st.final = &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: ErrCodeStart, Message: unclaimedMessage(err)}}

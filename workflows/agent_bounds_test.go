@@ -93,13 +93,17 @@ func TestATimedOutRunKeepsItsLastHeartbeat(t *testing.T) {
 	assert.Equal(t, ErrCodeWorkerLost, lost.Error.Code)
 }
 
-// With no worker that has agents configured, every claim attempt fails (no
-// worker has the activity); the claim retries for AgentClaimTimeout and the
-// invocation then ends failed, its message naming the cause.
+// With no worker that has agents configured, no host takes the claim from
+// the agent hosts' queue, and on the shared queue every attempt fails (no
+// worker there has the activity); the claim retries for AgentClaimTimeout
+// and the invocation then ends failed, its message naming the cause.
 func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	env := newBoundsEnv()
 	var claims int
-	env.RegisterActivityWithOptions(func(context.Context) (string, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+		if activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue") {
+			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+		}
 		claims++
 		return "", errors.New("unable to find activityType=ClaimAgentHost")
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
@@ -122,6 +126,58 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	assert.LessOrEqual(t, env.Now().Sub(start), AgentClaimTimeout)
 	assert.Equal(t, []string{"running", "failed"}, u.states)
 	assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
+}
+
+// Agent hosts that take the claim and die before they answer (a crash
+// loop; the crash soak killed durawait every 4 s) delay the invocation, not
+// fail it at AgentClaimTimeout: the claim on the agent hosts' queue is
+// retried until a host answers, within AgentClaimCrashTimeout.
+func TestAClaimLostWithItsHostsIsRetriedPastTheNoHostBound(t *testing.T) {
+	env := newBoundsEnv()
+	var claims int
+	start := env.Now()
+	var claimedAt time.Time
+	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+		claims++
+		if env.Now().Sub(start) < AgentClaimTimeout+time.Minute {
+			// The host that took this attempt died before answering.
+			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+		}
+		claimedAt = env.Now()
+		return "host-q", nil
+	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
+		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
+	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
+	assert.Greater(t, claimedAt.Sub(start), AgentClaimTimeout, "claimed after the no-host bound had passed")
+	assert.Greater(t, claims, 20)
+}
+
+// A crash loop that outlasts AgentClaimCrashTimeout ends the invocation
+// failed, and the message says the hosts kept dying, not that none exists.
+func TestAClaimLostWithItsHostsForeverEndsFailedSayingSo(t *testing.T) {
+	env := newBoundsEnv()
+	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+		return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	start := env.Now()
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentFailed, final.Status)
+	require.NotNil(t, final.Error)
+	assert.Equal(t, ErrCodeStart, final.Error.Code)
+	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 15m0s: agent hosts took the claim and were lost")
+	assert.GreaterOrEqual(t, env.Now().Sub(start), AgentClaimCrashTimeout-time.Minute)
 }
 
 // A rolling upgrade may bring the agent hosts last: a claim that no agent

@@ -15,6 +15,15 @@ import (
 // over every attempt.
 const AgentClaimTimeout = 2 * time.Minute
 
+// AgentClaimCrashTimeout bounds a claim on the agent hosts' own queue
+// (AgentClaimQueue), where only agent hosts poll: an attempt there fails
+// only when the host that took it died before it answered. A crash loop of
+// the agent hosts delays the invocation by up to this long before it ends
+// failed, instead of using up AgentClaimTimeout, which stays the bound of
+// "no agent host at all" (no host takes an attempt within claimQueueWait,
+// then the shared queue).
+const AgentClaimCrashTimeout = 15 * time.Minute
+
 // AgentClaimQueue is the task queue of the host claims of a durawait
 // whose workers poll taskQueue: only the workers with agents configured
 // poll it, so the first of them to take the claim runs the CLI, and no
@@ -35,8 +44,10 @@ const claimQueueWait = 30 * time.Second
 
 // claimHost has a host claim the invocation and returns the claiming
 // host's task queue. Runs of this release offer the claim to the agent
-// hosts' own queue first, then (no agent host took it within
-// claimQueueWait) on the shared queue, within AgentClaimTimeout overall.
+// hosts' own queue first, for up to AgentClaimCrashTimeout while agent
+// hosts take its attempts (and die before answering: hostsLostError),
+// then (no agent host took an attempt within claimQueueWait) on the shared
+// queue, within AgentClaimTimeout from the start.
 func claimHost(ctx workflow.Context, provider string) (string, error) {
 	var hostQueue string
 	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -44,12 +55,17 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 		return hostQueue, err
 	}
 	started := workflow.Now(ctx)
-	opts := claimOptions(ctx, provider, AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName), AgentClaimTimeout)
+	// The bound is an activity option, not part of the command: runs
+	// scheduled with AgentClaimTimeout here replay the same.
+	opts := claimOptions(ctx, provider, AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName), AgentClaimCrashTimeout)
 	opts = workflow.WithScheduleToStartTimeout(opts, claimQueueWait)
 	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
 	var timeoutErr *temporal.TimeoutError
-	if err == nil || ctx.Err() != nil || !errors.As(err, &timeoutErr) || timeoutErr.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+	switch {
+	case err == nil || ctx.Err() != nil:
 		return hostQueue, err
+	case !errors.As(err, &timeoutErr) || timeoutErr.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		return "", &hostsLostError{err: err}
 	}
 	left := AgentClaimTimeout - workflow.Now(ctx).Sub(started)
 	if left <= 0 {
@@ -58,6 +74,17 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	err = workflow.ExecuteActivity(claimOptions(ctx, provider, "", left), ClaimAgentHostActivity).Get(ctx, &hostQueue)
 	return hostQueue, err
 }
+
+// hostsLostError is a claim on the agent hosts' queue whose attempts hosts
+// took and lost (they died before answering) until AgentClaimCrashTimeout.
+type hostsLostError struct{ err error }
+
+func (e *hostsLostError) Error() string { return e.err.Error() }
+func (e *hostsLostError) Unwrap() error { return e.err }
+
+// claimMaxAttempts backs up a claim's time bound with a count that the
+// time bound always reaches first.
+const claimMaxAttempts = int32(2 * AgentClaimCrashTimeout / time.Second)
 
 // claimAttemptTimeout bounds one claim attempt (an activity option, not a
 // command: no version needed).
@@ -82,6 +109,9 @@ func claimOptions(ctx workflow.Context, provider, queue string, budget time.Dura
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    5 * time.Second,
+			// Bounded by time (the budget); the count only backs it up
+			// (an attempt every second for the longest budget, and more).
+			MaximumAttempts: claimMaxAttempts,
 		},
 	})
 }
@@ -101,6 +131,19 @@ func unclaimedEndsFailed(ctx workflow.Context) bool {
 // unclaimedMessage is the error message of an invocation no host claimed,
 // err being the claim's failure (its cause, without the activity's IDs).
 func unclaimedMessage(err error) string {
+	var lost *hostsLostError
+	if errors.As(err, &lost) {
+		return fmt.Sprintf("no host claimed this invocation within %s: agent hosts took the claim and were lost "+
+			"before they answered, again and again (see why the agent hosts keep restarting); last error: %s",
+			AgentClaimCrashTimeout, claimCause(lost.err))
+	}
+	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
+		"took it and stayed up to answer (start one, add [agents] to a worker's config, or see why the agent hosts "+
+		"keep restarting); last error: %s", AgentClaimTimeout, claimCause(err))
+}
+
+// claimCause is a failed claim's cause, without the activity's IDs.
+func claimCause(err error) string {
 	cause := err.Error()
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
@@ -110,7 +153,5 @@ func unclaimedMessage(err error) string {
 	case errors.As(err, &timeoutErr):
 		cause = "no worker took the claim"
 	}
-	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
-		"took it and stayed up to answer (start one, add [agents] to a worker's config, or see why the agent hosts "+
-		"keep restarting); last error: %s", AgentClaimTimeout, cause)
+	return cause
 }
