@@ -678,9 +678,14 @@ func (s *soak) connectMCPGo(ctx context.Context) (*mcpClient, error) {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	req.Params.ClientInfo = mcp.Implementation{Name: "durawait-soak", Version: "1"}
-	if _, err := c.Initialize(ictx, req); err != nil {
+	res, err := c.Initialize(ictx, req)
+	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	if res.ProtocolVersion != mcp.ProtocolVersion20251125 {
+		_ = c.Close()
+		return nil, fmt.Errorf("mcp-go negotiated %s, want %s", res.ProtocolVersion, mcp.ProtocolVersion20251125)
 	}
 	return &mcpClient{Client: c, progress: map[string][]float64{}, messages: map[string][]string{}}, nil
 }
@@ -972,6 +977,13 @@ func (s *soak) verify() {
 		default:
 			byKind[sw.kind]++
 			s.rightByProtocol[sw.protocol]++
+		}
+	}
+	// Waits 0-4 and 5-9 speak one era each, every planned outcome: both
+	// eras must have carried waits to their right answer.
+	if len(s.waits) >= len(soakProtocols)*int(soakKinds) {
+		for _, p := range soakProtocols {
+			assert.Positive(t, s.rightByProtocol[p], "no wait of a client speaking %s finished right", p)
 		}
 	}
 	runs := s.workflowRuns()
