@@ -51,9 +51,10 @@ cluster-bins:
 	$(GO) build -o $(BIN)/temporal-server go.temporal.io/server/cmd/server
 	$(GO) build -o $(BIN)/temporal-sql-tool go.temporal.io/server/cmd/tools/sql
 
-## unit: the fast tests only (no processes started)
+## unit: the fast tests only (no Temporal, no durawait process; -short skips
+## the tmux crash loop)
 unit:
-	$(GO) test -count=1 ./workflows/... ./activities/... ./mcpfront/... ./worker/... ./cmd/... ./internal/archtest/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/... ./internal/auth/... ./internal/agentproc/...
+	$(GO) test -count=1 -short ./workflows/... ./activities/... ./mcpfront/... ./worker/... ./cmd/... ./internal/archtest/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/... ./internal/auth/... ./internal/agentproc/...
 
 ## e2e: the end-to-end tests only
 e2e:

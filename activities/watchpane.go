@@ -22,12 +22,16 @@ const PaneHeartbeatInterval = 200 * time.Millisecond
 type PaneWatcher struct {
 	// Observer, when set, is told of the outcome the moment it is known.
 	Observer Observer
+	// Clients shares the control clients among the watches; it must be
+	// set.
+	Clients *tmuxwatch.Hub
 	// LivenessInterval is how often the pane's life is re-checked while no
 	// notification arrives (text itself is event-driven).
 	LivenessInterval time.Duration
 }
 
-// WatchPane attaches a read-only control client to the pane, captures the
+// WatchPane follows the pane through its session's read-only control
+// client (attaching one if none is), captures the
 // baseline, and follows the pane's output until the text appears, the
 // deadline passes, or the pane dies.
 func (w *PaneWatcher) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
@@ -57,7 +61,7 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 		return fail(err)
 	}
 	// Attach first, then capture: output printed in between is in one or the other.
-	follower, err := srv.Follow(ctx, pane)
+	follower, err := w.Clients.Follow(ctx, srv, pane)
 	if err != nil {
 		return fail(err)
 	}

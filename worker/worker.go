@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/activities/tmuxwatch"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -45,6 +46,7 @@ const DefaultMaxConcurrentWaits = 20000
 // Workers are durawait's running workers.
 type Workers struct {
 	workers []sdkworker.Worker
+	closers []func() // run after the workers stop
 }
 
 // New returns the workers, every workflow and activity registered.
@@ -89,7 +91,8 @@ func New(opts Options) (*Workers, error) {
 		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{
 			MaxHeartbeatThrottleInterval: activities.PaneHeartbeatInterval,
 		})
-		watcher := &activities.PaneWatcher{Observer: opts.Observer}
+		watcher := &activities.PaneWatcher{Observer: opts.Observer, Clients: tmuxwatch.NewHub()}
+		ws.closers = append(ws.closers, watcher.Clients.Close)
 		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
 		tmux.RegisterActivityWithOptions(activities.ListPanes, activity.RegisterOptions{Name: workflows.ListPanesActivityName})
 		ws.workers = append(ws.workers, tmux)
@@ -110,10 +113,14 @@ func (w *Workers) Start() error {
 	return nil
 }
 
-// Stop stops every worker.
+// Stop stops every worker, then detaches the tmux control clients they
+// shared.
 func (w *Workers) Stop() {
 	for _, wk := range w.workers {
 		wk.Stop()
+	}
+	for _, c := range w.closers {
+		c()
 	}
 }
 

@@ -3,12 +3,12 @@ package tmuxwatch
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/durawait/durawait/workflows"
@@ -22,24 +22,38 @@ type Event struct {
 	Notice string
 }
 
-// Follower is a read-only, ignore-size control-mode client attached to a
-// pane's session. It never types into or resizes anything, and shows in
-// `tmux list-clients` while it runs.
-type Follower struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	events chan Event
-	stop   chan struct{} // closed by Close: the reader stops delivering
-	done   chan struct{}
-}
-
 // attachTimeout bounds how long attaching a control client may take.
 const attachTimeout = 10 * time.Second
 
-// Follow attaches a control client to the session of paneID and returns once
-// it is attached, so output printed from then on is seen.
-func (s Server) Follow(ctx context.Context, paneID string) (*Follower, error) {
-	cmd := exec.Command("tmux", s.args("-C", "attach-session", "-t", paneID, "-f", "read-only,ignore-size")...)
+// detachTimeout bounds how long a control client may take to leave after
+// its stdin is closed before it is killed.
+const detachTimeout = 2 * time.Second
+
+// controlClient is one read-only, ignore-size control-mode client attached
+// to a session. It never types into or resizes anything, and shows in
+// `tmux list-clients` while it runs. A Hub shares it among the watches of
+// the session's panes.
+type controlClient struct {
+	key   sessionKey
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+
+	ready     chan struct{} // closed once attached or failed
+	attachErr error         // set before ready is closed
+	done      chan struct{} // closed when the process has ended
+
+	mu     sync.Mutex
+	ended  bool                              // the client ended: no new followers
+	panes  map[string]map[*Follower]struct{} // followers by pane ID
+	nSubs  int
+	onDone func(*controlClient) // tells the hub the client ended
+}
+
+// start starts the client process; the reader reports attachment on ready.
+func (s Server) startControlClient(key sessionKey, onDone func(*controlClient)) (*controlClient, error) {
+	// Attaching by session ID, not by pane, leaves the session's current
+	// window and active pane as they are.
+	cmd := exec.Command("tmux", s.args("-C", "attach-session", "-t", key.session, "-f", "read-only,ignore-size")...)
 	// The control client dies with durawait: no client is left behind
 	// (on Linux even after a kill -9; controlClientProcAttr says how on
 	// other systems).
@@ -60,79 +74,180 @@ func (s Server) Follow(ctx context.Context, paneID string) (*Follower, error) {
 		}
 		return nil, fmt.Errorf("start tmux control client: %w", err)
 	}
-	f := &Follower{cmd: cmd, stdin: stdin, events: make(chan Event, 256), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &controlClient{
+		key: key, cmd: cmd, stdin: stdin,
+		ready: make(chan struct{}), done: make(chan struct{}),
+		panes: make(map[string]map[*Follower]struct{}), onDone: onDone,
+	}
 	attached := make(chan struct{})
-	go f.read(stdout, paneID, attached)
+	go c.read(stdout, attached)
+	go func() {
+		timer := time.NewTimer(attachTimeout)
+		defer timer.Stop()
+		select {
+		case <-attached:
+		case <-c.done:
+			msg := strings.TrimSpace(stderr.String())
+			if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
+				c.attachErr = &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
+			} else {
+				c.attachErr = fmt.Errorf("tmux control client for session %s ended at once: %s", key.session, msg)
+			}
+		case <-timer.C:
+			c.attachErr = fmt.Errorf("tmux control client for session %s did not attach within %s", key.session, attachTimeout)
+			c.kill()
+		}
+		close(c.ready)
+	}()
+	return c, nil
+}
 
-	timer := time.NewTimer(attachTimeout)
+// subscribe adds a follower of paneID, unless the client has ended.
+func (c *controlClient) subscribe(paneID string) *Follower {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return nil
+	}
+	f := &Follower{client: c, paneID: paneID, events: make(chan Event, 256), stop: make(chan struct{})}
+	if c.panes[paneID] == nil {
+		c.panes[paneID] = make(map[*Follower]struct{})
+	}
+	c.panes[paneID][f] = struct{}{}
+	c.nSubs++
+	return f
+}
+
+// unsubscribe removes f and reports whether it was the client's last
+// follower, in which case the client takes no new ones.
+func (c *controlClient) unsubscribe(f *Follower) (last bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.panes[f.paneID][f]; !ok {
+		return false
+	}
+	delete(c.panes[f.paneID], f)
+	if len(c.panes[f.paneID]) == 0 {
+		delete(c.panes, f.paneID)
+	}
+	c.nSubs--
+	if c.nSubs == 0 && !c.ended {
+		c.ended = true
+		return true
+	}
+	return false
+}
+
+// followers returns the followers of paneID, or of every pane when paneID
+// is empty.
+func (c *controlClient) followers(paneID string) []*Follower {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*Follower
+	for id, fs := range c.panes {
+		if paneID != "" && id != paneID {
+			continue
+		}
+		for f := range fs {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// detach closes the client's stdin, which tmux takes as a clean detach,
+// and kills it only if it has not left within detachTimeout.
+func (c *controlClient) detach() {
+	_ = c.stdin.Close()
+	timer := time.NewTimer(detachTimeout)
 	defer timer.Stop()
 	select {
-	case <-attached:
-		return f, nil
-	case <-f.done:
-		f.Close()
-		msg := strings.TrimSpace(stderr.String())
-		if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
-			return nil, &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
-		}
-		return nil, fmt.Errorf("tmux control client for %s ended at once: %s", paneID, msg)
+	case <-c.done:
 	case <-timer.C:
-		f.Close()
-		return nil, fmt.Errorf("tmux control client for %s did not attach within %s", paneID, attachTimeout)
-	case <-ctx.Done():
-		f.Close()
-		return nil, ctx.Err()
+		c.kill()
+		<-c.done
 	}
 }
 
-// Events delivers the pane's output and the client's notifications; it is
-// closed when the client ends.
-func (f *Follower) Events() <-chan Event { return f.events }
+func (c *controlClient) kill() { _ = c.cmd.Process.Kill() }
 
-// Close detaches the client at once.
-func (f *Follower) Close() {
-	select {
-	case <-f.stop:
-	default:
-		close(f.stop)
-	}
-	_ = f.stdin.Close()
-	_ = f.cmd.Process.Kill()
-	<-f.done
-}
-
-func (f *Follower) read(stdout io.Reader, paneID string, attached chan struct{}) {
+func (c *controlClient) read(stdout io.Reader, attached chan struct{}) {
 	defer func() {
-		_ = f.cmd.Wait()
-		close(f.events)
-		close(f.done)
+		_ = c.cmd.Wait()
+		c.onDone(c)
+		c.mu.Lock()
+		c.ended = true
+		var left []*Follower
+		for _, fs := range c.panes {
+			for f := range fs {
+				left = append(left, f)
+			}
+		}
+		c.mu.Unlock()
+		for _, f := range left {
+			close(f.events)
+		}
+		close(c.done)
 	}()
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	isAttached := false
-	markAttached := func() {
-		if !isAttached {
-			isAttached = true
-			close(attached)
-		}
-	}
-	prefix := "%output " + paneID + " "
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, prefix):
-			f.deliver(Event{Output: DecodeOctal(line[len(prefix):])})
-		case strings.HasPrefix(line, "%output "), strings.HasPrefix(line, "%extended-output "):
-			// Another pane of the session.
+		case strings.HasPrefix(line, "%output "):
+			paneID, data, ok := strings.Cut(line[len("%output "):], " ")
+			if !ok {
+				continue
+			}
+			fs := c.followers(paneID)
+			if len(fs) == 0 {
+				continue // a pane of the session nobody follows
+			}
+			out := DecodeOctal(data)
+			for _, f := range fs {
+				f.deliver(Event{Output: out})
+			}
+		case strings.HasPrefix(line, "%extended-output "):
 		case strings.HasPrefix(line, "%end "), strings.HasPrefix(line, "%session-changed "):
-			markAttached()
+			if !isAttached {
+				isAttached = true
+				close(attached)
+			}
 		case strings.HasPrefix(line, "%begin "), strings.HasPrefix(line, "%error "):
 		case strings.HasPrefix(line, "%"):
 			if isAttached {
-				f.deliver(Event{Notice: line})
+				for _, f := range c.followers("") {
+					f.deliver(Event{Notice: line})
+				}
 			}
 		}
 	}
+}
+
+// Follower follows one pane's output through its session's shared control
+// client.
+type Follower struct {
+	client    *controlClient
+	hub       *Hub
+	paneID    string
+	events    chan Event
+	stop      chan struct{} // closed by Close: the reader stops delivering
+	closeOnce sync.Once
+}
+
+// Events delivers the pane's output and the session's notifications; it is
+// closed when the control client ends (the tmux server went away, or the
+// client was killed).
+func (f *Follower) Events() <-chan Event { return f.events }
+
+// Close stops following. The last follower of a session detaches its
+// control client, in the background.
+func (f *Follower) Close() {
+	f.closeOnce.Do(func() {
+		close(f.stop)
+		f.hub.release(f)
+	})
 }
 
 // deliver passes ev on unless the follower is closing.

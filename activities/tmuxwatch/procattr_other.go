@@ -6,8 +6,8 @@ import "syscall"
 
 // controlClientProcAttr puts a tmux control client in its own process
 // group. Systems other than Linux have no parent-death signal: durawait
-// kills the client when the watch ends (Follower.Close, on the wait's end,
-// its cancellation and durawait's shutdown). The gap: after a kill -9 of
+// detaches the client when the last watch of its session ends (Hub) and
+// on shutdown (Hub.Close). The gap: after a kill -9 of
 // durawait the client is not killed; it exits once it reads end of file on
 // its stdin (the kernel closes the pipe when durawait dies), which a tmux
 // control client does at once.

@@ -1,0 +1,140 @@
+package tmuxwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Hub shares tmux control clients among pane watches: one client per tmux
+// server and session, attached while at least one watch follows a pane of
+// that session, however many watches there are.
+//
+// Sharing is what keeps a tmux server alive through durawait's crashes:
+// every control client dies with durawait, and tmux 3.3a's server
+// segfaults when many control clients die at once (docs/tmux.md). It also
+// spares the host one tmux process per wait.
+type Hub struct {
+	mu      sync.Mutex
+	clients map[sessionKey]*controlClient
+	closed  bool
+	leaving sync.WaitGroup // clients detaching in the background
+}
+
+// sessionKey names one session of one tmux server.
+type sessionKey struct {
+	socket  string
+	session string // the session's ID, like $3
+}
+
+// NewHub returns a Hub with no clients yet.
+func NewHub() *Hub {
+	return &Hub{clients: make(map[sessionKey]*controlClient)}
+}
+
+// errHubClosed is returned by Follow after Close.
+var errHubClosed = errors.New("tmux watches are shutting down")
+
+// Follow follows paneID's output through the control client of its
+// session, attaching one if none is. It returns once the client is
+// attached, so output printed from then on is seen.
+func (h *Hub) Follow(ctx context.Context, srv Server, paneID string) (*Follower, error) {
+	session, err := srv.sessionOf(ctx, paneID)
+	if err != nil {
+		return nil, err
+	}
+	key := sessionKey{socket: srv.Socket, session: session}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errHubClosed
+	}
+	c := h.clients[key]
+	if c == nil {
+		c, err = srv.startControlClient(key, h.forget)
+		if err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		h.clients[key] = c
+	}
+	h.mu.Unlock()
+
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.attachErr != nil {
+		return nil, c.attachErr
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := c.subscribe(paneID)
+	if f == nil {
+		return nil, fmt.Errorf("the tmux control client of session %s ended while %s was being followed; the watch starts again", session, paneID)
+	}
+	f.hub = h
+	return f, nil
+}
+
+// forget drops c once its process has ended, so the next watch of its
+// session attaches a new client.
+func (h *Hub) forget(c *controlClient) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clients[c.key] == c {
+		delete(h.clients, c.key)
+	}
+}
+
+// release removes f; the last follower of a client detaches it.
+func (h *Hub) release(f *Follower) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := f.client
+	if !c.unsubscribe(f) || h.closed {
+		return // Close detaches the clients it found
+	}
+	if h.clients[c.key] == c {
+		delete(h.clients, c.key)
+	}
+	h.leaving.Add(1)
+	go func() {
+		defer h.leaving.Done()
+		c.detach()
+	}()
+}
+
+// Close detaches every client and waits until they have left. Follow fails
+// afterwards.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	clients := h.clients
+	h.clients = make(map[sessionKey]*controlClient)
+	for _, c := range clients {
+		h.leaving.Add(1)
+		go func(c *controlClient) {
+			defer h.leaving.Done()
+			c.detach()
+		}(c)
+	}
+	h.mu.Unlock()
+	h.leaving.Wait()
+}
+
+// sessionOf returns the ID of the session paneID belongs to.
+func (s Server) sessionOf(ctx context.Context, paneID string) (string, error) {
+	out, err := s.run(ctx, "display-message", "-p", "-t", paneID, "#{session_id}")
+	if err != nil {
+		return "", fmt.Errorf("find the session of pane %s: %w", paneID, err)
+	}
+	id := strings.TrimSpace(out)
+	if !strings.HasPrefix(id, "$") {
+		return "", fmt.Errorf("find the session of pane %s: tmux answered %q", paneID, id)
+	}
+	return id, nil
+}

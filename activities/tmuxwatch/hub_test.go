@@ -1,0 +1,248 @@
+package tmuxwatch
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testServer starts a tmux server on a private socket with one session
+// ("one") of one pane; it is killed when the test ends.
+func testServer(t *testing.T, env ...string) Server {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	// A short directory: a socket path is limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "tw")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	srv := Server{Socket: filepath.Join(dir, "s")}
+	start := exec.Command("tmux", srv.args("new-session", "-d", "-s", "one", "-x", "120", "-y", "30", "sh")...)
+	start.Env = append(os.Environ(), env...)
+	out, err := start.CombinedOutput()
+	require.NoError(t, err, "start tmux: %s", out)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", srv.Socket, "kill-server").Run() })
+	return srv
+}
+
+func tmuxRun(t *testing.T, srv Server, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("tmux", srv.args(args...)...).CombinedOutput()
+	require.NoError(t, err, "tmux %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func controlClients(srv Server) int {
+	out, err := exec.Command("tmux", srv.args("list-clients", "-F", "#{client_control_mode}")...).Output()
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(out), "1")
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitOutput reads f's events until their output contains text.
+func awaitOutput(t *testing.T, f *Follower, text string) string {
+	t.Helper()
+	var seen strings.Builder
+	timer := time.NewTimer(15 * time.Second)
+	defer timer.Stop()
+	for !strings.Contains(seen.String(), text) {
+		select {
+		case ev, open := <-f.Events():
+			require.True(t, open, "the control client ended before %q appeared", text)
+			seen.Write(ev.Output)
+		case <-timer.C:
+			t.Fatalf("%q did not appear; seen: %q", text, seen.String())
+		}
+	}
+	return seen.String()
+}
+
+func TestHubSharesOneControlClientPerSession(t *testing.T) {
+	srv := testServer(t)
+	ctx := context.Background()
+	paneA := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	paneB := tmuxRun(t, srv, "split-window", "-d", "-P", "-F", "#{pane_id}", "-t", "one", "sh")
+	tmuxRun(t, srv, "new-session", "-d", "-s", "two", "sh")
+	paneC := tmuxRun(t, srv, "display-message", "-p", "-t", "two", "#{pane_id}")
+	hub := NewHub()
+	defer hub.Close()
+
+	a1, err := hub.Follow(ctx, srv, paneA)
+	require.NoError(t, err)
+	a2, err := hub.Follow(ctx, srv, paneA)
+	require.NoError(t, err)
+	b, err := hub.Follow(ctx, srv, paneB)
+	require.NoError(t, err)
+	assert.Equal(t, 1, controlClients(srv), "three watches of one session share one client")
+	c, err := hub.Follow(ctx, srv, paneC)
+	require.NoError(t, err)
+	assert.Equal(t, 2, controlClients(srv), "another session has its own client")
+	assert.Equal(t, paneA, tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}"),
+		"attaching left the session's active pane as it was")
+
+	tmuxRun(t, srv, "send-keys", "-t", paneA, "-l", "printf 'A%s\\n' -MARK")
+	tmuxRun(t, srv, "send-keys", "-t", paneA, "Enter")
+	awaitOutput(t, a1, "A-MARK")
+	awaitOutput(t, a2, "A-MARK")
+	tmuxRun(t, srv, "send-keys", "-t", paneB, "-l", "printf 'B%s\\n' -MARK")
+	tmuxRun(t, srv, "send-keys", "-t", paneB, "Enter")
+	assert.NotContains(t, awaitOutput(t, b, "B-MARK"), "A-MARK", "a watch sees only its own pane's output")
+
+	a1.Close()
+	a1.Close() // twice is harmless
+	b.Close()
+	assert.Equal(t, 2, controlClients(srv), "a session's client stays while one of its watches does")
+	tmuxRun(t, srv, "send-keys", "-t", paneA, "-l", "printf 'A%s\\n' -AGAIN")
+	tmuxRun(t, srv, "send-keys", "-t", paneA, "Enter")
+	awaitOutput(t, a2, "A-AGAIN")
+	a2.Close()
+	eventually(t, "the last watch of session one to detach its client", func() bool { return controlClients(srv) == 1 })
+
+	// A new watch of the session attaches a new client.
+	a3, err := hub.Follow(ctx, srv, paneA)
+	require.NoError(t, err)
+	assert.Equal(t, 2, controlClients(srv))
+	a3.Close()
+	c.Close()
+	eventually(t, "every client to detach", func() bool { return controlClients(srv) == 0 })
+}
+
+func TestHubEndsEveryWatchWhenTheServerGoes(t *testing.T) {
+	srv := testServer(t)
+	hub := NewHub()
+	defer hub.Close()
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	var fs []*Follower
+	for i := 0; i < 3; i++ {
+		f, err := hub.Follow(context.Background(), srv, pane)
+		require.NoError(t, err)
+		fs = append(fs, f)
+	}
+	tmuxRun(t, srv, "kill-server")
+	for _, f := range fs {
+		for range f.Events() {
+		}
+		f.Close()
+	}
+	_, err := hub.Follow(context.Background(), srv, pane)
+	var te *Error
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "tmux_unavailable", string(te.Code))
+}
+
+func TestHubCloseDetachesEveryClient(t *testing.T) {
+	srv := testServer(t)
+	hub := NewHub()
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	f, err := hub.Follow(context.Background(), srv, pane)
+	require.NoError(t, err)
+	hub.Close()
+	assert.Equal(t, 0, controlClients(srv), "Close returns once the clients have left")
+	for range f.Events() {
+	}
+	f.Close()
+	_, err = hub.Follow(context.Background(), srv, pane)
+	assert.ErrorIs(t, err, errHubClosed)
+}
+
+// helperEnv names the socket a re-executed test binary follows a pane on,
+// as durawait's worker does, until it is killed.
+const helperEnv = "TMUXWATCH_TEST_FOLLOW_SOCKET"
+
+// bigEnvironment is 300 variables of 200 bytes, as a CI runner or an agent
+// host may have: a client sends tmux its whole environment when it
+// attaches, and a big one makes the crash below come within a few kills.
+var bigEnvironment = func() []string {
+	env := make([]string, 300)
+	for i := range env {
+		env[i] = fmt.Sprintf("TMUXWATCH_TEST_FILLER_%d=%s", i, strings.Repeat("x", 200))
+	}
+	return env
+}()
+
+// TestHubKeepsTheTmuxServerAliveThroughCrashes kills a process holding 40
+// watches of one pane with SIGKILL, over and over, some while it attaches.
+// With a control client per watch, tmux 3.3a's server segfaulted within a
+// few such kills (docs/tmux.md); with one shared client it lives.
+func TestHubKeepsTheTmuxServerAliveThroughCrashes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a process 100 times")
+	}
+	srv := testServer(t, bigEnvironment...)
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	tmuxRun(t, srv, "send-keys", "-t", pane, "-l", "while :; do echo tick; sleep 0.05; done")
+	tmuxRun(t, srv, "send-keys", "-t", pane, "Enter")
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for round := 1; round <= 100; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFollowUntilKilled$")
+		cmd.Env = append(os.Environ(), helperEnv+"="+srv.Socket, "TMUXWATCH_TEST_PANE="+pane)
+		cmd.Env = append(cmd.Env, bigEnvironment...)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		lines := bufio.NewScanner(out)
+		// Half the kills land while the watches attach (up to 150 ms after they
+		// begin), half once all follow.
+		want := "following"
+		if round%2 == 0 {
+			want = "attached"
+		}
+		for lines.Scan() && lines.Text() != want {
+		}
+		time.Sleep(time.Duration(rng.Intn(150)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		eventually(t, "the killed process's control client to go", func() bool { return controlClients(srv) == 0 })
+		_, err = exec.Command("tmux", srv.args("has-session", "-t", "one")...).Output()
+		require.NoError(t, err, "the tmux server died at kill %d", round)
+	}
+}
+
+// TestHelperFollowUntilKilled is the process TestHubKeepsTheTmuxServerAliveThroughCrashes kills.
+func TestHelperFollowUntilKilled(t *testing.T) {
+	socket := os.Getenv(helperEnv)
+	if socket == "" {
+		t.Skip("run by TestHubKeepsTheTmuxServerAliveThroughCrashes")
+	}
+	srv, pane := Server{Socket: socket}, os.Getenv("TMUXWATCH_TEST_PANE")
+	hub := NewHub()
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := hub.Follow(context.Background(), srv, pane); err != nil {
+				fmt.Println("error:", err)
+			}
+		}()
+	}
+	fmt.Println("following")
+	wg.Wait()
+	fmt.Println("attached")
+	select {}
+}
