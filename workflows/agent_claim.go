@@ -39,15 +39,32 @@ const claimQueueVersion = "durawait-agent-claim-queue"
 // claimQueueWait is how long a claim waits on AgentClaimQueue for an agent
 // host of this release before it is offered on the shared queue, where
 // agent hosts of the previous release take it: a rolling upgrade that
-// brings the agent hosts last loses no invocation.
+// brings the agent hosts last loses no invocation. Runs before
+// claimStormVersion waited this long.
 const claimQueueWait = 30 * time.Second
+
+// claimStormVersion is the change ID (workflow.GetVersion) under which a
+// claim waits up to AgentClaimTimeout on AgentClaimQueue for an agent host
+// to poll (not claimQueueWait), then is offered on the shared queue for
+// claimSharedOffer. Before it, one gap of claimQueueWait without a poller
+// ended the hosts' queue phase, and the shared queue got what was left of
+// AgentClaimTimeout: in a crash loop of the agent hosts, after minutes of
+// lost attempts, nothing (the crash soak's one wrong agent answer after
+// the first fixes).
+const claimStormVersion = "durawait-agent-claim-storm"
+
+// claimSharedOffer is how long a claim no agent host of this release polled
+// for is offered on the shared queue (runs from claimStormVersion): agent
+// hosts of the previous release poll it all the time, so they take it at
+// once if there are any.
+const claimSharedOffer = 30 * time.Second
 
 // claimHost has a host claim the invocation and returns the claiming
 // host's task queue. Runs of this release offer the claim to the agent
 // hosts' own queue first, for up to AgentClaimCrashTimeout while agent
 // hosts take its attempts (and die before answering: hostsLostError),
-// then (no agent host took an attempt within claimQueueWait) on the shared
-// queue, within AgentClaimTimeout from the start.
+// then (no agent host took an attempt within AgentClaimTimeout) on the
+// shared queue for claimSharedOffer (noHostError).
 func claimHost(ctx workflow.Context, provider string) (string, error) {
 	var hostQueue string
 	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -55,10 +72,15 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 		return hostQueue, err
 	}
 	started := workflow.Now(ctx)
-	// The bound is an activity option, not part of the command: runs
-	// scheduled with AgentClaimTimeout here replay the same.
+	stormProof := workflow.GetVersion(ctx, claimStormVersion, workflow.DefaultVersion, 1) >= 1
+	queueWait := claimQueueWait
+	if stormProof {
+		queueWait = AgentClaimTimeout
+	}
+	// The bounds are activity options, not part of the command: runs
+	// scheduled with other bounds here replay the same.
 	opts := claimOptions(ctx, provider, AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName), AgentClaimCrashTimeout)
-	opts = workflow.WithScheduleToStartTimeout(opts, claimQueueWait)
+	opts = workflow.WithScheduleToStartTimeout(opts, queueWait)
 	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
 	var timeoutErr *temporal.TimeoutError
 	switch {
@@ -67,13 +89,33 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	case !errors.As(err, &timeoutErr) || timeoutErr.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
 		return "", &hostsLostError{err: err}
 	}
-	left := AgentClaimTimeout - workflow.Now(ctx).Sub(started)
-	if left <= 0 {
-		return "", err
+	left := claimSharedOffer
+	if !stormProof {
+		left = AgentClaimTimeout - workflow.Now(ctx).Sub(started)
+		if left <= 0 {
+			return "", &noHostError{err: err, bound: AgentClaimTimeout}
+		}
 	}
 	err = workflow.ExecuteActivity(claimOptions(ctx, provider, "", left), ClaimAgentHostActivity).Get(ctx, &hostQueue)
+	if err != nil && ctx.Err() == nil {
+		bound := AgentClaimTimeout
+		if stormProof {
+			bound += claimSharedOffer
+		}
+		return "", &noHostError{err: err, bound: bound}
+	}
 	return hostQueue, err
 }
+
+// noHostError is a claim no agent host took: none polled the agent hosts'
+// queue, and none took it on the shared queue either, within bound.
+type noHostError struct {
+	err   error
+	bound time.Duration
+}
+
+func (e *noHostError) Error() string { return e.err.Error() }
+func (e *noHostError) Unwrap() error { return e.err }
 
 // hostsLostError is a claim on the agent hosts' queue whose attempts hosts
 // took and lost (they died before answering) until AgentClaimCrashTimeout.
@@ -137,9 +179,14 @@ func unclaimedMessage(err error) string {
 			"before they answered, again and again (see why the agent hosts keep restarting); last error: %s",
 			AgentClaimCrashTimeout, claimCause(lost.err))
 	}
+	waited := AgentClaimTimeout
+	var none *noHostError
+	if errors.As(err, &none) {
+		waited = none.bound
+	}
 	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
 		"took it and stayed up to answer (start one, add [agents] to a worker's config, or see why the agent hosts "+
-		"keep restarting); last error: %s", AgentClaimTimeout, claimCause(err))
+		"keep restarting); last error: %s", waited, claimCause(err))
 }
 
 // claimCause is a failed claim's cause, without the activity's IDs.
