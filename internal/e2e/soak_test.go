@@ -108,7 +108,11 @@ type soakWait struct {
 
 	startedAt atomic.Int64 // unix ns of the first call, 0 before
 	flipped   atomic.Bool
-	done      atomic.Bool
+	// flipLog and boundLog are the probe's call log size just after a
+	// wait_for's flip and 2 s before its bound (first call + max_wait_sec):
+	// the calls logged between them read READY before the bound.
+	flipLog, boundLog atomic.Int64
+	done              atomic.Bool
 	// wrong says how the result differed from the plan ("" when right).
 	wrong      string
 	invocation string // the agent invocation the client waited on
@@ -162,9 +166,12 @@ type soak struct {
 	rightByProtocol  map[string]int
 	watch            recoveryWatch
 	killTimes        []time.Time
-	startsFound      int            // start_agent answers lost, the invocation found by list_agents
-	startFailures    map[string]int // durawait exits during start-up, by their last lines
-	cleanup          sync.Once
+	startsFound      int // start_agent answers lost, the invocation found by list_agents
+	// unsampledTimeouts are wait_for waits that flipped but answered
+	// timeout with no probe call of theirs between the flip and the bound.
+	unsampledTimeouts int
+	startFailures     map[string]int // durawait exits during start-up, by their last lines
+	cleanup           sync.Once
 }
 
 func newSoak(t *testing.T, knobs soakKnobs) *soak {
@@ -389,6 +396,21 @@ type recoveryWatch struct {
 	active   bool
 }
 
+// readsBetween counts the probe calls of sw's file logged between the call
+// log offsets from and to (to 0: the bound was not reached: every call
+// from from on).
+func (s *soak) readsBetween(sw *soakWait, from, to int64) int {
+	b, err := os.ReadFile(s.w.path("calls.log"))
+	if err != nil || from <= 0 || from > int64(len(b)) {
+		return -1
+	}
+	if to <= 0 || to > int64(len(b)) {
+		to = int64(len(b))
+	}
+	needle := fmt.Sprintf("probe/w%d\"", sw.id)
+	return strings.Count(string(b[from:max(from, to)]), needle)
+}
+
 func (s *soak) callLogSize() int64 {
 	fi, err := os.Stat(s.w.path("calls.log"))
 	if err != nil {
@@ -596,6 +618,9 @@ func (s *soak) flip(sw *soakWait) {
 		if err := os.WriteFile(sw.path(s), []byte(fmt.Sprintf("READY %d", sw.id)), 0o644); err != nil {
 			s.t.Errorf("flip %d: %v", sw.id, err)
 		}
+		// A call logged from now on reads READY: the probe logs a call
+		// before it reads the file.
+		sw.flipLog.Store(s.callLogSize())
 	case kindAgentOK, kindAgentBlocked:
 		if err := os.WriteFile(s.w.path(fmt.Sprintf("scripts/go%d", sw.id)), nil, 0o644); err != nil {
 			s.t.Errorf("flip %d: %v", sw.id, err)
@@ -806,6 +831,10 @@ func (s *soak) runWait(sw *soakWait) {
 		once.Do(func() { s.inflightStarts.Add(-1) })
 	}
 	defer started()
+	if sw.kind == kindMatch {
+		bound := time.AfterFunc(time.Duration(sw.maxWait)*time.Second-2*time.Second, func() { sw.boundLog.Store(s.callLogSize()) })
+		defer bound.Stop()
+	}
 	switch sw.kind {
 	case kindMatch, kindTimeout:
 		s.runWaitFor(c, sw, started)
@@ -836,6 +865,15 @@ func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
 	}
 	switch sw.kind {
 	case kindMatch:
+		if r.Reason == "timeout" && r.LastObservation == fmt.Sprintf("pending %d", sw.id) && r.ElapsedSec >= float64(sw.maxWait)-0.5 &&
+			s.readsBetween(sw, sw.flipLog.Load(), sw.boundLog.Load()) == 0 {
+			// The contract's answer when no probe call ran between the
+			// flip and the bound: the storm left no worker up to sample.
+			s.mu.Lock()
+			s.unsampledTimeouts++
+			s.mu.Unlock()
+			return
+		}
 		if r.Reason != "matched" || r.LastObservation != fmt.Sprintf("READY %d", sw.id) {
 			sw.wrong = fmt.Sprintf("want matched on %q, got %+v", fmt.Sprintf("READY %d", sw.id), r)
 		}
@@ -1169,6 +1207,7 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 	fmt.Fprintf(&b, "  mid-result: flipped waits undelivered at the kill  p50 %d, max %d\n", p50i(s.midResultPending), maxi(s.midResultPending))
 	fmt.Fprintf(&b, "  downstream probe server kills %d\n", s.downstreamKills)
 	fmt.Fprintf(&b, "  start_agent answers cut off, the invocation then found by list_agents %d\n", s.startsFound)
+	fmt.Fprintf(&b, "  wait_for flipped but answered timeout, no probe call of it between flip and bound (the contract's answer) %d\n", s.unsampledTimeouts)
 	total := 0
 	for k := soakKind(0); k < soakKinds; k++ {
 		fmt.Fprintf(&b, "  finished right: %-22s %d\n", k, byKind[k])
