@@ -105,7 +105,7 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 				if err := stillThere(); err != nil {
 					return fail(err)
 				}
-				return workflows.TextWaitOutcome{}, errors.New("the tmux control client ended; the watch starts again")
+				return workflows.TextWaitOutcome{}, errors.New("the pane's output stream ended (its tmux control client ended, or this watch fell behind); the watch starts again")
 			}
 			if ev.Output != nil && finder.Feed(cleaner.Clean(ev.Output)) {
 				return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, true, "output",

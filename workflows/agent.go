@@ -202,8 +202,12 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		}
 		if !unclaimedEndsFailed(ctx) {
 			var lost *hostsLostError
-			if errors.As(err, &lost) {
+			var none *noHostError
+			switch {
+			case errors.As(err, &lost):
 				err = lost.err
+			case errors.As(err, &none):
+				err = none.err
 			}
 			return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
 		}

@@ -121,7 +121,7 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	assert.Equal(t, AgentReasonFinished, final.Reason)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
-	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 2m30s")
+	assert.Contains(t, final.Error.Message, "no host claimed this invocation: no agent host polled its queue for 2m0s, then none took it within 30s on the shared queue")
 	assert.Contains(t, final.Error.Message, "[agents]")
 	assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
 	assert.GreaterOrEqual(t, claims, 5, "bounded by time, not by a few attempts")

@@ -10,9 +10,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// AgentClaimTimeout bounds how long an invocation waits for a host to claim
-// it (ClaimAgentHostActivity, taken by a worker with agents configured),
-// over every attempt.
+// AgentClaimTimeout is how long a claim waits for an agent host to poll the
+// agent hosts' queue (ClaimAgentHostActivity, taken by a worker with agents
+// configured) before it is offered on the shared queue for
+// claimSharedOffer. Runs before claimStormVersion: the bound of the whole
+// claim when no host took it.
 const AgentClaimTimeout = 2 * time.Minute
 
 // AgentClaimCrashTimeout bounds a claim on the agent hosts' own queue
@@ -20,8 +22,8 @@ const AgentClaimTimeout = 2 * time.Minute
 // only when the host that took it died before it answered. A crash loop of
 // the agent hosts delays the invocation by up to this long before it ends
 // failed, instead of using up AgentClaimTimeout, which stays the bound of
-// "no agent host at all" (no host takes an attempt within claimQueueWait,
-// then the shared queue).
+// "no agent host at all" (no host polls within AgentClaimTimeout, then
+// none takes it on the shared queue).
 const AgentClaimCrashTimeout = 15 * time.Minute
 
 // AgentClaimQueue is the task queue of the host claims of a durawait
@@ -93,25 +95,26 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	if !stormProof {
 		left = AgentClaimTimeout - workflow.Now(ctx).Sub(started)
 		if left <= 0 {
-			return "", &noHostError{err: err, bound: AgentClaimTimeout}
+			return "", &noHostError{err: err, polled: AgentClaimTimeout}
 		}
 	}
 	err = workflow.ExecuteActivity(claimOptions(ctx, provider, "", left), ClaimAgentHostActivity).Get(ctx, &hostQueue)
 	if err != nil && ctx.Err() == nil {
-		bound := AgentClaimTimeout
+		none := &noHostError{err: err, polled: AgentClaimTimeout}
 		if stormProof {
-			bound += claimSharedOffer
+			none.shared = claimSharedOffer
 		}
-		return "", &noHostError{err: err, bound: bound}
+		return "", none
 	}
 	return hostQueue, err
 }
 
 // noHostError is a claim no agent host took: none polled the agent hosts'
-// queue, and none took it on the shared queue either, within bound.
+// queue for polled, and none took it on the shared queue in shared (0:
+// runs before claimStormVersion, where polled was the whole bound).
 type noHostError struct {
-	err   error
-	bound time.Duration
+	err            error
+	polled, shared time.Duration
 }
 
 func (e *noHostError) Error() string { return e.err.Error() }
@@ -179,14 +182,14 @@ func unclaimedMessage(err error) string {
 			"before they answered, again and again (see why the agent hosts keep restarting); last error: %s",
 			AgentClaimCrashTimeout, claimCause(lost.err))
 	}
-	waited := AgentClaimTimeout
+	what := fmt.Sprintf("no host claimed this invocation within %s", AgentClaimTimeout)
 	var none *noHostError
-	if errors.As(err, &none) {
-		waited = none.bound
+	if errors.As(err, &none) && none.shared > 0 {
+		what = fmt.Sprintf("no host claimed this invocation: no agent host polled its queue for %s, then none took it within %s on the shared queue",
+			none.polled, none.shared)
 	}
-	return fmt.Sprintf("no host claimed this invocation within %s: no durawait worker with [agents] configured "+
-		"took it and stayed up to answer (start one, add [agents] to a worker's config, or see why the agent hosts "+
-		"keep restarting); last error: %s", waited, claimCause(err))
+	return fmt.Sprintf("%s: no durawait worker with [agents] configured took it and stayed up to answer (start one, "+
+		"add [agents] to a worker's config, or see why the agent hosts keep restarting); last error: %s", what, claimCause(err))
 }
 
 // claimCause is a failed claim's cause, without the activity's IDs.

@@ -42,14 +42,16 @@ type controlClient struct {
 	attachErr error         // set before ready is closed
 	done      chan struct{} // closed when the process has ended
 
-	mu     sync.Mutex
-	ended  bool                              // the client ended: no new followers
-	panes  map[string]map[*Follower]struct{} // followers by pane ID
-	nSubs  int
-	onDone func(*controlClient) // tells the hub the client ended
+	mu      sync.Mutex
+	ended   bool                              // the client ended or was released: no new followers
+	panes   map[string]map[*Follower]struct{} // followers by pane ID
+	nSubs   int
+	pending int                  // Follow calls waiting for ready (guarded by the hub's mu)
+	onDone  func(*controlClient) // tells the hub the client ended
 }
 
-// start starts the client process; the reader reports attachment on ready.
+// startControlClient starts the client process of key's session; it
+// reports attachment (or its failure) by closing ready.
 func (s Server) startControlClient(key sessionKey, onDone func(*controlClient)) (*controlClient, error) {
 	// Attaching by session ID, not by pane, leaves the session's current
 	// window and active pane as they are.
@@ -91,7 +93,7 @@ func (s Server) startControlClient(key sessionKey, onDone func(*controlClient)) 
 			if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
 				c.attachErr = &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
 			} else {
-				c.attachErr = fmt.Errorf("tmux control client for session %s ended at once: %s", key.session, msg)
+				c.attachErr = fmt.Errorf("tmux control client for session %s ended at once: %s", key.session, orErr(msg, errors.New("no message")))
 			}
 		case <-timer.C:
 			c.attachErr = fmt.Errorf("tmux control client for session %s did not attach within %s", key.session, attachTimeout)
@@ -102,14 +104,19 @@ func (s Server) startControlClient(key sessionKey, onDone func(*controlClient)) 
 	return c, nil
 }
 
+// followerBuffer is how many events a follower may fall behind before it
+// is dropped (its watch starts again): the shared reader never waits for
+// one follower.
+const followerBuffer = 1024
+
 // subscribe adds a follower of paneID, unless the client has ended.
-func (c *controlClient) subscribe(paneID string) *Follower {
+func (c *controlClient) subscribe(h *Hub, paneID string) *Follower {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
 		return nil
 	}
-	f := &Follower{client: c, paneID: paneID, events: make(chan Event, 256), stop: make(chan struct{})}
+	f := &Follower{client: c, hub: h, paneID: paneID, events: make(chan Event, h.buffer), stop: make(chan struct{})}
 	if c.panes[paneID] == nil {
 		c.panes[paneID] = make(map[*Follower]struct{})
 	}
@@ -118,9 +125,8 @@ func (c *controlClient) subscribe(paneID string) *Follower {
 	return f
 }
 
-// unsubscribe removes f and reports whether it was the client's last
-// follower, in which case the client takes no new ones.
-func (c *controlClient) unsubscribe(f *Follower) (last bool) {
+// unsubscribe removes f and reports whether it was there.
+func (c *controlClient) unsubscribe(f *Follower) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.panes[f.paneID][f]; !ok {
@@ -131,11 +137,19 @@ func (c *controlClient) unsubscribe(f *Follower) (last bool) {
 		delete(c.panes, f.paneID)
 	}
 	c.nSubs--
-	if c.nSubs == 0 && !c.ended {
-		c.ended = true
-		return true
+	return true
+}
+
+// release marks a client without followers as taking no new ones and
+// reports whether it did (false: it has followers, or has ended).
+func (c *controlClient) release() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nSubs > 0 || c.ended {
+		return false
 	}
-	return false
+	c.ended = true
+	return true
 }
 
 // followers returns the followers of paneID, or of every pane when paneID
@@ -238,7 +252,8 @@ type Follower struct {
 
 // Events delivers the pane's output and the session's notifications; it is
 // closed when the control client ends (the tmux server went away, or the
-// client was killed).
+// client was killed) or the follower fell too far behind (followerBuffer
+// events).
 func (f *Follower) Events() <-chan Event { return f.events }
 
 // Close stops following. The last follower of a session detaches its
@@ -250,11 +265,18 @@ func (f *Follower) Close() {
 	})
 }
 
-// deliver passes ev on unless the follower is closing.
+// deliver passes ev on without waiting. A follower whose buffer is full
+// has fallen behind: it is dropped, and its closed Events tell its watch
+// to start again (with a new baseline, so nothing printed is missed).
+// Only the client's reader calls it.
 func (f *Follower) deliver(ev Event) {
 	select {
 	case f.events <- ev:
 	case <-f.stop:
+	default:
+		if f.hub.drop(f) {
+			close(f.events)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ type Hub struct {
 	clients map[sessionKey]*controlClient
 	closed  bool
 	leaving sync.WaitGroup // clients detaching in the background
+	buffer  int            // events a follower may fall behind: followerBuffer
 }
 
 // sessionKey names one session of one tmux server.
@@ -31,7 +32,7 @@ type sessionKey struct {
 
 // NewHub returns a Hub with no clients yet.
 func NewHub() *Hub {
-	return &Hub{clients: make(map[sessionKey]*controlClient)}
+	return &Hub{clients: make(map[sessionKey]*controlClient), buffer: followerBuffer}
 }
 
 // errHubClosed is returned by Follow after Close.
@@ -46,6 +47,23 @@ func (h *Hub) Follow(ctx context.Context, srv Server, paneID string) (*Follower,
 		return nil, err
 	}
 	key := sessionKey{socket: srv.Socket, session: session}
+	// A client that ends or is released between attaching and taking
+	// this follower is replaced by a new one.
+	for tries := 0; ; tries++ {
+		f, err := h.follow(ctx, srv, key, paneID)
+		if f != nil || err != nil {
+			return f, err
+		}
+		if tries == 2 {
+			return nil, fmt.Errorf("the tmux control clients of session %s kept ending while %s was being followed; the watch starts again", session, paneID)
+		}
+	}
+}
+
+// follow takes a follower of paneID from key's client, attaching one if
+// none is; it returns neither follower nor error when the client ended
+// before it could take one.
+func (h *Hub) follow(ctx context.Context, srv Server, key sessionKey, paneID string) (*Follower, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -53,6 +71,7 @@ func (h *Hub) Follow(ctx context.Context, srv Server, paneID string) (*Follower,
 	}
 	c := h.clients[key]
 	if c == nil {
+		var err error
 		c, err = srv.startControlClient(key, h.forget)
 		if err != nil {
 			h.mu.Unlock()
@@ -60,24 +79,34 @@ func (h *Hub) Follow(ctx context.Context, srv Server, paneID string) (*Follower,
 		}
 		h.clients[key] = c
 	}
+	c.pending++
 	h.mu.Unlock()
 
+	var waitErr error
 	select {
 	case <-c.ready:
+		waitErr = c.attachErr
 	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if c.attachErr != nil {
-		return nil, c.attachErr
+		waitErr = ctx.Err()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f := c.subscribe(paneID)
-	if f == nil {
-		return nil, fmt.Errorf("the tmux control client of session %s ended while %s was being followed; the watch starts again", session, paneID)
+	c.pending--
+	if waitErr != nil {
+		h.detachIfIdle(c)
+		return nil, waitErr
 	}
-	f.hub = h
-	return f, nil
+	return c.subscribe(h, paneID), nil
+}
+
+// detachIfIdle detaches c when no follower has it and no Follow waits for
+// it (say a Follow cancelled while its client attached); called with h.mu
+// held.
+func (h *Hub) detachIfIdle(c *controlClient) {
+	if c.pending > 0 || !c.release() {
+		return
+	}
+	h.detach(c)
 }
 
 // forget drops c once its process has ended, so the next watch of its
@@ -90,13 +119,37 @@ func (h *Hub) forget(c *controlClient) {
 	}
 }
 
-// release removes f; the last follower of a client detaches it.
+// release removes f; the last follower of a client detaches it, unless a
+// Follow is waiting for that client to attach.
 func (h *Hub) release(f *Follower) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := f.client
-	if !c.unsubscribe(f) || h.closed {
-		return // Close detaches the clients it found
+	h.remove(f)
+}
+
+// drop removes a follower that fell behind and reports whether it was
+// still there (its Events are then the caller's to close).
+func (h *Hub) drop(f *Follower) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.remove(f)
+}
+
+// remove takes f off its client, detaching the client when f was its
+// last; called with h.mu held.
+func (h *Hub) remove(f *Follower) bool {
+	if !f.client.unsubscribe(f) {
+		return false
+	}
+	h.detachIfIdle(f.client)
+	return true
+}
+
+// detach forgets c and detaches it in the background; called with h.mu
+// held. After Close, Close detaches the clients it found.
+func (h *Hub) detach(c *controlClient) {
+	if h.closed {
+		return
 	}
 	if h.clients[c.key] == c {
 		delete(h.clients, c.key)

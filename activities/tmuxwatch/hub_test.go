@@ -92,11 +92,12 @@ func TestHubSharesOneControlClientPerSession(t *testing.T) {
 	hub := NewHub()
 	defer hub.Close()
 
+	// paneB first: attaching by pane (as before) made it the active one.
+	b, err := hub.Follow(ctx, srv, paneB)
+	require.NoError(t, err)
 	a1, err := hub.Follow(ctx, srv, paneA)
 	require.NoError(t, err)
 	a2, err := hub.Follow(ctx, srv, paneA)
-	require.NoError(t, err)
-	b, err := hub.Follow(ctx, srv, paneB)
 	require.NoError(t, err)
 	assert.Equal(t, 1, controlClients(srv), "three watches of one session share one client")
 	c, err := hub.Follow(ctx, srv, paneC)
@@ -213,6 +214,7 @@ func TestHubKeepsTheTmuxServerAliveThroughCrashes(t *testing.T) {
 			want = "attached"
 		}
 		for lines.Scan() && lines.Text() != want {
+			require.NotContains(t, lines.Text(), "error:", "a watch failed to follow at kill %d", round)
 		}
 		time.Sleep(time.Duration(rng.Intn(150)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -245,4 +247,33 @@ func TestHelperFollowUntilKilled(t *testing.T) {
 	wg.Wait()
 	fmt.Println("attached")
 	select {}
+}
+
+// A follower that does not keep up is dropped (its Events close, so its
+// watch starts again with a new baseline); the reader does not wait for it,
+// and the session's other followers go on.
+func TestHubDropsAFollowerThatFallsBehind(t *testing.T) {
+	srv := testServer(t)
+	hub := NewHub()
+	hub.buffer = 16
+	defer hub.Close()
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	slow, err := hub.Follow(context.Background(), srv, pane)
+	require.NoError(t, err)
+	defer slow.Close()
+	fast, err := hub.Follow(context.Background(), srv, pane)
+	require.NoError(t, err)
+	defer fast.Close()
+
+	for i := 0; i < 40; i++ {
+		tmuxRun(t, srv, "send-keys", "-t", pane, "-l", fmt.Sprintf("echo line-%d", i))
+		tmuxRun(t, srv, "send-keys", "-t", pane, "Enter")
+		awaitOutput(t, fast, fmt.Sprintf("line-%d\r\n", i))
+	}
+	n := 0
+	for range slow.Events() {
+		n++
+	}
+	assert.LessOrEqual(t, n, 16, "the slow follower's buffered events, then its Events closed")
+	assert.Equal(t, 1, controlClients(srv), "the client stays for the follower that keeps up")
 }

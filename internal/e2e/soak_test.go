@@ -108,11 +108,9 @@ type soakWait struct {
 
 	startedAt atomic.Int64 // unix ns of the first call, 0 before
 	flipped   atomic.Bool
-	// flipLog and boundLog are the probe's call log size just after a
-	// wait_for's flip and 2 s before its bound (first call + max_wait_sec):
-	// the calls logged between them read READY before the bound.
-	flipLog, boundLog atomic.Int64
-	done              atomic.Bool
+	// flipLog is the probe's call log size just before a wait_for's flip.
+	flipLog atomic.Int64
+	done    atomic.Bool
 	// wrong says how the result differed from the plan ("" when right).
 	wrong      string
 	invocation string // the agent invocation the client waited on
@@ -397,16 +395,13 @@ type recoveryWatch struct {
 }
 
 // readsBetween counts the probe calls of sw's file logged between the call
-// log offsets from and to (to 0: the bound was not reached: every call
-// from from on).
+// log offsets from and to; -1 when from is unknown (never flipped).
 func (s *soak) readsBetween(sw *soakWait, from, to int64) int {
 	b, err := os.ReadFile(s.w.path("calls.log"))
 	if err != nil || from <= 0 || from > int64(len(b)) {
 		return -1
 	}
-	if to <= 0 || to > int64(len(b)) {
-		to = int64(len(b))
-	}
+	to = min(to, int64(len(b)))
 	needle := fmt.Sprintf("probe/w%d\"", sw.id)
 	return strings.Count(string(b[from:max(from, to)]), needle)
 }
@@ -615,12 +610,10 @@ func (s *soak) flip(sw *soakWait) {
 	}
 	switch sw.kind {
 	case kindMatch:
+		sw.flipLog.Store(s.callLogSize())
 		if err := os.WriteFile(sw.path(s), []byte(fmt.Sprintf("READY %d", sw.id)), 0o644); err != nil {
 			s.t.Errorf("flip %d: %v", sw.id, err)
 		}
-		// A call logged from now on reads READY: the probe logs a call
-		// before it reads the file.
-		sw.flipLog.Store(s.callLogSize())
 	case kindAgentOK, kindAgentBlocked:
 		if err := os.WriteFile(s.w.path(fmt.Sprintf("scripts/go%d", sw.id)), nil, 0o644); err != nil {
 			s.t.Errorf("flip %d: %v", sw.id, err)
@@ -831,10 +824,6 @@ func (s *soak) runWait(sw *soakWait) {
 		once.Do(func() { s.inflightStarts.Add(-1) })
 	}
 	defer started()
-	if sw.kind == kindMatch {
-		bound := time.AfterFunc(time.Duration(sw.maxWait)*time.Second-2*time.Second, func() { sw.boundLog.Store(s.callLogSize()) })
-		defer bound.Stop()
-	}
 	switch sw.kind {
 	case kindMatch, kindTimeout:
 		s.runWaitFor(c, sw, started)
@@ -865,13 +854,16 @@ func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
 	}
 	switch sw.kind {
 	case kindMatch:
+		// The contract's answer when no probe call of this file was
+		// logged from just before the flip to the answer (a window that
+		// holds the flip-to-bound one): the storm left no worker up to
+		// sample it. Any call in that window makes the timeout wrong.
 		if r.Reason == "timeout" && r.LastObservation == fmt.Sprintf("pending %d", sw.id) && r.ElapsedSec >= float64(sw.maxWait)-0.5 &&
-			s.readsBetween(sw, sw.flipLog.Load(), sw.boundLog.Load()) == 0 {
-			// The contract's answer when no probe call ran between the
-			// flip and the bound: the storm left no worker up to sample.
+			s.readsBetween(sw, sw.flipLog.Load(), s.callLogSize()) == 0 {
 			s.mu.Lock()
 			s.unsampledTimeouts++
 			s.mu.Unlock()
+			s.t.Logf("wait %d (wait_for matched) answered timeout with no probe call of its file after its flip: %+v", sw.id, r)
 			return
 		}
 		if r.Reason != "matched" || r.LastObservation != fmt.Sprintf("READY %d", sw.id) {
