@@ -51,7 +51,7 @@ func (f *Front) agentTools() []server.ServerTool {
 	window := f.opts.Agents.WaitWindow.Round(time.Second)
 	return []server.ServerTool{
 		{Tool: tool("start_agent", "Start a sub-agent",
-			"Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root.",
+			"Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root. Give a request_id to make the call safe to repeat: the identical call with the same request_id returns the same invocation_id and never starts the CLI again.",
 			startAgentInputSchema, invocationOutputSchema, false, true, false, true), Handler: f.handleStartAgent},
 		{Tool: tool("wait_agent", "Wait for a subagent invocation",
 			fmt.Sprintf("Wait for an agent invocation to complete or hit an execution blocker, returning early with the latest reply and its age. Continue waiting by calling again with the same ID.\n\n"+
@@ -68,8 +68,13 @@ func (f *Front) agentTools() []server.ServerTool {
 	}
 }
 
-// newInvocationID is a new invocation ID (its workflow ID) of principal.
-func newInvocationID(principal string) string {
+// invocationIDOf is the invocation ID (its workflow ID) of principal's
+// start_agent call: derived from the call when it has a request_id, else
+// new.
+func invocationIDOf(principal string, spec workflows.AgentSpec) string {
+	if spec.RequestID != "" {
+		return workflows.InvocationIDFor(principal, spec)
+	}
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	return workflows.InvocationID(principal, nonce)
@@ -87,13 +92,14 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		return mcp.NewToolResultError("start_agent: " + err.Error()), nil
 	}
 	principal := principalFrom(ctx)
-	id := newInvocationID(principal)
+	id := invocationIDOf(principal, spec)
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: f.opts.TaskQueue,
-		// The ID is this call's own: the policies only make a retried start
-		// find what an attempt whose answer was lost started (running, or
-		// already closed), never start it twice.
+		// The ID is this call's own (or, with a request_id, every identical
+		// call's): the policies make a retried start find what an earlier
+		// attempt or call started (running, or already closed), never
+		// start it twice.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            workflows.AgentSummary(spec),
@@ -113,6 +119,9 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	})
 	switch {
 	case errors.Is(err, ErrOverloaded):
+		if spec.RequestID != "" {
+			return mcp.NewToolResultError(fmt.Sprintf("start_agent: %v; invocation %s may have started after all: call again with the same request_id", err, id)), nil
+		}
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: %v; invocation %s may have started after all: list_agents shows it if so, else call again", err, id)), nil
 	case err != nil:
 		return mcp.NewToolResultError(fmt.Sprintf("start_agent: could not start the invocation: %v", err)), nil

@@ -110,6 +110,11 @@ type AgentSpec struct {
 	Cwd       string `json:"cwd"`
 	Model     string `json:"model,omitempty"`
 	SessionID string `json:"session_id,omitempty"`
+	// RequestID is the caller's key for retrying the call safely: an
+	// identical start_agent call with the same request_id is the same
+	// invocation (InvocationIDFor). It names the call, not the run, so the
+	// workflow's input does not carry it.
+	RequestID string `json:"-"`
 }
 
 // AgentLimits are the operator's rules start_agent arguments must follow.
@@ -123,7 +128,7 @@ type AgentLimits struct {
 // MaxPromptBytes bounds a prompt.
 const MaxPromptBytes = 256 * 1024
 
-var startAgentFields = []string{"provider", "prompt", "cwd", "model", "session_id"}
+var startAgentFields = []string{"provider", "prompt", "cwd", "model", "session_id", "request_id"}
 
 // startAgentLimits bounds each start_agent argument, in bytes.
 var startAgentLimits = map[string]int{
@@ -132,6 +137,7 @@ var startAgentLimits = map[string]int{
 	"cwd":        MaxPathBytes,
 	"model":      MaxModelBytes,
 	"session_id": MaxSessionIDBytes,
+	"request_id": MaxRequestIDBytes,
 }
 
 // ParseStartAgent turns raw start_agent arguments into an AgentSpec. cwd
@@ -208,6 +214,16 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 			errs.add("model", fmt.Sprintf("must be a model name, not empty and not starting with '-' (got %q)", m))
 		} else {
 			spec.Model = m
+		}
+	}
+	if s, ok := str("request_id", false); ok {
+		switch {
+		case s == "":
+			errs.add("request_id", "must not be empty (leave it out to start a new invocation each call)")
+		case !utf8.ValidString(s):
+			errs.add("request_id", "must be valid UTF-8")
+		default:
+			spec.RequestID = s
 		}
 	}
 	if s, ok := str("session_id", false); ok {

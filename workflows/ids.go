@@ -82,6 +82,23 @@ func InvocationID(principal string, nonce [16]byte) string {
 	return scopedID(AgentIDPrefix, principal, hex.EncodeToString(nonce[:]))
 }
 
+// InvocationIDFor is the invocation ID of a start_agent call of principal
+// with a request_id: the nonce is a hash of the request ID and every other
+// argument, so the identical call made again (a retry whose answer was
+// lost) names the same invocation, and a call that differs in anything
+// names another.
+func InvocationIDFor(principal string, spec AgentSpec) string {
+	args, err := json.Marshal(spec)
+	if err != nil {
+		// AgentSpec holds only strings.
+		panic(fmt.Sprintf("workflows: marshal start_agent spec: %v", err))
+	}
+	sum := sha256.Sum256(append([]byte("start_agent request\x00"+spec.RequestID+"\x00"), args...))
+	var nonce [16]byte
+	copy(nonce[:], sum[:])
+	return InvocationID(principal, nonce)
+}
+
 // DownstreamCallID is the ID of one re-exposed tool call of principal:
 // "call/[<tag>/]<nonce in 24 hex digits>". The caller draws the nonce at
 // random: a tool call is never shared.

@@ -37,6 +37,8 @@ const (
 	MaxModelBytes = 256
 	// MaxSessionIDBytes bounds start_agent's session_id.
 	MaxSessionIDBytes = 256
+	// MaxRequestIDBytes bounds start_agent's request_id.
+	MaxRequestIDBytes = 128
 	// MaxInvocationIDBytes bounds the invocation_id of wait_agent and
 	// cancel_agent.
 	MaxInvocationIDBytes = 128

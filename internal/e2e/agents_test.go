@@ -517,3 +517,38 @@ func TestLostRunsResumeOrFailWithWorkerLost(t *testing.T) {
 	require.NotNil(t, lost.Error)
 	assert.Equal(t, "worker_lost", lost.Error.Code)
 }
+
+// A start_agent call with a request_id is safe to repeat: the identical
+// call returns the same invocation, while it runs and after it finished,
+// and the CLI runs once; a call that differs (another request_id, or the
+// same request_id with another prompt) is another invocation.
+func TestStartAgentWithARequestIDIsSafeToRepeat(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	for _, name := range []string{"once", "other"} {
+		w.script(name, `{"type":"system","subtype":"init","session_id":"{session}"}`,
+			`@wait go-`+name,
+			`{"type":"result","subtype":"success","is_error":false,"result":"done `+name+`","session_id":"{session}"}`)
+	}
+	c := w.startServe(w.config).client(t)
+	key := map[string]any{"request_id": "7d0f6a52-retry-me"}
+
+	first := c.startAgent(t, "fake", "once", key)
+	eventually(t, "the CLI to start", func() bool { return strings.Contains(readFile(w.path("argv.log")), "once") })
+	assert.Equal(t, first, c.startAgent(t, "fake", "once", key), "the same invocation while it runs")
+	w.release("go-once")
+	p := c.waitUntilFinished(t, first)
+	assert.Equal(t, "done once", p.output())
+	assert.Equal(t, first, c.startAgent(t, "fake", "once", key), "and after it finished")
+	assert.Equal(t, "finished", c.waitAgent(t, first).Reason, "wait_agent then gives its final payload")
+	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), "once"), "the CLI ran once")
+
+	other := c.startAgent(t, "fake", "other", key)
+	assert.NotEqual(t, first, other, "the same request_id with another prompt is another invocation")
+	assert.NotEqual(t, other, c.startAgent(t, "fake", "other", map[string]any{"request_id": "another"}))
+	w.release("go-other")
+
+	res, err := c.call(context.Background(), "start_agent", map[string]any{"provider": "fake", "prompt": "x", "request_id": ""}, "")
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, resultText(res), "request_id: must not be empty")
+}

@@ -164,7 +164,7 @@ type soak struct {
 	rightByProtocol  map[string]int
 	watch            recoveryWatch
 	killTimes        []time.Time
-	startsFound      int // start_agent answers lost, the invocation found by list_agents
+	startsRepeated   int // start_agent answered after a failed call, by repeating it with its request_id
 	// unsampledTimeouts are wait_for waits that flipped but answered
 	// timeout with no probe call of theirs between the flip and the bound.
 	unsampledTimeouts int
@@ -882,8 +882,9 @@ func (s *soak) runAgent(c *soakCaller, sw *soakWait, started func()) {
 	if sw.kind == kindAgentBlocked {
 		provider = "fakecodex"
 	}
-	args := map[string]any{"provider": provider, "prompt": sw.prompt()}
-	id := s.startAgent(c, sw, args)
+	// A request_id makes the call safe to repeat after a cut-off answer.
+	args := map[string]any{"provider": provider, "prompt": sw.prompt(), "request_id": fmt.Sprintf("soak-%d-%d", s.knobs.seed, sw.id)}
+	id := s.startAgent(c, args)
 	started()
 	sw.invocation = id
 	for {
@@ -910,62 +911,27 @@ func (s *soak) runAgent(c *soakCaller, sw *soakWait, started func()) {
 	}
 }
 
-// startAgent calls start_agent until it answers. A start_agent call is
-// not idempotent (each call is a new invocation), so after a call that
-// failed the client first looks for the invocation the call may have
-// started, with list_agents, as start_agent's own message says.
-func (s *soak) startAgent(c *soakCaller, sw *soakWait, args map[string]any) string {
-	for {
+// startAgent calls start_agent until it answers. The call carries a
+// request_id, so after a call that failed (its answer may have been cut off
+// after the invocation started) the identical call is made again: it names
+// the same invocation and never starts the CLI twice.
+func (s *soak) startAgent(c *soakCaller, args map[string]any) string {
+	for repeated := false; ; repeated = true {
 		res, err := c.once("start_agent", args)
 		if err == nil {
 			var p payload
 			if err := json.Unmarshal([]byte(resultText(res)), &p); err == nil && strings.HasPrefix(p.InvocationID, "agent/") {
+				if repeated {
+					s.mu.Lock()
+					s.startsRepeated++
+					s.mu.Unlock()
+				}
 				return p.InvocationID
 			}
 			s.countErr("start_agent", "undecodable answer: "+resultText(res))
 		}
 		c.retry()
-		if id := s.findInvocation(c, sw.prompt()); id != "" {
-			s.mu.Lock()
-			s.startsFound++
-			s.mu.Unlock()
-			return id
-		}
 	}
-}
-
-// findInvocation looks for the invocation of prompt with list_agents, as
-// start_agent's overload message tells a client to. The list is the
-// engine's visibility, which trails the start (after a kill, until the
-// restarted engine has written the record), so "not there" counts only
-// when list_agents answered three times, over at least 3 s, without it;
-// calls cut off by kills do not count, up to a minute in all.
-func (s *soak) findInvocation(c *soakCaller, prompt string) string {
-	deadline := time.Now().Add(time.Minute)
-	var answered []time.Time
-	for time.Now().Before(deadline) {
-		res, err := c.once("list_agents", nil)
-		if err != nil {
-			c.retry()
-			continue
-		}
-		var out struct {
-			Invocations []listed `json:"invocations"`
-		}
-		if json.Unmarshal([]byte(resultText(res)), &out) == nil {
-			for _, inv := range out.Invocations {
-				if inv.Prompt == prompt {
-					return inv.InvocationID
-				}
-			}
-			answered = append(answered, time.Now())
-		}
-		if len(answered) >= 3 && answered[len(answered)-1].Sub(answered[0]) >= 3*time.Second {
-			return ""
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return ""
 }
 
 func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
@@ -1198,7 +1164,7 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 	fmt.Fprintf(&b, "  mid-start: first calls in flight at the kill  p50 %d, max %d\n", p50i(s.midStartInFlight), maxi(s.midStartInFlight))
 	fmt.Fprintf(&b, "  mid-result: flipped waits undelivered at the kill  p50 %d, max %d\n", p50i(s.midResultPending), maxi(s.midResultPending))
 	fmt.Fprintf(&b, "  downstream probe server kills %d\n", s.downstreamKills)
-	fmt.Fprintf(&b, "  start_agent answers cut off, the invocation then found by list_agents %d\n", s.startsFound)
+	fmt.Fprintf(&b, "  start_agent calls answered when repeated with their request_id after a failed call %d\n", s.startsRepeated)
 	fmt.Fprintf(&b, "  wait_for flipped but answered timeout, no probe call of it between flip and bound (the contract's answer) %d\n", s.unsampledTimeouts)
 	total := 0
 	for k := soakKind(0); k < soakKinds; k++ {
