@@ -93,6 +93,11 @@ func TestATimedOutRunKeepsItsLastHeartbeat(t *testing.T) {
 	assert.Equal(t, ErrCodeWorkerLost, lost.Error.Code)
 }
 
+// runAgentSucceeds stands in for a CLI run that succeeds at once.
+func runAgentSucceeds(context.Context, RunAgentInput) (AgentFinal, error) {
+	return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
+}
+
 // With no worker that has agents configured, no host takes the claim from
 // the agent hosts' queue within AgentClaimTimeout (the server's
 // schedule-to-start timeout, which the test environment reports at once),
@@ -148,9 +153,7 @@ func TestAClaimLostWithItsHostsIsRetriedPastTheNoHostBound(t *testing.T) {
 		claimedAt = env.Now()
 		return "host-q", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
-		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
-	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
 	require.True(t, env.IsWorkflowCompleted())
@@ -238,9 +241,7 @@ func TestAClaimThatOutlivesAPollerGapInACrashLoopIsStillClaimed(t *testing.T) {
 		}
 		return "host-q", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
-		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
-	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
 	require.True(t, env.IsWorkflowCompleted())

@@ -274,7 +274,7 @@ func (f *Follower) deliver(ev Event) {
 	case f.events <- ev:
 	case <-f.stop:
 	default:
-		if f.hub.drop(f) {
+		if f.hub.release(f) {
 			close(f.events)
 		}
 	}

@@ -119,25 +119,12 @@ func (h *Hub) forget(c *controlClient) {
 	}
 }
 
-// release removes f; the last follower of a client detaches it, unless a
-// Follow is waiting for that client to attach.
-func (h *Hub) release(f *Follower) {
+// release takes f off its client (Follower.Close, or a follower that fell
+// behind), detaching the client when f was its last, unless a Follow is
+// waiting for that client to attach. It reports whether f was still there.
+func (h *Hub) release(f *Follower) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.remove(f)
-}
-
-// drop removes a follower that fell behind and reports whether it was
-// still there (its Events are then the caller's to close).
-func (h *Hub) drop(f *Follower) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.remove(f)
-}
-
-// remove takes f off its client, detaching the client when f was its
-// last; called with h.mu held.
-func (h *Hub) remove(f *Follower) bool {
 	if !f.client.unsubscribe(f) {
 		return false
 	}

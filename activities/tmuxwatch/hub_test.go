@@ -271,8 +271,18 @@ func TestHubDropsAFollowerThatFallsBehind(t *testing.T) {
 		awaitOutput(t, fast, fmt.Sprintf("line-%d\r\n", i))
 	}
 	n := 0
-	for range slow.Events() {
-		n++
+	timer := time.NewTimer(15 * time.Second)
+	defer timer.Stop()
+	for dropped := false; !dropped; {
+		select {
+		case _, open := <-slow.Events():
+			if open {
+				n++
+			}
+			dropped = !open
+		case <-timer.C:
+			t.Fatal("the slow follower was not dropped")
+		}
 	}
 	assert.LessOrEqual(t, n, 16, "the slow follower's buffered events, then its Events closed")
 	assert.Equal(t, 1, controlClients(srv), "the client stays for the follower that keeps up")

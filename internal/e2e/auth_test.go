@@ -185,7 +185,8 @@ func TestPrincipalsHaveTheirOwnAgents(t *testing.T) {
 	inst := w.startServe(w.config)
 	alice, bob := inst.clientAs(t, aliceToken), inst.clientAs(t, bobToken)
 	cwd := map[string]any{"cwd": w.path("work/repo")}
-	aliceID := alice.startAgent(t, "fake", "held", cwd)
+	keyed := map[string]any{"cwd": w.path("work/repo"), "request_id": "shared-key"}
+	aliceID := alice.startAgent(t, "fake", "held", keyed)
 	bobID := bob.startAgent(t, "fake", "quick", cwd)
 	bobUnknown := bobID[:len(bobID)-4] + "0000"
 
@@ -212,6 +213,9 @@ func TestPrincipalsHaveTheirOwnAgents(t *testing.T) {
 			"%s of another principal's invocation answers like an unknown one", tool)
 	}
 	assert.Equal(t, "running", alice.waitAgent(t, aliceID).Status, "bob's cancel_agent did not stop alice's agent")
+	assert.Equal(t, aliceID, alice.startAgent(t, "fake", "held", keyed), "alice's identical call is her invocation")
+	assert.NotEqual(t, aliceID, bob.startAgent(t, "fake", "held", keyed),
+		"bob's identical call with alice's request_id is his own invocation, not hers")
 	w.release("go-held")
 	assert.Equal(t, "succeeded", alice.waitUntilFinished(t, aliceID).Status)
 }
