@@ -90,7 +90,7 @@ func (s Server) startControlClient(key sessionKey, onDone func(*controlClient)) 
 		case <-attached:
 		case <-c.done:
 			msg := strings.TrimSpace(stderr.String())
-			if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
+			if serverGone(msg) {
 				c.attachErr = &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where(), Retryable: true}
 			} else {
 				c.attachErr = fmt.Errorf("tmux control client for session %s ended at once: %s", key.session, orErr(msg, errors.New("no message")))

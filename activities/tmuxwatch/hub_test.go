@@ -150,10 +150,33 @@ func TestHubEndsEveryWatchWhenTheServerGoes(t *testing.T) {
 		}
 		f.Close()
 	}
-	_, err := hub.Follow(context.Background(), srv, pane)
-	var te *Error
-	require.ErrorAs(t, err, &te)
-	assert.Equal(t, "tmux_unavailable", string(te.Code))
+	// A watch asked for while the server is still exiting or once it is
+	// gone is told tmux is unavailable (a retryable code), never an
+	// unclassified error.
+	for {
+		_, err := hub.Follow(context.Background(), srv, pane)
+		var te *Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, "tmux_unavailable", string(te.Code))
+		if exec.Command("tmux", srv.args("list-sessions")...).Run() != nil {
+			break
+		}
+	}
+}
+
+func TestServerGoneKnowsTmuxsMessages(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		gone bool
+	}{
+		{"no server running on /tmp/tw1/s", true},
+		{"error connecting to /tmp/tw1/s (No such file or directory)", true},
+		{"server exited unexpectedly", true}, // the server was exiting as the client connected
+		{"can't find pane: %9", false},
+		{"", false},
+	} {
+		assert.Equal(t, tc.gone, serverGone(tc.msg), tc.msg)
+	}
 }
 
 func TestHubCloseDetachesEveryClient(t *testing.T) {

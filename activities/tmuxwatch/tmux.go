@@ -48,12 +48,21 @@ func (s Server) run(ctx context.Context, args ...string) (string, error) {
 			return "", &Error{Code: workflows.TextErrTmuxUnavailable, Message: "tmux is not installed (no tmux on PATH)", Retryable: false}
 		}
 		msg := strings.TrimSpace(stderr.String())
-		if strings.Contains(msg, "no server running") || strings.Contains(msg, "error connecting") {
+		if serverGone(msg) {
 			return "", &Error{Code: workflows.TextErrTmuxUnavailable, Message: "no tmux server is running" + s.where() + ": " + msg, Retryable: true}
 		}
 		return "", fmt.Errorf("tmux %s: %s", args[0], orErr(msg, err))
 	}
 	return stdout.String(), nil
+}
+
+// serverGone reports whether a tmux client's error message says there is
+// no server to talk to: none was running, the socket refused, or the server
+// exited while the client was connecting (it was being killed).
+func serverGone(msg string) bool {
+	return strings.Contains(msg, "no server running") ||
+		strings.Contains(msg, "error connecting") ||
+		strings.Contains(msg, "server exited unexpectedly")
 }
 
 func (s Server) where() string {
