@@ -70,6 +70,8 @@ func New(opts Options) (*Workers, error) {
 		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
 	})
 	Register(main, opts.Prober, opts.Observer, opts.Agents)
+	hosts := &activities.AgentHosts{Queues: opts.Client}
+	main.RegisterActivityWithOptions(hosts.Polling, activity.RegisterOptions{Name: workflows.AgentHostsPollingActivity})
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
 	ws := &Workers{workers: []sdkworker.Worker{main}}
 	if opts.Agents != nil {

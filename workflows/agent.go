@@ -15,11 +15,14 @@ import (
 const (
 	AgentWorkflowName      = "AgentInvocation"
 	ClaimAgentHostActivity = "ClaimAgentHost"
-	RunAgentActivityName   = "RunAgent"
-	AgentBlockerSignal     = "blocker"
-	AgentCancelSignal      = "cancel"
-	AgentWaitUpdate        = "wait"
-	AgentStateQuery        = "state"
+	// AgentHostsPollingActivity counts the agent hosts polling their queue
+	// (AgentHostsPollingInput; any worker of this release runs it).
+	AgentHostsPollingActivity = "AgentHostsPolling"
+	RunAgentActivityName      = "RunAgent"
+	AgentBlockerSignal        = "blocker"
+	AgentCancelSignal         = "cancel"
+	AgentWaitUpdate           = "wait"
+	AgentStateQuery           = "state"
 )
 
 // Temporal error types (the Type of a temporal.ApplicationError) of the

@@ -98,41 +98,119 @@ func runAgentSucceeds(context.Context, RunAgentInput) (AgentFinal, error) {
 	return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
 }
 
+// hostsPollingStub stands in for AgentHostsPollingActivity: n hosts poll.
+func hostsPollingStub(n int) func(context.Context, AgentHostsPollingInput) (int, error) {
+	return func(context.Context, AgentHostsPollingInput) (int, error) { return n, nil }
+}
+
 // With no worker that has agents configured, no host takes the claim from
 // the agent hosts' queue within AgentClaimTimeout (the server's
 // schedule-to-start timeout, which the test environment reports at once),
-// and on the shared queue every attempt fails (no worker there has the
-// activity); the claim retries there for claimSharedOffer and the
-// invocation then ends failed, its message naming the cause.
+// and none polls it (or that cannot be told); on the shared queue every
+// attempt fails (no worker there has the activity); the claim retries there
+// for claimSharedOffer and the invocation then ends failed, its message
+// naming the cause.
 func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		polling func(context.Context, AgentHostsPollingInput) (int, error)
+		bound   time.Duration
+	}{
+		{"no agent host polls", hostsPollingStub(0), claimSharedOffer},
+		{"whether hosts poll cannot be told", func(context.Context, AgentHostsPollingInput) (int, error) {
+			return 0, temporal.NewNonRetryableApplicationError("describe task queue: permission denied", "PermissionDenied", nil)
+		}, 2 * claimSharedOffer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newBoundsEnv()
+			var claims int
+			env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+				if activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue") {
+					return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+				}
+				claims++
+				return "", errors.New("unable to find activityType=ClaimAgentHost")
+			}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+			env.RegisterActivityWithOptions(tc.polling, activity.RegisterOptions{Name: AgentHostsPollingActivity})
+			env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+			u := recordUpserts(env)
+			start := env.Now()
+			env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+			require.True(t, env.IsWorkflowCompleted())
+			var final InvocationPayload
+			require.NoError(t, env.GetWorkflowResult(&final), "it completes: wait_agent reads its payload")
+			assert.Equal(t, AgentFailed, final.Status)
+			assert.Equal(t, AgentReasonFinished, final.Reason)
+			require.NotNil(t, final.Error)
+			assert.Equal(t, ErrCodeStart, final.Error.Code)
+			assert.Contains(t, final.Error.Message, "no host claimed this invocation: no agent host polled its queue for 2m0s, then none took it within 30s on the shared queue")
+			assert.Contains(t, final.Error.Message, "[agents]")
+			assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
+			assert.GreaterOrEqual(t, claims, 5, "bounded by time, not by a few attempts")
+			assert.LessOrEqual(t, env.Now().Sub(start), tc.bound)
+			assert.Equal(t, []string{"running", "failed"}, u.states)
+			assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
+		})
+	}
+}
+
+// In a storm of engine restarts, each restart reloads the agent hosts'
+// queue, and a claim attempt can wait there AgentClaimTimeout although
+// agent hosts poll it (the crash soak's one wrong answer in 400 kills).
+// While Temporal saw hosts poll within that time, the claim is offered to
+// them again, not given up to the shared queue.
+func TestAClaimPollingHostsDidNotTakeIsOfferedToThemAgain(t *testing.T) {
 	env := newBoundsEnv()
-	var claims int
+	var queues []string
+	var asked []AgentHostsPollingInput
 	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
-		if activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue") {
+		queues = append(queues, activity.GetInfo(ctx).TaskQueue)
+		if len(queues) <= 2 {
 			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		}
-		claims++
-		return "", errors.New("unable to find activityType=ClaimAgentHost")
+		return "host-q", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
-	u := recordUpserts(env)
-	start := env.Now()
+	env.RegisterActivityWithOptions(func(_ context.Context, in AgentHostsPollingInput) (int, error) {
+		asked = append(asked, in)
+		return 1, nil
+	}, activity.RegisterOptions{Name: AgentHostsPollingActivity})
+	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
 	require.True(t, env.IsWorkflowCompleted())
 	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final), "it completes: wait_agent reads its payload")
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
+	hosts := AgentClaimQueue("default-test-taskqueue")
+	assert.Equal(t, []string{hosts, hosts, hosts}, queues, "never offered on the shared queue")
+	want := AgentHostsPollingInput{Queue: hosts, Within: AgentClaimTimeout}
+	assert.Equal(t, []AgentHostsPollingInput{want, want}, asked)
+}
+
+// Hosts that poll and never take the claim end the invocation failed after
+// at most AgentClaimCrashTimeout's worth of offers, and the message says
+// hosts were polling, not that none exists.
+func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
+	env := newBoundsEnv()
+	var queues []string
+	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+		queues = append(queues, activity.GetInfo(ctx).TaskQueue)
+		return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(hostsPollingStub(2), activity.RegisterOptions{Name: AgentHostsPollingActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
 	assert.Equal(t, AgentFailed, final.Status)
-	assert.Equal(t, AgentReasonFinished, final.Reason)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
-	assert.Contains(t, final.Error.Message, "no host claimed this invocation: no agent host polled its queue for 2m0s, then none took it within 30s on the shared queue")
-	assert.Contains(t, final.Error.Message, "[agents]")
-	assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
-	assert.GreaterOrEqual(t, claims, 5, "bounded by time, not by a few attempts")
-	assert.LessOrEqual(t, env.Now().Sub(start), claimSharedOffer)
-	assert.Equal(t, []string{"running", "failed"}, u.states)
-	assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
+	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 15m0s: 2 agent host(s) polled its queue within 2m0s but none took the claim")
+	assert.Len(t, queues, 1+claimPollingRounds, "the rounds are capped even when no time passes between them")
+	assert.NotContains(t, queues, "default-test-taskqueue", "never offered on the shared queue")
 }
 
 // Agent hosts that take the claim and die before they answer (a crash
@@ -201,6 +279,7 @@ func TestAClaimNoNewAgentHostTakesGoesToTheSharedQueue(t *testing.T) {
 		}
 		return "old-host-queue", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(hostsPollingStub(0), activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	var ranOn string
 	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
 		ranOn = activity.GetInfo(ctx).TaskQueue
@@ -241,6 +320,7 @@ func TestAClaimThatOutlivesAPollerGapInACrashLoopIsStillClaimed(t *testing.T) {
 		}
 		return "host-q", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(hostsPollingStub(0), activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 

@@ -61,11 +61,36 @@ const claimStormVersion = "durawait-agent-claim-storm"
 // once if there are any.
 const claimSharedOffer = 30 * time.Second
 
+// claimHostsPollingVersion is the change ID (workflow.GetVersion) under
+// which a claim no agent host took within AgentClaimTimeout asks Temporal
+// whether agent hosts poll the agent hosts' queue (AgentHostsPollingActivity)
+// before it gives up on them: while some did within AgentClaimTimeout, the
+// claim is offered there again, up to AgentClaimCrashTimeout from its start
+// (hostsLostError). Before it, such a gap always went on to the shared queue
+// and, with no host of the previous release there, ended the invocation
+// saying no agent host existed: in a storm of engine restarts, where each
+// restart reloads the hosts' queue, an attempt could wait 2 minutes for
+// hosts that were there (the crash soak's one wrong answer in 400 kills).
+const claimHostsPollingVersion = "durawait-agent-claim-hosts-polling"
+
+// claimPollingRounds caps the offers to polling agent hosts: as many as
+// AgentClaimCrashTimeout holds, a bound that holds even if an attempt's
+// schedule-to-start timeout came early.
+const claimPollingRounds = int(AgentClaimCrashTimeout / AgentClaimTimeout)
+
+// AgentHostsPollingInput asks how many agent hosts Temporal saw poll Queue
+// (for activity tasks) within Within of now.
+type AgentHostsPollingInput struct {
+	Queue  string        `json:"queue"`
+	Within time.Duration `json:"within"`
+}
+
 // claimHost has a host claim the invocation and returns the claiming
 // host's task queue. Runs of this release offer the claim to the agent
-// hosts' own queue first, for up to AgentClaimCrashTimeout while agent
-// hosts take its attempts (and die before answering: hostsLostError),
-// then (no agent host took an attempt within AgentClaimTimeout) on the
+// hosts' own queue, for up to AgentClaimCrashTimeout while agent hosts take
+// its attempts (and die before answering) or keep polling it
+// (hostsLostError); once no agent host took an attempt within
+// AgentClaimTimeout and none polled in that time, it is offered on the
 // shared queue for claimSharedOffer (noHostError).
 func claimHost(ctx workflow.Context, provider string) (string, error) {
 	var hostQueue string
@@ -81,15 +106,31 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	}
 	// The bounds are activity options, not part of the command: runs
 	// scheduled with other bounds here replay the same.
-	opts := claimOptions(ctx, provider, AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName), AgentClaimCrashTimeout)
+	hostsQueue := AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName)
+	opts := claimOptions(ctx, provider, hostsQueue, AgentClaimCrashTimeout)
 	opts = workflow.WithScheduleToStartTimeout(opts, queueWait)
 	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
-	var timeoutErr *temporal.TimeoutError
+	polling := 0
+	for round := 1; stormProof && notPolled(err) && ctx.Err() == nil; round++ {
+		left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
+		if left <= AgentClaimTimeout+claimAttemptTimeout || round > claimPollingRounds ||
+			workflow.GetVersion(ctx, claimHostsPollingVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			break
+		}
+		if polling = agentHostsPolling(ctx, hostsQueue); polling == 0 {
+			break
+		}
+		opts := claimOptions(ctx, provider, hostsQueue, left)
+		opts = workflow.WithScheduleToStartTimeout(opts, AgentClaimTimeout)
+		err = workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
+	}
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return hostQueue, err
-	case !errors.As(err, &timeoutErr) || timeoutErr.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+	case !notPolled(err):
 		return "", &hostsLostError{err: err}
+	case polling > 0:
+		return "", &hostsLostError{err: err, polling: polling}
 	}
 	left := claimSharedOffer
 	if !stormProof {
@@ -109,6 +150,39 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	return hostQueue, err
 }
 
+// notPolled reports whether a claim attempt failed because no worker took
+// it from its queue in time (its schedule-to-start timeout).
+func notPolled(err error) bool {
+	var timeoutErr *temporal.TimeoutError
+	return errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// agentHostsPolling returns how many agent hosts Temporal saw poll queue
+// within AgentClaimTimeout, or 0 when that cannot be told (the activity
+// failed: a worker of an earlier release took it, or describing the queue
+// is not permitted), which leaves the claim to the shared queue as before
+// claimHostsPollingVersion.
+func agentHostsPolling(ctx workflow.Context, queue string) int {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ScheduleToCloseTimeout: claimSharedOffer,
+		StartToCloseTimeout:    claimAttemptTimeout,
+		Summary:                "are agent hosts polling " + queue + "?",
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+		},
+	})
+	var polling int
+	in := AgentHostsPollingInput{Queue: queue, Within: AgentClaimTimeout}
+	if err := workflow.ExecuteActivity(ctx, AgentHostsPollingActivity, in).Get(ctx, &polling); err != nil {
+		workflow.GetLogger(ctx).Warn("could not tell whether agent hosts poll their queue; offering the claim on the shared queue",
+			"queue", queue, "error", err)
+		return 0
+	}
+	return polling
+}
+
 // noHostError is a claim no agent host took: none polled the agent hosts'
 // queue for polled, and none took it on the shared queue in shared (0:
 // runs before claimStormVersion, where polled was the whole bound).
@@ -121,8 +195,13 @@ func (e *noHostError) Error() string { return e.err.Error() }
 func (e *noHostError) Unwrap() error { return e.err }
 
 // hostsLostError is a claim on the agent hosts' queue whose attempts hosts
-// took and lost (they died before answering) until AgentClaimCrashTimeout.
-type hostsLostError struct{ err error }
+// took and lost (they died before answering), or that polling hosts
+// (polling of them, at the last look) did not take, until
+// AgentClaimCrashTimeout.
+type hostsLostError struct {
+	err     error
+	polling int
+}
 
 func (e *hostsLostError) Error() string { return e.err.Error() }
 func (e *hostsLostError) Unwrap() error { return e.err }
@@ -177,6 +256,11 @@ func unclaimedEndsFailed(ctx workflow.Context) bool {
 // err being the claim's failure (its cause, without the activity's IDs).
 func unclaimedMessage(err error) string {
 	var lost *hostsLostError
+	if errors.As(err, &lost) && lost.polling > 0 {
+		return fmt.Sprintf("no host claimed this invocation within %s: %d agent host(s) polled its queue within %s "+
+			"but none took the claim and answered (see why the agent hosts keep restarting); last error: %s",
+			AgentClaimCrashTimeout, lost.polling, AgentClaimTimeout, claimCause(lost.err))
+	}
 	if errors.As(err, &lost) {
 		return fmt.Sprintf("no host claimed this invocation within %s: agent hosts took the claim and were lost "+
 			"before they answered, again and again (see why the agent hosts keep restarting); last error: %s",

@@ -14,6 +14,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
 )
 
 // agentWorkspace is a workspace whose config has the fake agent CLI as four
@@ -551,4 +554,23 @@ func TestStartAgentWithARequestIDIsSafeToRepeat(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	assert.Contains(t, resultText(res), "request_id: must not be empty")
+}
+
+// A claim no host took within AgentClaimTimeout asks Temporal whether
+// agent hosts poll their queue (AgentHostsPolling) before it gives up on
+// them. The real engine reports a running agent host there, and nobody on
+// a queue no host polls.
+func TestTheEngineReportsTheAgentHostsThatPollTheClaimQueue(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.startServe(w.config)
+	hosts := &activities.AgentHosts{Queues: temporalClient(t, w.owner().Engine)}
+	polling := func(queue string) int {
+		n, err := hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: queue, Within: workflows.AgentClaimTimeout})
+		require.NoError(t, err)
+		return n
+	}
+	eventually(t, "the agent host to show as polling its claim queue", func() bool {
+		return polling(workflows.AgentClaimQueue("durawait")) == 1
+	})
+	assert.Zero(t, polling(workflows.AgentClaimQueue("nobody")))
 }

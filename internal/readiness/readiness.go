@@ -15,6 +15,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -178,23 +179,40 @@ const PollerMaxAge = 90 * time.Second
 // Workers checks that some worker polls taskQueue for workflow tasks: a
 // poller seen by Temporal within PollerMaxAge (DescribeTaskQueue).
 func Workers(c client.Client, taskQueue string, now func() time.Time) Check {
-	if now == nil {
-		now = time.Now
-	}
 	return Check{Name: "workers", Run: func(ctx context.Context) (string, error) {
-		resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		live, err := LivePollers(ctx, c, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW, PollerMaxAge, now)
 		if err != nil {
-			return "", fmt.Errorf("describe task queue %q: %w", taskQueue, err)
-		}
-		live := 0
-		for _, p := range resp.GetPollers() {
-			if t := p.GetLastAccessTime(); t != nil && now().Sub(t.AsTime()) <= PollerMaxAge {
-				live++
-			}
+			return "", err
 		}
 		if live == 0 {
 			return "", fmt.Errorf("no worker polls task queue %q (none seen in the last %s)", taskQueue, PollerMaxAge)
 		}
 		return fmt.Sprintf("%d worker(s) poll task queue %q", live, taskQueue), nil
 	}}
+}
+
+// TaskQueueDescriber is the part of the Temporal client that describes a
+// task queue.
+type TaskQueueDescriber interface {
+	DescribeTaskQueue(ctx context.Context, taskQueue string, taskQueueType enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error)
+}
+
+// LivePollers counts the workers Temporal saw poll taskQueue for tasks of
+// typ within maxAge of now (nil: time.Now). Temporal lists a poller for
+// minutes after its last poll; its last access time tells a live one.
+func LivePollers(ctx context.Context, c TaskQueueDescriber, taskQueue string, typ enumspb.TaskQueueType, maxAge time.Duration, now func() time.Time) (int, error) {
+	if now == nil {
+		now = time.Now
+	}
+	resp, err := c.DescribeTaskQueue(ctx, taskQueue, typ)
+	if err != nil {
+		return 0, fmt.Errorf("describe task queue %q: %w", taskQueue, err)
+	}
+	live := 0
+	for _, p := range resp.GetPollers() {
+		if t := p.GetLastAccessTime(); t != nil && now().Sub(t.AsTime()) <= maxAge {
+			live++
+		}
+	}
+	return live, nil
 }

@@ -1,0 +1,57 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// queueDescriber answers DescribeTaskQueue with pollers of activity tasks
+// on one queue.
+type queueDescriber struct {
+	queue   string
+	pollers []*taskqueuepb.PollerInfo
+}
+
+func (d queueDescriber) DescribeTaskQueue(_ context.Context, queue string, typ enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	if typ != enumspb.TASK_QUEUE_TYPE_ACTIVITY {
+		return nil, fmt.Errorf("asked for %s pollers; claims are activity tasks", typ)
+	}
+	if queue != d.queue {
+		return &workflowservice.DescribeTaskQueueResponse{}, nil
+	}
+	return &workflowservice.DescribeTaskQueueResponse{Pollers: d.pollers}, nil
+}
+
+func TestAgentHostsPollingCountsOnlyRecentPollersOfTheQueue(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	poller := func(id string, ago time.Duration) *taskqueuepb.PollerInfo {
+		return &taskqueuepb.PollerInfo{Identity: id, LastAccessTime: timestamppb.New(now.Add(-ago))}
+	}
+	hosts := &AgentHosts{
+		Queues: queueDescriber{queue: "dw-agent-hosts", pollers: []*taskqueuepb.PollerInfo{
+			poller("1@a", 5*time.Second),
+			poller("2@b", 119*time.Second),
+			poller("3@c", 4*time.Minute), // died minutes ago; Temporal still lists it
+			{Identity: "4@d"},            // no access time
+		}},
+		Now: func() time.Time { return now },
+	}
+	n, err := hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "dw-agent-hosts", Within: 2 * time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	n, err = hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "other", Within: 2 * time.Minute})
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
