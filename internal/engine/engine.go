@@ -124,7 +124,11 @@ func Start(opts Options) (*Engine, error) {
 		if err == nil {
 			break
 		}
-		if attempt == maxStartAttempts || !addressInUse(err) {
+		// A fatal start leaves the listeners it had opened behind: with
+		// the frontend's port configured, the next attempt would find it
+		// taken. The process ends, and its supervisor starts it again.
+		var fatal *fatalError
+		if attempt == maxStartAttempts || !addressInUse(err) || (!pickFrontend && errors.As(err, &fatal)) {
 			return nil, err
 		}
 		opts.Logger.Warn("an engine port was taken while the engine started; starting on other ports", "error", err)
@@ -280,14 +284,31 @@ func addressInUse(err error) bool {
 const maxStartAttempts = 5
 
 // startServer builds and starts the Temporal server on freshly picked
-// internal ports.
-func startServer(opts Options, sqlConf *config.SQL) (temporal.Server, *slog.LevelVar, error) {
-	ports := make([]int, 4) // frontend HTTP, history, matching, worker
-	for i := range ports {
-		var err error
-		if ports[i], err = opts.pickPort(opts.IP); err != nil {
-			return nil, nil, err
+// internal ports, each distinct from the others and from the frontend's. A
+// fatal log line of the server while it starts (a port taken in between)
+// is returned as an error.
+func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.LevelVar, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fatal, ok := r.(*fatalError)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("engine: start server: %w", fatal)
 		}
+	}()
+	ports := make([]int, 4) // frontend HTTP, history, matching, worker
+	taken := map[int]bool{opts.Port: true}
+	for i := range ports {
+		for tries := 0; ports[i] == 0 || taken[ports[i]]; tries++ {
+			if tries == 10 {
+				return nil, nil, fmt.Errorf("engine: find %d distinct free ports: port %d picked again", len(ports), ports[i])
+			}
+			if ports[i], err = opts.pickPort(opts.IP); err != nil {
+				return nil, nil, err
+			}
+		}
+		taken[ports[i]] = true
 	}
 	conf := serverConfig(opts, sqlConf, ports)
 	level := &slog.LevelVar{}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,29 +15,85 @@ import (
 )
 
 // A port taken between its pick and the engine's bind (another process
-// took it) makes the engine start again on other ports, not fail.
+// took it) makes the engine start again on other ports, not fail, whichever
+// of its services was to listen there. (The Temporal server reports a taken
+// port of the history, matching and worker services only by a fatal log
+// line; the crash soak saw durawait die on a taken worker port.)
 func TestEngineStartsAgainWhenAPickedPortIsTaken(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	for _, tc := range []struct {
+		service   string
+		pick      int // the pick that returns the taken port
+		fixedPort bool
+	}{
+		{service: "frontend HTTP API", pick: 2}, // the first internal port of the first attempt
+		{service: "history", pick: 3},
+		{service: "matching", pick: 4},
+		{service: "worker", pick: 5},
+		// With its frontend port configured, a failed start may have left
+		// that port taken: the start fails, naming the cause, and the
+		// process's supervisor starts durawait again.
+		{service: "worker, frontend port fixed", pick: 4, fixedPort: true},
+		{service: "history, frontend port fixed", pick: 2, fixedPort: true},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer taken.Close()
+			picks := 0
+			pick := func(ip string) (int, error) {
+				picks++
+				if picks == tc.pick {
+					return taken.Addr().(*net.TCPAddr).Port, nil
+				}
+				return freePort(ip)
+			}
+			opts := Options{
+				DataDir: t.TempDir(), Namespace: "default", pickPort: pick,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
+			}
+			if tc.fixedPort {
+				opts.Port, err = freePort("127.0.0.1")
+				require.NoError(t, err)
+			}
+			e, err := Start(opts)
+			if tc.fixedPort {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), fmt.Sprintf("%d: bind: address already in use", taken.Addr().(*net.TCPAddr).Port))
+				return
+			}
+			require.NoError(t, err)
+			defer e.Stop()
+			assert.GreaterOrEqual(t, picks, 8, "a second attempt picked new ports")
+			c, err := net.Dial("tcp", e.Addr())
+			require.NoError(t, err, "the frontend listens")
+			c.Close()
+		})
+	}
+}
+
+// Each internal port is picked distinct from the others and from the
+// frontend's: two picks of one free port are not two free ports.
+func TestEnginePicksDistinctPorts(t *testing.T) {
+	frontend, err := freePort("127.0.0.1")
 	require.NoError(t, err)
-	defer taken.Close()
-	picks := 0
+	var picked []int
 	pick := func(ip string) (int, error) {
-		picks++
-		if picks == 2 { // the first internal port of the first attempt: the frontend's HTTP API
-			return taken.Addr().(*net.TCPAddr).Port, nil
+		if len(picked) < 3 {
+			picked = append(picked, frontend) // the frontend's port, thrice
+			return frontend, nil
 		}
-		return freePort(ip)
+		p, err := freePort(ip)
+		picked = append(picked, p)
+		return p, err
 	}
 	e, err := Start(Options{
-		DataDir: t.TempDir(), Namespace: "default", pickPort: pick,
+		DataDir: t.TempDir(), Namespace: "default", Port: frontend, pickPort: pick,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
 	})
 	require.NoError(t, err)
 	defer e.Stop()
-	assert.Greater(t, picks, 5, "a second attempt picked new ports")
-	c, err := net.Dial("tcp", e.Addr())
-	require.NoError(t, err, "the frontend listens")
-	c.Close()
+	assert.Len(t, picked, 7, "the three repeats were picked again")
+	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", frontend), e.Addr())
 }
 
 // The engine's span exporters are durawait's: the server's stock provider,

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"go.temporal.io/server/common/log"
@@ -27,7 +28,29 @@ func (l temporalLogger) Warn(msg string, tags ...tag.Tag)   { l.log(slog.LevelWa
 func (l temporalLogger) Error(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
 func (l temporalLogger) DPanic(msg string, tags ...tag.Tag) { l.log(slog.LevelError, msg, tags) }
 func (l temporalLogger) Panic(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
-func (l temporalLogger) Fatal(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
+
+// Fatal logs msg and panics with a *fatalError: the server's code does not
+// go on after a fatal log line (its own logger exits the process), and
+// going on did not work (a gRPC listener that failed on a taken port was
+// served as nil and crashed the process from another goroutine).
+// startServer turns a fatalError raised while the server starts into an
+// error.
+func (l temporalLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.log(slog.LevelError, msg, tags)
+	panic(newFatalError(msg, tags))
+}
+
+// fatalError is a fatal log line of the Temporal server, as an error.
+type fatalError struct{ msg string }
+
+func newFatalError(msg string, tags []tag.Tag) *fatalError {
+	for _, t := range tags {
+		msg += fmt.Sprintf(" %s=%v", t.Key(), t.Value())
+	}
+	return &fatalError{msg: msg}
+}
+
+func (e *fatalError) Error() string { return "temporal server: " + e.msg }
 
 func (l temporalLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 	if level < l.level.Level() || !l.logger.Enabled(context.Background(), level) {
