@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/durawait/durawait/workflows"
@@ -21,9 +24,13 @@ import (
 type queueDescriber struct {
 	queue   string
 	pollers []*taskqueuepb.PollerInfo
+	err     error
 }
 
 func (d queueDescriber) DescribeTaskQueue(_ context.Context, queue string, typ enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
 	if typ != enumspb.TASK_QUEUE_TYPE_ACTIVITY {
 		return nil, fmt.Errorf("asked for %s pollers; claims are activity tasks", typ)
 	}
@@ -54,4 +61,22 @@ func TestAgentHostsPollingCountsOnlyRecentPollersOfTheQueue(t *testing.T) {
 	n, err = hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "other", Within: 2 * time.Minute})
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+func TestAgentHostsPollingFailsAtOnceWhenRefusedForGood(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		retryable bool
+	}{
+		{serviceerror.NewPermissionDenied("DescribeTaskQueue is not allowed", ""), false},
+		{serviceerror.NewUnimplemented("DescribeTaskQueue"), false},
+		{serviceerror.NewUnavailable("engine restarting"), true},
+	} {
+		hosts := &AgentHosts{Queues: queueDescriber{err: tc.err}}
+		_, err := hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "q", Within: time.Minute})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `describe task queue "q"`)
+		var appErr *temporal.ApplicationError
+		assert.Equal(t, !tc.retryable, errors.As(err, &appErr) && appErr.NonRetryable(), "%v", tc.err)
+	}
 }

@@ -69,9 +69,7 @@ func New(opts Options) (*Workers, error) {
 		// WaitEndLogger writes each wait's "wait ended" line.
 		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
 	})
-	Register(main, opts.Prober, opts.Observer, opts.Agents)
-	hosts := &activities.AgentHosts{Queues: opts.Client}
-	main.RegisterActivityWithOptions(hosts.Polling, activity.RegisterOptions{Name: workflows.AgentHostsPollingActivity})
+	Register(main, opts.Prober, opts.Observer, opts.Agents, &activities.AgentHosts{Queues: opts.Client})
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
 	ws := &Workers{workers: []sdkworker.Worker{main}}
 	if opts.Agents != nil {
@@ -133,10 +131,11 @@ type Registry interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }
 
-// Register puts durawait's workflows and the shared-queue activities on r
-// under their durable names.
-func Register(r Registry, prober activities.Prober, observer activities.Observer, agents *activities.AgentRunner) {
+// Register puts durawait's workflows, the shared-queue activities and the
+// workflows' local activities (hosts) on r under their durable names.
+func Register(r Registry, prober activities.Prober, observer activities.Observer, agents *activities.AgentRunner, hosts *activities.AgentHosts) {
 	workflows.RegisterWorkflows(r)
+	r.RegisterActivityWithOptions(hosts.Polling, activity.RegisterOptions{Name: workflows.AgentHostsPollingActivity})
 	poller := &activities.Poller{Prober: prober, Observer: observer}
 	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
 	if agents != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
@@ -118,12 +119,12 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	}{
 		{"no agent host polls", hostsPollingStub(0), claimSharedOffer},
 		{"whether hosts poll cannot be told", func(context.Context, AgentHostsPollingInput) (int, error) {
-			return 0, temporal.NewNonRetryableApplicationError("describe task queue: permission denied", "PermissionDenied", nil)
-		}, 2 * claimSharedOffer},
+			return 0, temporal.NewNonRetryableApplicationError("describe task queue: permission denied", "AgentHostsUnknown", nil)
+		}, claimSharedOffer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newBoundsEnv()
-			var claims int
+			var claims, looks int
 			env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
 				if activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue") {
 					return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
@@ -131,7 +132,10 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 				claims++
 				return "", errors.New("unable to find activityType=ClaimAgentHost")
 			}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-			env.RegisterActivityWithOptions(tc.polling, activity.RegisterOptions{Name: AgentHostsPollingActivity})
+			env.RegisterActivityWithOptions(func(ctx context.Context, in AgentHostsPollingInput) (int, error) {
+				looks++
+				return tc.polling(ctx, in)
+			}, activity.RegisterOptions{Name: AgentHostsPollingActivity})
 			env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 			u := recordUpserts(env)
 			start := env.Now()
@@ -149,6 +153,7 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 			assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
 			assert.GreaterOrEqual(t, claims, 5, "bounded by time, not by a few attempts")
 			assert.LessOrEqual(t, env.Now().Sub(start), tc.bound)
+			assert.Equal(t, 1, looks, "asked once whether agent hosts poll")
 			assert.Equal(t, []string{"running", "failed"}, u.states)
 			assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
 		})
@@ -211,6 +216,44 @@ func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
 	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 15m0s: 2 agent host(s) polled its queue within 2m0s but none took the claim")
 	assert.Len(t, queues, 1+claimPollingRounds, "the rounds are capped even when no time passes between them")
 	assert.NotContains(t, queues, "default-test-taskqueue", "never offered on the shared queue")
+}
+
+// On the workflow's clock, each offer to polling hosts that none takes
+// ends after AgentClaimTimeout (its schedule-to-start timeout), and the
+// offers stop while AgentClaimCrashTimeout still holds a whole one.
+func TestOffersToPollingHostsEndWithinTheCrashBound(t *testing.T) {
+	env := newBoundsEnv()
+	env.RegisterActivityWithOptions(func(context.Context) (string, error) { return "", nil },
+		activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	looks := 0
+	env.RegisterActivityWithOptions(func(context.Context, AgentHostsPollingInput) (int, error) {
+		looks++
+		if looks == 3 {
+			// A look that cannot tell keeps what the one before saw.
+			return 0, temporal.NewNonRetryableApplicationError("describe task queue: unavailable", "AgentHostsUnknown", nil)
+		}
+		return 1, nil
+	}, activity.RegisterOptions{Name: AgentHostsPollingActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	offers := 0
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(AgentClaimTimeout).
+		Return(func(context.Context) (string, error) {
+			offers++
+			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+		})
+	start := env.Now()
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentFailed, final.Status)
+	require.NotNil(t, final.Error)
+	assert.Contains(t, final.Error.Message, "1 agent host(s) polled its queue within 2m0s but none took the claim")
+	took := env.Now().Sub(start)
+	assert.LessOrEqual(t, took, AgentClaimCrashTimeout)
+	assert.Greater(t, took, AgentClaimCrashTimeout-AgentClaimTimeout-claimSharedOffer)
+	assert.Equal(t, 7, offers, "the first and six more, each AgentClaimTimeout long")
 }
 
 // Agent hosts that take the claim and die before they answer (a crash

@@ -65,8 +65,8 @@ const claimSharedOffer = 30 * time.Second
 // which a claim no agent host took within AgentClaimTimeout asks Temporal
 // whether agent hosts poll the agent hosts' queue (AgentHostsPollingActivity)
 // before it gives up on them: while some did within AgentClaimTimeout, the
-// claim is offered there again, up to AgentClaimCrashTimeout from its start
-// (hostsLostError). Before it, such a gap always went on to the shared queue
+// claim is offered there again, while AgentClaimCrashTimeout from its start
+// leaves room for a whole offer (hostsLostError). Before it, such a gap always went on to the shared queue
 // and, with no host of the previous release there, ended the invocation
 // saying no agent host existed: in a storm of engine restarts, where each
 // restart reloads the hosts' queue, an attempt could wait 2 minutes for
@@ -79,7 +79,8 @@ const claimHostsPollingVersion = "durawait-agent-claim-hosts-polling"
 const claimPollingRounds = int(AgentClaimCrashTimeout / AgentClaimTimeout)
 
 // AgentHostsPollingInput asks how many agent hosts Temporal saw poll Queue
-// (for activity tasks) within Within of now.
+// (for activity tasks) within Within of now (AgentHostsPollingActivity, a
+// local activity).
 type AgentHostsPollingInput struct {
 	Queue  string        `json:"queue"`
 	Within time.Duration `json:"within"`
@@ -104,22 +105,30 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 	if stormProof {
 		queueWait = AgentClaimTimeout
 	}
-	// The bounds are activity options, not part of the command: runs
-	// scheduled with other bounds here replay the same.
+	// The first attempt's bounds are activity options, not part of the
+	// command: runs scheduled with other bounds here replay the same. The
+	// offers to polling hosts below are counted from the bounds, so
+	// changing AgentClaimTimeout, AgentClaimCrashTimeout or
+	// claimSharedOffer needs a new change ID.
 	hostsQueue := AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName)
 	opts := claimOptions(ctx, provider, hostsQueue, AgentClaimCrashTimeout)
 	opts = workflow.WithScheduleToStartTimeout(opts, queueWait)
 	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
-	polling := 0
+	// seen is how many agent hosts polled at the last look that could
+	// tell (a look that cannot keeps the one before).
+	seen := 0
 	for round := 1; stormProof && notPolled(err) && ctx.Err() == nil; round++ {
-		left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
-		if left <= AgentClaimTimeout+claimAttemptTimeout || round > claimPollingRounds ||
+		if !offerAgain(ctx, started, round) ||
 			workflow.GetVersion(ctx, claimHostsPollingVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			break
 		}
-		if polling = agentHostsPolling(ctx, hostsQueue); polling == 0 {
+		if n, known := agentHostsPolling(ctx, hostsQueue); known {
+			seen = n
+		}
+		if seen == 0 || !offerAgain(ctx, started, round) {
 			break
 		}
+		left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
 		opts := claimOptions(ctx, provider, hostsQueue, left)
 		opts = workflow.WithScheduleToStartTimeout(opts, AgentClaimTimeout)
 		err = workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
@@ -129,8 +138,8 @@ func claimHost(ctx workflow.Context, provider string) (string, error) {
 		return hostQueue, err
 	case !notPolled(err):
 		return "", &hostsLostError{err: err}
-	case polling > 0:
-		return "", &hostsLostError{err: err, polling: polling}
+	case seen > 0:
+		return "", &hostsLostError{err: err, polling: seen}
 	}
 	left := claimSharedOffer
 	if !stormProof {
@@ -157,13 +166,23 @@ func notPolled(err error) bool {
 	return errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
 
+// offerAgain reports whether a claim started at started may be offered to
+// polling agent hosts once more in round: within claimPollingRounds, and
+// with room left in AgentClaimCrashTimeout for a whole AgentClaimTimeout
+// and a margin, so that the offer's schedule-to-start timeout, not its
+// schedule-to-close, ends it when no host takes it (an engine restart
+// delays timers).
+func offerAgain(ctx workflow.Context, started time.Time, round int) bool {
+	left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
+	return round <= claimPollingRounds && left > AgentClaimTimeout+claimSharedOffer
+}
+
 // agentHostsPolling returns how many agent hosts Temporal saw poll queue
-// within AgentClaimTimeout, or 0 when that cannot be told (the activity
-// failed: a worker of an earlier release took it, or describing the queue
-// is not permitted), which leaves the claim to the shared queue as before
-// claimHostsPollingVersion.
-func agentHostsPolling(ctx workflow.Context, queue string) int {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+// within AgentClaimTimeout, and whether that could be told (describing the
+// queue may not be permitted). It is a local activity: the worker running
+// this workflow code has it, whatever the release of the other workers.
+func agentHostsPolling(ctx workflow.Context, queue string) (int, bool) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: claimSharedOffer,
 		StartToCloseTimeout:    claimAttemptTimeout,
 		Summary:                "are agent hosts polling " + queue + "?",
@@ -175,12 +194,13 @@ func agentHostsPolling(ctx workflow.Context, queue string) int {
 	})
 	var polling int
 	in := AgentHostsPollingInput{Queue: queue, Within: AgentClaimTimeout}
-	if err := workflow.ExecuteActivity(ctx, AgentHostsPollingActivity, in).Get(ctx, &polling); err != nil {
-		workflow.GetLogger(ctx).Warn("could not tell whether agent hosts poll their queue; offering the claim on the shared queue",
-			"queue", queue, "error", err)
-		return 0
+	if err := workflow.ExecuteLocalActivity(lctx, AgentHostsPollingActivity, in).Get(ctx, &polling); err != nil {
+		if ctx.Err() == nil {
+			workflow.GetLogger(ctx).Warn("could not tell whether agent hosts poll their queue", "queue", queue, "error", err)
+		}
+		return 0, false
 	}
-	return polling
+	return polling, true
 }
 
 // noHostError is a claim no agent host took: none polled the agent hosts'
@@ -194,10 +214,10 @@ type noHostError struct {
 func (e *noHostError) Error() string { return e.err.Error() }
 func (e *noHostError) Unwrap() error { return e.err }
 
-// hostsLostError is a claim on the agent hosts' queue whose attempts hosts
-// took and lost (they died before answering), or that polling hosts
-// (polling of them, at the last look) did not take, until
-// AgentClaimCrashTimeout.
+// hostsLostError is a claim on the agent hosts' queue that agent hosts did
+// not answer within AgentClaimCrashTimeout: they took its attempts and died
+// before answering, or (polling > 0: how many, at the last look) polled
+// the queue and did not take it.
 type hostsLostError struct {
 	err     error
 	polling int

@@ -153,6 +153,7 @@ func TestHubEndsEveryWatchWhenTheServerGoes(t *testing.T) {
 	// A watch asked for while the server is still exiting or once it is
 	// gone is told tmux is unavailable (a retryable code), never an
 	// unclassified error.
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		_, err := hub.Follow(context.Background(), srv, pane)
 		var te *Error
@@ -161,6 +162,8 @@ func TestHubEndsEveryWatchWhenTheServerGoes(t *testing.T) {
 		if exec.Command("tmux", srv.args("list-sessions")...).Run() != nil {
 			break
 		}
+		require.True(t, time.Now().Before(deadline), "the tmux server did not exit")
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1053,12 +1053,13 @@ func (s *soak) workflowRuns() map[string]*wfRuns {
 func (s *soak) checkRuns(runs map[string]*wfRuns) int {
 	t := s.t
 	twice := 0
+	tc := temporalClient(t, s.w.owner().Engine)
 	for typ, r := range runs {
-		for id := range r.open {
-			if s.settleOpen(typ, id) {
+		for id, n := range r.open {
+			if s.settleOpen(tc, typ, id) {
 				// History closed it: count it with the closed ones.
 				delete(r.open, id)
-				r.closed[id]++
+				r.closed[id] += n
 			}
 		}
 	}
@@ -1117,8 +1118,7 @@ const openSettleLimit = 6 * time.Minute
 // history of workflow id (listed open by visibility) to close, and reports
 // whether it did. Either way it logs what the history says and the client
 // calls of its wait, so a run left open is explained, not just counted.
-func (s *soak) settleOpen(typ, id string) bool {
-	tc := temporalClient(s.t, s.w.owner().Engine)
+func (s *soak) settleOpen(tc sdkclient.Client, typ, id string) bool {
 	if s.settleFrom.IsZero() {
 		s.settleFrom = time.Now()
 	}
@@ -1147,15 +1147,18 @@ func (s *soak) settleOpen(typ, id string) bool {
 			a.GetAttempt(), a.GetState(), a.GetLastHeartbeatTime().AsTime().Local().Format("15:04:05.000"), a.GetLastFailure().GetMessage())
 	}
 	lines, sw := s.runsOf(tc, id)
-	closed := info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	closed := desc != nil && info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	client := "no wait matches its input"
 	if sw != nil {
 		client = fmt.Sprintf("wait %d (%s), client: %s", sw.id, sw.kind, strings.Join(sw.calls, "\n          "))
 	}
-	if closed {
+	switch {
+	case closed && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		s.lateCloses++
 		s.t.Logf("closed after its client's answer: %s\n  %s\n  %s", what, strings.Join(lines, "\n  "), client)
-	} else {
+	case closed:
+		s.t.Errorf("closed, but not completed, after its client's answer: %s\n  %s\n  %s", what, strings.Join(lines, "\n  "), client)
+	default:
 		s.t.Errorf("still open %s after every client had its result: %s\n  %s\n  %s",
 			time.Since(s.settleFrom).Round(time.Second), what, strings.Join(lines, "\n  "), client)
 	}
