@@ -19,7 +19,7 @@ import (
 var replayScenarios = []string{
 	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
-	"agent_timeout", "agent_unclaimed",
+	"agent_timeout", "agent_unclaimed", "agent_claim_shared", "agent_claim_hosts_polling",
 	"waitfortext_matched", "call", "list_panes", "catalog",
 }
 
