@@ -94,6 +94,17 @@ func TestATimedOutRunKeepsItsLastHeartbeat(t *testing.T) {
 	assert.Equal(t, ErrCodeWorkerLost, lost.Error.Code)
 }
 
+// invocationResult runs the agent invocation of agentInput on env to its
+// end and returns its payload.
+func invocationResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) InvocationPayload {
+	t.Helper()
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	return final
+}
+
 // runAgentSucceeds stands in for a CLI run that succeeds at once.
 func runAgentSucceeds(context.Context, RunAgentInput) (AgentFinal, error) {
 	return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
@@ -181,11 +192,7 @@ func TestAClaimPollingHostsDidNotTakeIsOfferedToThemAgain(t *testing.T) {
 		return 1, nil
 	}, activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
 	hosts := AgentClaimQueue("default-test-taskqueue")
 	assert.Equal(t, []string{hosts, hosts, hosts}, queues, "never offered on the shared queue")
@@ -205,11 +212,7 @@ func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(hostsPollingStub(2), activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
@@ -242,11 +245,7 @@ func TestOffersToPollingHostsEndWithinTheCrashBound(t *testing.T) {
 			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		})
 	start := env.Now()
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Contains(t, final.Error.Message, "1 agent host(s) polled its queue within 2m0s but none took the claim")
@@ -275,11 +274,7 @@ func TestAClaimLostWithItsHostsIsRetriedPastTheNoHostBound(t *testing.T) {
 		return "host-q", nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
 	assert.Greater(t, claimedAt.Sub(start), AgentClaimTimeout, "claimed after the no-host bound had passed")
 	assert.Greater(t, claims, 20)
@@ -294,11 +289,7 @@ func TestAClaimLostWithItsHostsForeverEndsFailedSayingSo(t *testing.T) {
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 	start := env.Now()
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
@@ -328,11 +319,7 @@ func TestAClaimNoNewAgentHostTakesGoesToTheSharedQueue(t *testing.T) {
 		ranOn = activity.GetInfo(ctx).TaskQueue
 		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
 	}, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentSucceeded, final.Status)
 	require.Len(t, queues, 2)
 	assert.Equal(t, AgentClaimQueue("default-test-taskqueue"), queues[0], "offered to this release's agent hosts first")
@@ -365,11 +352,7 @@ func TestAClaimThatOutlivesAPollerGapInACrashLoopIsStillClaimed(t *testing.T) {
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(hostsPollingStub(0), activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := invocationResult(t, env)
 	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
 	require.NotEmpty(t, queues)
 	assert.Equal(t, "default-test-taskqueue", queues[len(queues)-1], "claimed on the shared queue")

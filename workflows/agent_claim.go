@@ -186,11 +186,7 @@ func agentHostsPolling(ctx workflow.Context, queue string) (int, bool) {
 		ScheduleToCloseTimeout: claimSharedOffer,
 		StartToCloseTimeout:    claimAttemptTimeout,
 		Summary:                "are agent hosts polling " + queue + "?",
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Second,
-		},
+		RetryPolicy:            claimRetryPolicy(),
 	})
 	var polling int
 	in := AgentHostsPollingInput{Queue: queue, Within: AgentClaimTimeout}
@@ -249,15 +245,21 @@ func claimOptions(ctx workflow.Context, provider, queue string, budget time.Dura
 		// whole budget on a few such attempts).
 		StartToCloseTimeout: claimAttemptTimeout,
 		Summary:             "claim a host for the " + provider + " CLI",
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Second,
-			// Bounded by time (the budget); the count only backs it up
-			// (an attempt every second for the longest budget, and more).
-			MaximumAttempts: claimMaxAttempts,
-		},
+		RetryPolicy:         claimRetryPolicy(),
 	})
+}
+
+// claimRetryPolicy retries a claim's activities every few seconds. They
+// are bounded by time (their schedule-to-close timeout); the count only
+// backs that up (an attempt every second for the longest budget, and
+// more).
+func claimRetryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    5 * time.Second,
+		MaximumAttempts:    claimMaxAttempts,
+	}
 }
 
 // unclaimedVersion is the change ID (workflow.GetVersion) under which an

@@ -4,22 +4,14 @@ package workflows
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-
-	"github.com/durawait/durawait/internal/engine"
 )
 
 // TestRecordClaimHistories records the agent host claim's paths past its
@@ -38,15 +30,7 @@ import (
 // Run with: go test -tags replayrecord -run TestRecordClaimHistories ./workflows/
 // (DURAWAIT_REPLAY_PREFIX names the files' prefix, e.g. "v6_").
 func TestRecordClaimHistories(t *testing.T) {
-	e, err := engine.Start(engine.Options{
-		DataDir: t.TempDir(), Namespace: "default", SearchAttributes: SearchAttributes(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
-	})
-	require.NoError(t, err)
-	defer e.Stop()
-	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
-	require.NoError(t, err)
-	defer c.Close()
+	c := startReplayEngine(t)
 
 	const queue = "replay"
 	const pollingID, sharedID = "agent/claim_hosts_polling", "agent/claim_shared"
@@ -100,19 +84,4 @@ func TestRecordClaimHistories(t *testing.T) {
 		require.Equal(t, AgentSucceeded, p.Status, "%+v", p.Error)
 		writeReplayHistory(t, ctx, c, "agent_claim_hosts_polling", pollingID)
 	}
-}
-
-// writeReplayHistory writes the history of workflow id as
-// testdata/replay/<DURAWAIT_REPLAY_PREFIX><file>.json.
-func writeReplayHistory(t *testing.T, ctx context.Context, c client.Client, file, id string) {
-	var hist historypb.History
-	iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		hist.Events = append(hist.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay", os.Getenv("DURAWAIT_REPLAY_PREFIX")+file+".json"), data, 0o644))
 }

@@ -32,15 +32,7 @@ import (
 // Run with: go test -tags replayrecord -run TestRecordReplayHistories ./workflows/
 // (DURAWAIT_REPLAY_PREFIX names the files' prefix, e.g. "v2_").
 func TestRecordReplayHistories(t *testing.T) {
-	e, err := engine.Start(engine.Options{
-		DataDir: t.TempDir(), Namespace: "default", SearchAttributes: SearchAttributes(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
-	})
-	require.NoError(t, err)
-	defer e.Stop()
-	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
-	require.NoError(t, err)
-	defer c.Close()
+	c := startReplayEngine(t)
 
 	const queue = "replay"
 	release := make(chan struct{})
@@ -160,19 +152,39 @@ func TestRecordReplayHistories(t *testing.T) {
 	require.NoError(t, c.CancelWorkflow(ctx, run.GetID(), ""))
 	record("catalog", run)
 
-	prefix := os.Getenv("DURAWAIT_REPLAY_PREFIX")
 	for file, id := range histories {
-		var hist historypb.History
-		iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			require.NoError(t, err)
-			hist.Events = append(hist.Events, ev)
-		}
-		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay", prefix+file+".json"), data, 0o644))
+		writeReplayHistory(t, ctx, c, file, id)
 	}
+}
+
+// startReplayEngine starts an embedded engine for the test and returns a
+// client of its default namespace; both end with the test.
+func startReplayEngine(t *testing.T) client.Client {
+	e, err := engine.Start(engine.Options{
+		DataDir: t.TempDir(), Namespace: "default", SearchAttributes: SearchAttributes(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError,
+	})
+	require.NoError(t, err)
+	t.Cleanup(e.Stop)
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// writeReplayHistory writes the history of workflow id as
+// testdata/replay/<DURAWAIT_REPLAY_PREFIX><file>.json.
+func writeReplayHistory(t *testing.T, ctx context.Context, c client.Client, file, id string) {
+	var hist historypb.History
+	iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay", os.Getenv("DURAWAIT_REPLAY_PREFIX")+file+".json"), data, 0o644))
 }
 
 // waitForEvent polls a workflow's history until an event of the type
