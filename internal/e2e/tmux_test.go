@@ -246,6 +246,23 @@ func TestWaitForTextOnARealPane(t *testing.T) {
 		assert.Len(t, c.messagesOf("pane-progress"), 1, "one notification, when the baseline is read")
 	})
 
+	t.Run("a pane moved to another session", func(t *testing.T) {
+		// Its session keeps another pane, so its control client stays
+		// attached there and no longer sees the moved pane's output.
+		tw.tmux("split-window", "-d", "-t", pane.PaneID, "sh")
+		tw.tmux("new-session", "-d", "-s", "other", "sh")
+		r := later(t, "MOVED-7", func() {
+			tw.tmux("join-pane", "-d", "-s", pane.PaneID, "-t", "other")
+			eventually(t, "the pane in session other", func() bool {
+				return strings.TrimSpace(tw.tmux("display-message", "-p", "-t", pane.PaneID, "#{session_name}")) == "other"
+			})
+			tw.typeLine(pane.PaneID, `printf '%s%s\n' MOV ED-7`)
+		})
+		require.Nil(t, r.Error)
+		assert.True(t, r.Matched, "the watch followed the pane to its new session")
+		assert.Equal(t, "MOVED-7", r.Text)
+	})
+
 	t.Run("the bound is a normal result", func(t *testing.T) {
 		tw2 := newTmuxWorld(t, 2)
 		c2 := tw2.startServe(tw2.config).client(t)
