@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -313,7 +314,10 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	conf := serverConfig(opts, sqlConf, ports)
 	level := &slog.LevelVar{}
 	level.Set(opts.LogLevel)
-	logger := newTemporalLogger(opts.Logger, level)
+	var starting atomic.Bool
+	starting.Store(true)
+	defer starting.Store(false)
+	logger := newTemporalLogger(opts.Logger, level, &starting)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: authorizer: %w", err)

@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.temporal.io/server/common/log/tag"
 )
 
 // A port taken between its pick and the engine's bind (another process
@@ -112,4 +114,16 @@ func TestTheStockSpanExporterProviderIsNotCalled(t *testing.T) {
 	defer e.Stop()
 	otel.Handle(errors.New("mine"))
 	assert.Equal(t, []error{errors.New("mine")}, handled, "the error handler set before the start is still the process's")
+}
+
+// A fatal line of the Temporal server ends its start with an error naming
+// it; once the server runs, it is logged as an error, as before.
+func TestAFatalLineEndsOnlyTheStart(t *testing.T) {
+	var starting atomic.Bool
+	var level slog.LevelVar
+	l := newTemporalLogger(slog.New(slog.NewTextHandler(io.Discard, nil)), &level, &starting)
+	assert.NotPanics(t, func() { l.Fatal("Failed to serve on worker listener") })
+	starting.Store(true)
+	assert.PanicsWithError(t, "temporal server: Failed to start gRPC listener service=worker",
+		func() { l.Fatal("Failed to start gRPC listener", tag.Service("worker")) })
 }

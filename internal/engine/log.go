@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -14,12 +15,15 @@ import (
 type temporalLogger struct {
 	logger *slog.Logger
 	level  *slog.LevelVar
+	// starting is set while the server starts: a fatal line then panics
+	// (see Fatal).
+	starting *atomic.Bool
 }
 
 var _ log.Logger = temporalLogger{}
 
-func newTemporalLogger(logger *slog.Logger, level *slog.LevelVar) temporalLogger {
-	return temporalLogger{logger: logger.With("component", "temporal"), level: level}
+func newTemporalLogger(logger *slog.Logger, level *slog.LevelVar, starting *atomic.Bool) temporalLogger {
+	return temporalLogger{logger: logger.With("component", "temporal"), level: level, starting: starting}
 }
 
 func (l temporalLogger) Debug(msg string, tags ...tag.Tag)  { l.log(slog.LevelDebug, msg, tags) }
@@ -29,15 +33,17 @@ func (l temporalLogger) Error(msg string, tags ...tag.Tag)  { l.log(slog.LevelEr
 func (l temporalLogger) DPanic(msg string, tags ...tag.Tag) { l.log(slog.LevelError, msg, tags) }
 func (l temporalLogger) Panic(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
 
-// Fatal logs msg and panics with a *fatalError: the server's code does not
-// go on after a fatal log line (its own logger exits the process), and
-// going on did not work (a gRPC listener that failed on a taken port was
-// served as nil and crashed the process from another goroutine).
-// startServer turns a fatalError raised while the server starts into an
-// error.
+// Fatal logs msg. While the server starts it then panics with a
+// *fatalError, which startServer returns as the start's error: the
+// server's code does not go on after a fatal line (its own logger exits
+// the process), and going on did not work (a gRPC listener that failed on
+// a taken port was served as nil and crashed the process from another
+// goroutine). Once started, a fatal line is logged as an error, as before.
 func (l temporalLogger) Fatal(msg string, tags ...tag.Tag) {
 	l.log(slog.LevelError, msg, tags)
-	panic(newFatalError(msg, tags))
+	if l.starting != nil && l.starting.Load() {
+		panic(newFatalError(msg, tags))
+	}
 }
 
 // fatalError is a fatal log line of the Temporal server, as an error.
