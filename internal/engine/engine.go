@@ -125,11 +125,12 @@ func Start(opts Options) (*Engine, error) {
 		if err == nil {
 			break
 		}
-		// A fatal start leaves the listeners it had opened behind: with
-		// the frontend's port configured, the next attempt would find it
-		// taken. The process ends, and its supervisor starts it again.
-		var fatal *fatalError
-		if attempt == maxStartAttempts || !addressInUse(err) || (!pickFrontend && errors.As(err, &fatal)) {
+		// A failed start leaves behind the listeners it had opened (and a
+		// few dozen goroutines; at most maxStartAttempts times): with the
+		// frontend's port configured, the next attempt would find that
+		// port taken by the last one, so the start fails with the first
+		// cause.
+		if attempt == maxStartAttempts || !addressInUse(err) || !pickFrontend {
 			return nil, err
 		}
 		opts.Logger.Warn("an engine port was taken while the engine started; starting on other ports", "error", err)
@@ -285,9 +286,10 @@ func addressInUse(err error) bool {
 const maxStartAttempts = 5
 
 // startServer builds and starts the Temporal server on freshly picked
-// internal ports, each distinct from the others and from the frontend's. A
-// fatal log line of the server while it starts (a port taken in between)
-// is returned as an error.
+// internal ports, each distinct from the others and from the frontend's
+// and the UI's. A fatal log line of the server while it is built (a port
+// taken in between: the listeners bind then, on this goroutine) is
+// returned as an error.
 func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.LevelVar, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -299,7 +301,7 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 		}
 	}()
 	ports := make([]int, 4) // frontend HTTP, history, matching, worker
-	taken := map[int]bool{opts.Port: true}
+	taken := map[int]bool{opts.Port: true, opts.UIPort: true}
 	for i := range ports {
 		for tries := 0; ports[i] == 0 || taken[ports[i]]; tries++ {
 			if tries == 10 {
@@ -314,10 +316,11 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	conf := serverConfig(opts, sqlConf, ports)
 	level := &slog.LevelVar{}
 	level.Set(opts.LogLevel)
-	var starting atomic.Bool
-	starting.Store(true)
-	defer starting.Store(false)
-	logger := newTemporalLogger(opts.Logger, level, &starting)
+	// building is set while NewServerFx runs: a fatal line then panics on
+	// this goroutine, where it is recovered (Start runs its hooks on
+	// goroutines of its own, where it could not be).
+	var building atomic.Bool
+	logger := newTemporalLogger(opts.Logger, level, &building)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: authorizer: %w", err)
@@ -332,6 +335,7 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
+	building.Store(true)
 	server, err := temporal.NewServerFx(serverModule(opts.SpanExporter),
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
@@ -346,6 +350,7 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
 	)
+	building.Store(false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: build server: %w", err)
 	}

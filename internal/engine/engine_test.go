@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,6 +35,7 @@ func TestEngineStartsAgainWhenAPickedPortIsTaken(t *testing.T) {
 		// With its frontend port configured, a failed start may have left
 		// that port taken: the start fails, naming the cause, and the
 		// process's supervisor starts durawait again.
+		{service: "frontend HTTP API, frontend port fixed", pick: 1, fixedPort: true},
 		{service: "worker, frontend port fixed", pick: 4, fixedPort: true},
 		{service: "history, frontend port fixed", pick: 2, fixedPort: true},
 	} {
@@ -116,14 +118,22 @@ func TestTheStockSpanExporterProviderIsNotCalled(t *testing.T) {
 	assert.Equal(t, []error{errors.New("mine")}, handled, "the error handler set before the start is still the process's")
 }
 
-// A fatal line of the Temporal server ends its start with an error naming
-// it; once the server runs, it is logged as an error, as before.
-func TestAFatalLineEndsOnlyTheStart(t *testing.T) {
-	var starting atomic.Bool
+// A fatal line of the Temporal server while it is built ends its start
+// with an error naming it; otherwise (its start
+// hooks run on goroutines of their own, and then it runs) it is logged as
+// an error, as before.
+func TestAFatalLineEndsOnlyTheBuild(t *testing.T) {
+	var building atomic.Bool
 	var level slog.LevelVar
-	l := newTemporalLogger(slog.New(slog.NewTextHandler(io.Discard, nil)), &level, &starting)
+	l := newTemporalLogger(slog.New(slog.NewTextHandler(io.Discard, nil)), &level, &building)
 	assert.NotPanics(t, func() { l.Fatal("Failed to serve on worker listener") })
-	starting.Store(true)
-	assert.PanicsWithError(t, "temporal server: Failed to start gRPC listener service=worker",
-		func() { l.Fatal("Failed to start gRPC listener", tag.Service("worker")) })
+	building.Store(true)
+	defer func() {
+		fatal, ok := recover().(*fatalError)
+		require.True(t, ok, "a *fatalError")
+		assert.Equal(t, "temporal server: Failed to start gRPC listener error=bind: address already in use service=worker", fatal.Error())
+		assert.True(t, addressInUse(fatal))
+	}()
+	bind := fmt.Errorf("bind: %w", syscall.EADDRINUSE)
+	l.Fatal("Failed to start gRPC listener", tag.Error(bind), tag.Service("worker"))
 }

@@ -15,15 +15,15 @@ import (
 type temporalLogger struct {
 	logger *slog.Logger
 	level  *slog.LevelVar
-	// starting is set while the server starts: a fatal line then panics
-	// (see Fatal).
-	starting *atomic.Bool
+	// building is set while the server is built: a fatal line then
+	// panics (see Fatal).
+	building *atomic.Bool
 }
 
 var _ log.Logger = temporalLogger{}
 
-func newTemporalLogger(logger *slog.Logger, level *slog.LevelVar, starting *atomic.Bool) temporalLogger {
-	return temporalLogger{logger: logger.With("component", "temporal"), level: level, starting: starting}
+func newTemporalLogger(logger *slog.Logger, level *slog.LevelVar, building *atomic.Bool) temporalLogger {
+	return temporalLogger{logger: logger.With("component", "temporal"), level: level, building: building}
 }
 
 func (l temporalLogger) Debug(msg string, tags ...tag.Tag)  { l.log(slog.LevelDebug, msg, tags) }
@@ -33,20 +33,22 @@ func (l temporalLogger) Error(msg string, tags ...tag.Tag)  { l.log(slog.LevelEr
 func (l temporalLogger) DPanic(msg string, tags ...tag.Tag) { l.log(slog.LevelError, msg, tags) }
 func (l temporalLogger) Panic(msg string, tags ...tag.Tag)  { l.log(slog.LevelError, msg, tags) }
 
-// Fatal logs msg. While the server starts it then panics with a
+// Fatal logs msg. While the server is built it then panics with a
 // *fatalError, which startServer returns as the start's error: the
 // server's code does not go on after a fatal line (its own logger exits
 // the process), and going on did not work (a gRPC listener that failed on
 // a taken port was served as nil and crashed the process from another
-// goroutine). Once started, a fatal line is logged as an error, as before.
+// goroutine). Otherwise a fatal line is logged as an error, as before.
 func (l temporalLogger) Fatal(msg string, tags ...tag.Tag) {
 	l.log(slog.LevelError, msg, tags)
-	if l.starting != nil && l.starting.Load() {
+	if l.building != nil && l.building.Load() {
 		panic(newFatalError(msg, tags))
 	}
 }
 
-// fatalError is a fatal log line of the Temporal server, as an error.
+// fatalError is a fatal log line of the Temporal server, as an error. Its
+// tags come as text (the server's tags give no error value back), so
+// addressInUse matches its words.
 type fatalError struct{ msg string }
 
 func newFatalError(msg string, tags []tag.Tag) *fatalError {
