@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,8 +58,7 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 	}
 	guarantee := fmt.Sprintf("pane %s was verified to be at generation %s (same tmux server and pane process) when this watch started", pane, spec.Target.Generation)
 
-	first, err := srv.Lookup(ctx, pane, spec.Target.Generation)
-	if err != nil {
+	if _, err := srv.Lookup(ctx, pane, spec.Target.Generation); err != nil {
 		return fail(err)
 	}
 	// Attach first, then capture: output printed in between is in one or the other.
@@ -91,18 +91,19 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 	defer liveness.Stop()
 	beat := time.NewTicker(PaneHeartbeatInterval)
 	defer beat.Stop()
-	// stillThere checks that the pane lives and is still where its
-	// session's control client sees it: a pane moved to another session
-	// (join-pane, move-window) falls silent on that client, so the watch
-	// starts again, on the new session's client and with a new baseline.
+	// stillThere checks that the pane lives and that the session whose
+	// control client the watch follows still holds it: a pane moved to
+	// another session (join-pane, move-window, unlink-window) falls silent
+	// on that client, so the watch starts again, on a session that holds
+	// it and with a new baseline.
 	stillThere := func() error {
-		now, err := srv.Lookup(ctx, pane, spec.Target.Generation)
+		now, sessions, err := srv.Locate(ctx, pane, spec.Target.Generation)
 		var te *tmuxwatch.Error
 		if errors.As(err, &te) && te.Code != workflows.TextErrTmuxUnavailable {
 			return &tmuxwatch.Error{Code: workflows.TextErrPaneDied, Message: fmt.Sprintf("pane %s died while waiting: %s", pane, te.Message)}
 		}
-		if err == nil && now.Session != first.Session {
-			return fmt.Errorf("pane %s moved from session %q to %q; the watch starts again there", pane, first.Session, now.Session)
+		if err == nil && !slices.Contains(sessions, follower.Session()) {
+			return fmt.Errorf("pane %s left session %s for %q; the watch starts again there", pane, follower.Session(), now.Session)
 		}
 		return err
 	}

@@ -250,6 +250,10 @@ type Follower struct {
 	closeOnce sync.Once
 }
 
+// Session is the ID of the session whose control client f follows the
+// pane through; it sees the pane only while that session holds it.
+func (f *Follower) Session() string { return f.client.key.session }
+
 // Events delivers the pane's output and the session's notifications; it is
 // closed when the control client ends (the tmux server went away, or the
 // client was killed) or the follower fell too far behind (followerBuffer

@@ -313,3 +313,42 @@ func TestHubDropsAFollowerThatFallsBehind(t *testing.T) {
 	assert.LessOrEqual(t, n, 16, "the slow follower's buffered events, then its Events closed")
 	assert.Equal(t, 1, controlClients(srv), "the client stays for the follower that keeps up")
 }
+
+// Locate names every session that holds a pane: a window linked into two
+// sessions is in both, and after it is unlinked from one, in the other.
+func TestLocateNamesTheSessionsThatHoldAPane(t *testing.T) {
+	srv := testServer(t)
+	tmuxRun(t, srv, "new-session", "-d", "-s", "two", "sh")
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+	one := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{session_id}")
+	two := tmuxRun(t, srv, "display-message", "-p", "-t", "two", "#{session_id}")
+	gen := func() string {
+		panes, err := srv.ListPanes(context.Background())
+		require.NoError(t, err)
+		for _, p := range panes {
+			if p.PaneID == pane {
+				return p.Generation
+			}
+		}
+		t.Fatalf("pane %s not listed", pane)
+		return ""
+	}()
+	locate := func() []string {
+		_, sessions, err := srv.Locate(context.Background(), pane, gen)
+		require.NoError(t, err)
+		return sessions
+	}
+	assert.Equal(t, []string{one}, locate())
+
+	tmuxRun(t, srv, "link-window", "-s", "one:0", "-t", "two:9")
+	assert.ElementsMatch(t, []string{one, two}, locate())
+
+	tmuxRun(t, srv, "new-window", "-d", "-t", "one:1", "sh") // session one keeps a window after the unlink
+	tmuxRun(t, srv, "unlink-window", "-t", "one:0")
+	assert.Equal(t, []string{two}, locate())
+
+	_, _, err := srv.Locate(context.Background(), pane, "g1:another-life")
+	var te *Error
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "stale_generation", string(te.Code))
+}

@@ -83,10 +83,18 @@ func orErr(msg string, err error) string {
 // with the tool's other types in workflows).
 type Pane = workflows.Pane
 
-// paneFormat asks list-panes for the fields of Pane and of its generation,
-// separated by a unit separator that titles do not contain.
+// paneFormat asks list-panes for the fields of Pane, of its generation and
+// its session's ID, separated by a unit separator that titles do not
+// contain.
 const paneFormat = "#{pane_id}\x1f#{pid}\x1f#{start_time}\x1f#{pane_pid}\x1f#{session_name}\x1f#{window_index}\x1f#{window_name}\x1f" +
-	"#{pane_index}\x1f#{pane_title}\x1f#{pane_current_command}\x1f#{pane_width}\x1f#{pane_height}\x1f#{pane_active}\x1f#{pane_dead}"
+	"#{pane_index}\x1f#{pane_title}\x1f#{pane_current_command}\x1f#{pane_width}\x1f#{pane_height}\x1f#{pane_active}\x1f#{pane_dead}\x1f#{session_id}"
+
+// paneRow is one row of list-panes -a: a pane as one session holds it (a
+// window linked into several sessions has a row in each).
+type paneRow struct {
+	Pane
+	sessionID string
+}
 
 // Generation identifies one life of a pane: the tmux server (its pid and
 // start time) and the pane's process. Respawning the pane or restarting the
@@ -98,48 +106,74 @@ func Generation(serverPID, serverStart, paneID, panePID string) string {
 
 // ListPanes lists every pane of the server.
 func (s Server) ListPanes(ctx context.Context) ([]Pane, error) {
-	out, err := s.run(ctx, "list-panes", "-a", "-F", paneFormat)
+	rows, err := s.paneRows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var panes []Pane
-	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		f := strings.Split(line, "\x1f")
-		if len(f) != 14 {
-			continue
-		}
-		atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
-		panes = append(panes, Pane{
-			PaneID: f[0], Generation: Generation(f[1], f[2], f[0], f[3]),
-			Session: f[4], WindowIndex: atoi(f[5]), WindowName: f[6], PaneIndex: atoi(f[7]),
-			Title: f[8], CurrentCommand: f[9], Width: atoi(f[10]), Height: atoi(f[11]),
-			Active: f[12] == "1", Dead: f[13] == "1",
-		})
+	panes := make([]Pane, len(rows))
+	for i, r := range rows {
+		panes[i] = r.Pane
 	}
 	return panes, nil
 }
 
-// Lookup finds paneID and checks its generation.
-func (s Server) Lookup(ctx context.Context, paneID, generation string) (Pane, error) {
-	panes, err := s.ListPanes(ctx)
+func (s Server) paneRows(ctx context.Context) ([]paneRow, error) {
+	out, err := s.run(ctx, "list-panes", "-a", "-F", paneFormat)
 	if err != nil {
-		return Pane{}, err
+		return nil, err
 	}
-	for _, p := range panes {
-		if p.PaneID != paneID {
+	var rows []paneRow
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		f := strings.Split(line, "\x1f")
+		if len(f) != 15 {
 			continue
 		}
-		if p.Generation != generation {
-			return p, &Error{Code: workflows.TextErrStaleGeneration, Message: fmt.Sprintf(
-				"pane %s is a different life of the pane than generation %q (it was respawned or the tmux server restarted); call list_panes for its current generation",
-				paneID, generation)}
-		}
-		if p.Dead {
-			return p, &Error{Code: workflows.TextErrPaneDied, Message: fmt.Sprintf("pane %s is dead (its process exited)", paneID)}
-		}
-		return p, nil
+		atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+		rows = append(rows, paneRow{Pane: Pane{
+			PaneID: f[0], Generation: Generation(f[1], f[2], f[0], f[3]),
+			Session: f[4], WindowIndex: atoi(f[5]), WindowName: f[6], PaneIndex: atoi(f[7]),
+			Title: f[8], CurrentCommand: f[9], Width: atoi(f[10]), Height: atoi(f[11]),
+			Active: f[12] == "1", Dead: f[13] == "1",
+		}, sessionID: f[14]})
 	}
-	return Pane{}, &Error{Code: workflows.TextErrPaneNotFound, Message: fmt.Sprintf("no pane %s on the tmux server%s; call list_panes", paneID, s.where())}
+	return rows, nil
+}
+
+// Lookup finds paneID and checks its generation.
+func (s Server) Lookup(ctx context.Context, paneID, generation string) (Pane, error) {
+	p, _, err := s.Locate(ctx, paneID, generation)
+	return p, err
+}
+
+// Locate finds paneID, checks its generation, and returns the IDs of the
+// sessions that hold it (more than one when its window is linked into
+// several).
+func (s Server) Locate(ctx context.Context, paneID, generation string) (Pane, []string, error) {
+	rows, err := s.paneRows(ctx)
+	if err != nil {
+		return Pane{}, nil, err
+	}
+	var found *Pane
+	var sessions []string
+	for i := range rows {
+		if rows[i].PaneID == paneID {
+			if found == nil {
+				found = &rows[i].Pane
+			}
+			sessions = append(sessions, rows[i].sessionID)
+		}
+	}
+	switch {
+	case found == nil:
+		return Pane{}, nil, &Error{Code: workflows.TextErrPaneNotFound, Message: fmt.Sprintf("no pane %s on the tmux server%s; call list_panes", paneID, s.where())}
+	case found.Generation != generation:
+		return *found, sessions, &Error{Code: workflows.TextErrStaleGeneration, Message: fmt.Sprintf(
+			"pane %s is a different life of the pane than generation %q (it was respawned or the tmux server restarted); call list_panes for its current generation",
+			paneID, generation)}
+	case found.Dead:
+		return *found, sessions, &Error{Code: workflows.TextErrPaneDied, Message: fmt.Sprintf("pane %s is dead (its process exited)", paneID)}
+	}
+	return *found, sessions, nil
 }
 
 // Capture returns the pane's screen and scrollback as text, wrapped lines
