@@ -80,3 +80,22 @@ func TestAgentHostsPollingFailsAtOnceWhenRefusedForGood(t *testing.T) {
 		assert.Equal(t, !tc.retryable, errors.As(err, &appErr) && appErr.NonRetryable(), "%v", tc.err)
 	}
 }
+
+// A worker that is itself an agent host counts itself on its own claim
+// queue, whatever Temporal says (an embedded engine just restarted knows
+// no poller yet), and even when Temporal cannot be asked.
+func TestAgentHostsPollingCountsThisHostOnItsOwnQueue(t *testing.T) {
+	for _, d := range []queueDescriber{{queue: "dw-agent-hosts"}, {err: serviceerror.NewUnavailable("engine restarting")}} {
+		hosts := &AgentHosts{Queues: d, Own: "dw-agent-hosts"}
+		n, err := hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "dw-agent-hosts", Within: time.Minute})
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		n, err = hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{Queue: "other-agent-hosts", Within: time.Minute})
+		if d.err == nil {
+			require.NoError(t, err)
+			assert.Zero(t, n, "another queue is asked of Temporal")
+		} else {
+			require.Error(t, err)
+		}
+	}
+}

@@ -69,7 +69,11 @@ func New(opts Options) (*Workers, error) {
 		// WaitEndLogger writes each wait's "wait ended" line.
 		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
 	})
-	Register(main, opts.Prober, opts.Observer, opts.Agents, &activities.AgentHosts{Queues: opts.Client})
+	hosts := &activities.AgentHosts{Queues: opts.Client}
+	if opts.Agents != nil {
+		hosts.Own = workflows.AgentClaimQueue(opts.TaskQueue)
+	}
+	Register(main, opts.Prober, opts.Observer, opts.Agents, hosts)
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
 	ws := &Workers{workers: []sdkworker.Worker{main}}
 	if opts.Agents != nil {
