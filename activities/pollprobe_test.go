@@ -410,6 +410,24 @@ func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
 	assert.Equal(t, 0, prober.callCount())
 }
 
+// A loop lost while its call on the deadline was in flight (the probe
+// answered, the worker died before recording it) takes that call again when
+// it resumes, past the deadline: its answer decides the wait, not the
+// sample before it (the crash soak's wait that flipped, was read after the
+// flip, and answered timeout with the sample before).
+func TestPollProbeResumedWithItsFinalCallOpenTakesItAgain(t *testing.T) {
+	clock := newFakeClock(t0.Add(30 * time.Second))
+	resume := workflows.PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending", Attempts: 4,
+		LastAttemptAt: t0.Add(10 * time.Second), AttemptOpen: true}
+	prober := newProber(clock, text("READY"))
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, &resume)
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
+	assert.Equal(t, "READY", res.LastObservation)
+	assert.Equal(t, 4, res.Samples)
+	assert.Equal(t, 1, prober.callCount(), "one call, then the wait is over")
+}
+
 // An input recorded by an earlier version carries the schedule as well; the
 // activity ignores it and derives the same schedule from spec and start.
 func TestPollProbeRunsAnInputOfAnEarlierVersion(t *testing.T) {

@@ -39,6 +39,9 @@ type PollCheckpoint struct {
 	Attempts          int       `json:"attempts"`
 	LastAttemptAt     time.Time `json:"last_attempt_at"`
 	LastError         string    `json:"last_error,omitempty"`
+	// AttemptOpen: see PollProgress (absent from earlier releases'
+	// heartbeats: false).
+	AttemptOpen bool `json:"attempt_open,omitempty"`
 }
 
 // observationHash is the hex SHA-256 of an observation.
@@ -52,6 +55,7 @@ func (p PollProgress) Checkpoint() PollCheckpoint {
 	c := PollCheckpoint{
 		Samples: p.Samples, HasObservation: p.HasObservation, QuietSince: p.QuietSince,
 		Attempts: p.Attempts, LastAttemptAt: p.LastAttemptAt, LastError: TruncateUTF8(p.LastError, maxCheckpointErrorBytes),
+		AttemptOpen: p.AttemptOpen,
 	}
 	switch {
 	case p.resumed != nil:
@@ -72,7 +76,7 @@ func (p PollProgress) Checkpoint() PollCheckpoint {
 func (c PollCheckpoint) Progress() PollProgress {
 	p := PollProgress{
 		Samples: c.Samples, HasObservation: c.HasObservation, LastObservation: c.LastObservation, QuietSince: c.QuietSince,
-		Attempts: c.Attempts, LastAttemptAt: c.LastAttemptAt, LastError: c.LastError,
+		Attempts: c.Attempts, LastAttemptAt: c.LastAttemptAt, LastError: c.LastError, AttemptOpen: c.AttemptOpen,
 	}
 	if c.ObservationSHA256 == "" || !c.HasObservation {
 		return p // the previous release's heartbeat: the whole observation

@@ -100,3 +100,13 @@ func TestThePreviousReleasesHeartbeatStillResumes(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A call in flight is in the checkpoint, so a loop resumed after its
+// worker was lost knows its last attempt never answered.
+func TestACheckpointCarriesTheOpenAttempt(t *testing.T) {
+	var p PollProgress
+	p.RecordAttempt(t0)
+	assert.True(t, p.Checkpoint().Progress().AttemptOpen)
+	p.RecordObservation("phase: Pending", t0)
+	assert.False(t, p.Checkpoint().Progress().AttemptOpen)
+}

@@ -58,6 +58,10 @@ type PollProgress struct {
 	// LastError is the unavailability error of the most recent attempt, or
 	// empty when it succeeded.
 	LastError string `json:"last_error,omitempty"`
+	// AttemptOpen is set while the most recent attempt has neither an
+	// observation nor an error: in a heartbeat a loop resumes from, the
+	// call the worker had in flight when it was lost.
+	AttemptOpen bool `json:"attempt_open,omitempty"`
 	// resumed, when set, stands for the last observation, of which
 	// LastObservation is then only an excerpt (a loop resumed from a
 	// PollCheckpoint that has not sampled since).
@@ -76,6 +80,7 @@ func (p PollProgress) sameObservation(observation string) bool {
 func (p *PollProgress) RecordAttempt(at time.Time) {
 	p.Attempts++
 	p.LastAttemptAt = at
+	p.AttemptOpen = true
 }
 
 // RecordObservation notes a successful sample taken at at.
@@ -88,12 +93,14 @@ func (p *PollProgress) RecordObservation(observation string, at time.Time) {
 	p.LastObservation = observation
 	p.resumed = nil
 	p.LastError = ""
+	p.AttemptOpen = false
 }
 
 // RecordUnavailable notes an attempt that failed because the probe's server
 // could not be reached.
 func (p *PollProgress) RecordUnavailable(err error) {
 	p.LastError = err.Error()
+	p.AttemptOpen = false
 }
 
 // Result builds the wait's result from the progress so far.

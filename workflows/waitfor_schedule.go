@@ -25,13 +25,19 @@ func NewPollSchedule(spec WaitForSpec, start time.Time) PollSchedule {
 
 // NextAttemptAt returns when the next probe call is due after the attempts
 // recorded in p: now for the first, then every poll after the previous
-// attempt, trimmed to the deadline. ok is false once a call has been made at
-// (or after) the deadline: the wait is over.
+// attempt, trimmed to the deadline. ok is false once a call made at (or
+// after) the deadline has answered: the wait is over. A call on the
+// deadline that was still open when its worker was lost (p.AttemptOpen, in
+// the heartbeat a loop resumes from) is made again, now: its answer, not
+// the sample before it, decides the wait.
 func (s PollSchedule) NextAttemptAt(p PollProgress, now time.Time) (at time.Time, ok bool) {
 	if p.Attempts == 0 {
 		return now, true
 	}
 	if !p.LastAttemptAt.Before(s.Deadline) {
+		if p.AttemptOpen {
+			return now, true
+		}
 		return time.Time{}, false
 	}
 	next := p.LastAttemptAt.Add(s.Poll)

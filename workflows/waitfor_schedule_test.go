@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func TestNextAttemptAtTrimsTheLastIntervalOntoTheBound(t *testing.T) {
 		}
 		got = append(got, at.Sub(t0))
 		p.RecordAttempt(at)
+		p.RecordObservation("pending", at)
 		now = at
 		require.Less(t, len(got), 10, "the schedule must end")
 	}
@@ -40,8 +42,18 @@ func TestNextAttemptAtAfterALateAttempt(t *testing.T) {
 	assert.Equal(t, s.Deadline, at)
 
 	p.RecordAttempt(s.Deadline)
-	_, ok = s.NextAttemptAt(p, s.Deadline)
+	later := s.Deadline.Add(20 * time.Second)
+	at, ok = s.NextAttemptAt(p, later)
+	require.True(t, ok, "a call on the bound that never answered (its worker was lost) is made again")
+	assert.Equal(t, later, at)
+
+	p.RecordObservation("pending", s.Deadline)
+	_, ok = s.NextAttemptAt(p, later)
 	assert.False(t, ok, "a sample on the bound is the last")
+	p.RecordAttempt(s.Deadline)
+	p.RecordUnavailable(errors.New("connection refused"))
+	_, ok = s.NextAttemptAt(p, later)
+	assert.False(t, ok, "and so is an attempt on the bound that found the server unavailable")
 }
 
 func TestALateLoopTakesOneSampleForTheIntervalsItMissed(t *testing.T) {

@@ -169,6 +169,9 @@ type soak struct {
 	// unsampledTimeouts are wait_for waits that flipped but answered
 	// timeout with no probe call of theirs between the flip and the bound.
 	unsampledTimeouts int
+	// serverTimeouts are wait_for waits that flipped but were answered by
+	// Temporal's timeout of their loop, from its last heartbeat.
+	serverTimeouts int
 	startFailures     map[string]int // durawait exits during start-up, by their last lines
 	// settleFrom is when the judge began waiting for runs listed open to
 	// close; lateCloses counts those that closed after their client's
@@ -840,6 +843,12 @@ func (s *soak) runWait(sw *soakWait) {
 	}
 }
 
+// soakLoopMargin is how far past max_wait_sec a probe loop's own answer
+// can be: it answers within max_wait_sec + 1 s (limits.md). A later
+// elapsed time is Temporal's timeout of the loop answered by the workflow
+// from the last heartbeat.
+const soakLoopMargin = 5 * time.Second
+
 func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
 	args := map[string]any{
 		"probe":        map[string]any{"tool": "read_file", "args": map[string]any{"path": sw.path(s)}},
@@ -863,13 +872,24 @@ func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
 		// The contract's answer when no probe call of this file was
 		// logged from just before the flip to the answer (a window that
 		// holds the flip-to-bound one): the storm left no worker up to
-		// sample it. Any call in that window makes the timeout wrong.
-		if r.Reason == "timeout" && r.LastObservation == fmt.Sprintf("pending %d", sw.id) && r.ElapsedSec >= float64(sw.maxWait)-0.5 &&
-			s.readsBetween(sw, sw.flipLog.Load(), s.callLogSize()) == 0 {
+		// sample it. Any call in that window makes the timeout wrong,
+		// unless the answer came from Temporal's timeout of the loop (its
+		// elapsed time is past the bound plus the activity's margin, which
+		// no loop reaches): no worker lived to record that call, and the
+		// workflow answered from the last heartbeat, as wait_for.md says.
+		pending := r.Reason == "timeout" && r.LastObservation == fmt.Sprintf("pending %d", sw.id) && r.ElapsedSec >= float64(sw.maxWait)-0.5
+		switch {
+		case pending && s.readsBetween(sw, sw.flipLog.Load(), s.callLogSize()) == 0:
 			s.mu.Lock()
 			s.unsampledTimeouts++
 			s.mu.Unlock()
 			s.t.Logf("wait %d (wait_for matched) answered timeout with no probe call of its file after its flip: %+v", sw.id, r)
+			return
+		case pending && r.ElapsedSec > float64(sw.maxWait)+soakLoopMargin.Seconds():
+			s.mu.Lock()
+			s.serverTimeouts++
+			s.mu.Unlock()
+			s.t.Logf("wait %d (wait_for matched) answered by Temporal's timeout of its loop from the last heartbeat (no worker finished it): %+v", sw.id, r)
 			return
 		}
 		if r.Reason != "matched" || r.LastObservation != fmt.Sprintf("READY %d", sw.id) {
@@ -1242,6 +1262,7 @@ func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice,
 	fmt.Fprintf(&b, "  start_agent calls answered when repeated with their request_id after a failed call %d\n", s.startsRepeated)
 	fmt.Fprintf(&b, "  runs listed open after every answer that then closed (answered in process, then a kill) %d\n", s.lateCloses)
 	fmt.Fprintf(&b, "  wait_for flipped but answered timeout, no probe call of it between flip and bound (the contract's answer) %d\n", s.unsampledTimeouts)
+	fmt.Fprintf(&b, "  wait_for flipped but answered timeout by Temporal's timeout of its loop, from the last heartbeat (the contract's answer) %d\n", s.serverTimeouts)
 	total := 0
 	for k := soakKind(0); k < soakKinds; k++ {
 		fmt.Fprintf(&b, "  finished right: %-22s %d\n", k, byKind[k])
