@@ -172,7 +172,7 @@ type soak struct {
 	// serverTimeouts are wait_for waits that flipped but were answered by
 	// Temporal's timeout of their loop, from its last heartbeat.
 	serverTimeouts int
-	startFailures     map[string]int // durawait exits during start-up, by their last lines
+	startFailures  map[string]int // durawait exits during start-up, by their last lines
 	// settleFrom is when the judge began waiting for runs listed open to
 	// close; lateCloses counts those that closed after their client's
 	// answer (settleOpen).
