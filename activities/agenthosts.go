@@ -19,8 +19,8 @@ import (
 type AgentHosts struct {
 	Queues readiness.TaskQueueDescriber
 	// Own is the claim queue this worker's own agent host polls ("":
-	// none). This host counts as polling it without asking Temporal: an
-	// embedded engine just restarted knows no poller yet.
+	// none). This host counts as polling it whatever Temporal says (an
+	// embedded engine just restarted knows no poller yet) or fails to say.
 	Own string
 	// Now is the clock the pollers' last access is measured on (nil:
 	// time.Now).
@@ -28,10 +28,10 @@ type AgentHosts struct {
 }
 
 // Polling returns how many workers Temporal saw poll in.Queue for activity
-// tasks within in.Within, and at least 1 when it is this worker's own
-// claim queue. A refusal that a retry cannot change (the
-// worker's identity may not describe task queues, or the service does not
-// implement it) fails it at once.
+// tasks within in.Within, and at least 1 when it is this worker's own claim
+// queue. A refusal that a retry cannot change (the worker's identity may
+// not describe task queues, or the service does not implement it) fails it
+// at once.
 func (h *AgentHosts) Polling(ctx context.Context, in workflows.AgentHostsPollingInput) (int, error) {
 	n, err := readiness.LivePollers(ctx, h.Queues, in.Queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY, in.Within, h.Now)
 	if in.Queue == h.Own && in.Queue != "" {

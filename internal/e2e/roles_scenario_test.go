@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -166,6 +167,14 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 			// agent CLI, never takes an attempt, so the first one claims.
 			assert.Equal(t, int32(1), ran[len(ran)-1].attempt, "%s: the attempt that ran it", activity)
 		}
+		// A claim no host took in time asks the cluster whether agent
+		// hosts poll their queue (AgentHostsPolling): the cluster reports
+		// worker 1, the only agent host, as the look reads it.
+		hosts := &activities.AgentHosts{Queues: tc}
+		n, err := hosts.Polling(context.Background(), workflows.AgentHostsPollingInput{
+			Queue: workflows.AgentClaimQueue("durawait"), Within: workflows.AgentClaimTimeout})
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "worker 1 polls the claim queue; worker 2 has no agents")
 	})
 
 	t.Run("a tmux wait runs on the tmux host, whichever front took the call", func(t *testing.T) {
