@@ -107,7 +107,8 @@ type process struct {
 	ready  *readiness.Handler
 	mux    *http.ServeMux
 	mcpURL string
-	// mcpRoute and eventsRoute answer 503 until the front end is in place.
+	// mcpRoute and eventsRoute hold a request until the front end is in
+	// place, for up to startingHold, then answer it 503.
 	mcpRoute, eventsRoute startingRoute
 	shutdownHTTP          func()
 
@@ -190,6 +191,9 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 		}
 	}()
 	p.shutdownHTTP = sync.OnceFunc(func() {
+		// Requests still waiting for the front end are answered now.
+		p.mcpRoute.abandon()
+		p.eventsRoute.abandon()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

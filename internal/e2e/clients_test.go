@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -243,6 +244,30 @@ func TestClientMatrixOfficialGoSDKOverHTTP(t *testing.T) {
 	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
 	// Over HTTP the Go SDK speaks the stateless era, 2026-07-28.
 	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + inst.http + "/mcp", MaxRetries: -1}, "2026-07-28"))
+}
+
+// A client of the newest era that connects while durawait starts keeps that
+// era. Its first request, server/discover, waits for the front end: a 503
+// there would make the SDK fall back, as the 2026-07-28 spec says, to the
+// 2025-11-25 handshake (the soak saw it 182 times in 1,000 restarts).
+func TestAGoSDKClientThatConnectsWhileDurawaitStartsSpeaks20260728(t *testing.T) {
+	w := newWorkspace(t)
+	inst := w.launchServe(w.writeConfig(w.demoServer("demo")), freeAddr(t), nil)
+	eventually(t, "durawait's HTTP listener", func() bool {
+		resp, err := http.Get("http://" + inst.http + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		require.NotEqual(t, http.StatusOK, resp.StatusCode, "durawait was ready before the client could connect while it starts")
+		return true
+	})
+	c := connectGoSDK(t, &sdkmcp.StreamableClientTransport{Endpoint: "http://" + inst.http + "/mcp", MaxRetries: -1}, "2026-07-28")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	names, err := c.toolNames(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, names, "wait_for")
 }
 
 func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {

@@ -250,6 +250,17 @@ func (w *workspace) startServeAtEnv(config, addr string, env []string) *instance
 // startServeWith is startServeAtEnv with more flags (later flags win).
 func (w *workspace) startServeWith(config, addr string, env []string, flags ...string) *instance {
 	w.t.Helper()
+	inst := w.launchServe(config, addr, env, flags...)
+	if !awaitHealthy(w.t, inst.http, inst.done) {
+		w.t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
+	}
+	return inst
+}
+
+// launchServe runs `durawait serve` as startServeWith does, without waiting
+// for it to be ready.
+func (w *workspace) launchServe(config, addr string, env []string, flags ...string) *instance {
+	w.t.Helper()
 	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
 	inst.cmd = exec.Command(bin.durawait, append(serveArgs(config, inst.http), flags...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
@@ -267,9 +278,6 @@ func (w *workspace) startServeWith(config, addr string, env []string, flags ...s
 			w.t.Logf("durawait log:\n%s", inst.log.String())
 		}
 	})
-	if !awaitHealthy(w.t, inst.http, inst.done) {
-		w.t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
-	}
 	return inst
 }
 
