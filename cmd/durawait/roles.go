@@ -170,6 +170,11 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", p.cfg.HTTP, err)
 	}
+	// A request held while durawait starts is read after the hold, within
+	// the server's read timeout.
+	readTimeout := time.Duration(p.cfg.HTTPReadTimeoutSec) * time.Second
+	p.mcpRoute.hold = startingHoldWithin(readTimeout)
+	p.eventsRoute.hold = p.mcpRoute.hold
 	p.mux = http.NewServeMux()
 	p.mux.Handle("GET /healthz", p.health)
 	p.mux.Handle("GET /metrics", p.metricsHandler())
@@ -181,7 +186,6 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 	// Reading a request (headers and body) is bounded; writing is not, so a
 	// 300 s wait's stream is never cut. Idle keep-alive connections are
 	// closed after two minutes.
-	readTimeout := time.Duration(p.cfg.HTTPReadTimeoutSec) * time.Second
 	srv := &http.Server{Handler: p.mux, ReadHeaderTimeout: min(10*time.Second, readTimeout),
 		ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 	go func() {

@@ -10,9 +10,17 @@ import (
 // startingHold bounds how long a request that arrives while durawait starts
 // waits for the front end before it is answered 503. It is well above what
 // a start-up takes (1.4 s at p50 and 3.3 s at most in the soak, with 200
-// waits in flight) and below the timeouts MCP clients put on their first
-// request (Claude Code's is 30 s).
-const startingHold = 20 * time.Second
+// waits in flight) and well below MCP clients' request timeouts (the
+// TypeScript SDK's default is 60 s).
+const startingHold = 15 * time.Second
+
+// startingHoldWithin is the hold of a server whose read timeout (headers
+// and body, from the request's first byte) is readTimeout: startingHold,
+// or half the read timeout when that is shorter, so that a held request's
+// body can still be read after its hold.
+func startingHoldWithin(readTimeout time.Duration) time.Duration {
+	return min(startingHold, readTimeout/2)
+}
 
 // startingRoute is a route of the front end that exists from the moment
 // the listener does. A request that arrives before its handler is set

@@ -86,3 +86,16 @@ func TestAStartingRouteLetsACancelledRequestGo(t *testing.T) {
 	}
 	require.Nil(t, route.h.Load())
 }
+
+func TestAHeldRequestIsReadWithinTheReadTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		readTimeout, hold time.Duration
+	}{
+		{30 * time.Second, 15 * time.Second}, // the default read timeout
+		{time.Minute, startingHold},
+		{10 * time.Second, 5 * time.Second},
+		{time.Second, 500 * time.Millisecond},
+	} {
+		assert.Equal(t, tc.hold, startingHoldWithin(tc.readTimeout), "read timeout %s", tc.readTimeout)
+	}
+}
