@@ -76,6 +76,9 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 			stops[i]()
 		}
 	}()
+	// On a failed start, or a stop before the front end was in place, the
+	// requests waiting for it are answered (503) before the parts stop.
+	defer p.abandonStartingRoutes()
 	for _, start := range []startStep{p.startTelemetry, p.startPprof, p.listenHTTP, p.startEngine, p.dialTemporal, p.prepareNamespace, p.startWorker, p.startFront} {
 		stop, err := start(ctx)
 		if err != nil {
@@ -86,6 +89,13 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 		}
 	}
 	return p.serve(ctx, stdin, stdout)
+}
+
+// abandonStartingRoutes answers the requests waiting for the front end
+// 503, and later ones until it is in place (a no-op once it is).
+func (p *process) abandonStartingRoutes() {
+	p.mcpRoute.abandon()
+	p.eventsRoute.abandon()
 }
 
 // A startStep starts one part of a process, when its roles include that
@@ -108,7 +118,7 @@ type process struct {
 	mux    *http.ServeMux
 	mcpURL string
 	// mcpRoute and eventsRoute hold a request until the front end is in
-	// place, for up to startingHold, then answer it 503.
+	// place, for up to their hold (startingHoldWithin), then answer it 503.
 	mcpRoute, eventsRoute startingRoute
 	shutdownHTTP          func()
 
@@ -195,9 +205,6 @@ func (p *process) listenHTTP(context.Context) (func(), error) {
 		}
 	}()
 	p.shutdownHTTP = sync.OnceFunc(func() {
-		// Requests still waiting for the front end are answered now.
-		p.mcpRoute.abandon()
-		p.eventsRoute.abandon()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -24,7 +24,7 @@ func startingHoldWithin(readTimeout time.Duration) time.Duration {
 
 // startingRoute is a route of the front end that exists from the moment
 // the listener does. A request that arrives before its handler is set
-// waits for it, up to startingHold: a client that connects while durawait
+// waits for it, up to its hold (startingHoldWithin): a client that connects while durawait
 // starts is then served as soon as it is ready. This matters for the
 // 2026-07-28 protocol, whose clients fall back to the legacy initialize
 // handshake (2025-11-25) on any error of their first request,
@@ -85,7 +85,8 @@ func (r *startingRoute) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	case <-timer.C:
 	case <-req.Context().Done():
-		return
+		// The client went away (seen at once on a GET; on a POST, whose
+		// body is unread, only when the hold ends or the handler is set).
 	}
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, "durawait is starting; call again in a moment", http.StatusServiceUnavailable)

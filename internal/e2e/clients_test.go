@@ -252,8 +252,17 @@ func TestClientMatrixOfficialGoSDKOverHTTP(t *testing.T) {
 // 2025-11-25 handshake (the soak saw it 182 times in 1,000 restarts).
 func TestAGoSDKClientThatConnectsWhileDurawaitStartsSpeaks20260728(t *testing.T) {
 	w := newWorkspace(t)
-	inst := w.launchServe(w.writeConfig(w.demoServer("demo")), freeAddr(t), nil)
+	// durawait is ready once its downstream server has connected; this one
+	// takes 3 s to start, so the client connects well inside the start.
+	slow := w.demoServer("demo")
+	slow.command = []string{"/bin/sh", "-c", "sleep 3; " + slow.command[2]}
+	inst := w.launchServe(w.writeConfig(slow), freeAddr(t), nil)
 	eventually(t, "durawait's HTTP listener", func() bool {
+		select {
+		case <-inst.done:
+			t.Fatalf("durawait exited during start-up:\n%s", inst.log.String())
+		default:
+		}
 		resp, err := http.Get("http://" + inst.http + "/healthz")
 		if err != nil {
 			return false
