@@ -252,11 +252,9 @@ func TestClientMatrixOfficialGoSDKOverHTTP(t *testing.T) {
 // 2025-11-25 handshake (the soak saw it 182 times in 1,000 restarts).
 func TestAGoSDKClientThatConnectsWhileDurawaitStartsSpeaks20260728(t *testing.T) {
 	w := newWorkspace(t)
-	// durawait is ready once its downstream server has connected; this one
-	// takes 3 s to start, so the client connects well inside the start.
-	slow := w.demoServer("demo")
-	slow.command = []string{"/bin/sh", "-c", "sleep 3; " + slow.command[2]}
-	inst := w.launchServe(w.writeConfig(slow), freeAddr(t), nil)
+	// The downstream server takes 3 s to start, so the client connects
+	// well inside durawait's start.
+	inst := w.launchServe(w.writeConfig(w.demoServerStartingIn("demo", 3*time.Second)), freeAddr(t), nil)
 	eventually(t, "durawait's HTTP listener", func() bool {
 		select {
 		case <-inst.done:

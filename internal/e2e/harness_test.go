@@ -143,8 +143,14 @@ type server struct {
 // It refuses to start while the file "down" exists in the workspace, so a
 // test can hold it down.
 func (w *workspace) demoServer(name string) server {
-	script := fmt.Sprintf("test -e %q && { echo held down >&2; exit 1; }; exec %q --call-log %q",
-		w.path("down"), bin.demoprobe, w.path("calls.log"))
+	return w.demoServerStartingIn(name, 0)
+}
+
+// demoServerStartingIn is demoServer taking delay to start (durawait is
+// ready only once its downstream servers have connected).
+func (w *workspace) demoServerStartingIn(name string, delay time.Duration) server {
+	script := fmt.Sprintf("sleep %g; test -e %q && { echo held down >&2; exit 1; }; exec %q --call-log %q",
+		delay.Seconds(), w.path("down"), bin.demoprobe, w.path("calls.log"))
 	return server{name: name, command: []string{"/bin/sh", "-c", script}}
 }
 
