@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -13,9 +14,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/activities/agentstream"
@@ -34,10 +35,10 @@ type AgentRunner struct {
 	Providers map[string]AgentProvider
 	// AllowedRoots bound every cwd, checked again here after resolving links.
 	AllowedRoots []string
-	// SpoolDir holds one folder per invocation.
+	// SpoolDir holds one folder per invocation this host claims.
 	SpoolDir string
-	// HostQueue is this host's task queue, which RunAgent is scheduled on.
-	HostQueue string
+	// Host is this worker's host, which its claims name.
+	Host string
 	// Supervisor is the command that runs agentproc.Supervise.
 	Supervisor []string
 	// Signals reach the invocation's workflow (blockers).
@@ -50,6 +51,9 @@ type AgentRunner struct {
 	// PollInterval is how often the spooled output is read.
 	PollInterval time.Duration
 	Logger       *slog.Logger
+
+	mu   sync.Mutex
+	live map[string]workflows.AgentLive // by invocation: what its CLI does now
 }
 
 // AgentProvider says how to run one agent CLI. Every argument is an element
@@ -73,54 +77,167 @@ type AgentProvider struct {
 // ResumePrompt is sent when a lost run is resumed in its provider session.
 const ResumePrompt = "durawait restarted this run after the machine lost it; continue the task where you left off."
 
-// ClaimAgentHost returns this host's task queue: the run and its spool stay here.
-func (r *AgentRunner) ClaimAgentHost(context.Context) (string, error) {
-	return r.HostQueue, nil
+// ErrLoopStopped is the cause (context.Cause) of a loop's context ended
+// because its workflow stopped it (cancel_agent, an operator's cancel): an
+// agent run then stops its CLI. Any other end of the context (a released
+// host, a stopping worker) leaves the CLI running, for the host's next
+// holder to follow.
+var ErrLoopStopped = errors.New("stopped by its workflow")
+
+// ClaimAgentHost answers a claim with this host and its spool folder: the
+// run and its output stay here.
+func (r *AgentRunner) ClaimAgentHost(context.Context) (workflows.AgentHostClaim, error) {
+	return workflows.AgentHostClaim{Host: r.Host, Spool: r.SpoolDir}, nil
 }
 
-// RunAgent runs (or re-attaches to) one invocation's CLI until it exits,
-// signalling each new blocker category to the workflow and heartbeating what
-// the CLI is doing. Cancelling the activity stops the CLI's process group.
-func (r *AgentRunner) RunAgent(ctx context.Context, in workflows.RunAgentInput) (workflows.AgentFinal, error) {
+// AgentRun is one run for this host to start or follow.
+type AgentRun struct {
+	Input workflows.RunAgentInput
+	// Signalled are the blocker categories the invocation already has (a
+	// run this host resumes: from the workflow's history), which are not
+	// signalled again.
+	Signalled []string
+}
+
+// Run runs (or re-attaches to) one invocation's CLI until it exits or its
+// deadline (agents.max_run_sec) passes, signalling each new blocker
+// category to the workflow. A context ended with ErrLoopStopped stops the
+// CLI's process group and answers cancelled, with what it had said; any
+// other end of ctx leaves the CLI running and returns ctx's error.
+func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFinal, error) {
+	in := run.Input
 	prov, ok := r.Providers[in.Spec.Provider]
 	if !ok {
 		return workflows.AgentFinal{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("provider %q is not configured on this worker", in.Spec.Provider), workflows.ErrTypeAgentUnknownConfig, nil)
 	}
-	dir := filepath.Join(r.SpoolDir, spoolName(in.InvocationID))
-	var live workflows.AgentLive
-	if activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &live)
+	spool := in.Spool
+	if spool == "" {
+		spool = r.SpoolDir
 	}
+	dir := filepath.Join(spool, spoolName(in.InvocationID))
+	defer r.forget(in.InvocationID)
 
-	_, exited := agentproc.ExitCode(dir)
-	switch {
-	case exited || agentproc.Running(dir):
-		// A run we (or an earlier attempt) started: re-attach.
-	case agentproc.Started(dir):
-		// The supervisor is gone without an exit status: the machine lost it.
-		if live.SessionID == "" || len(prov.Resume) == 0 {
-			return workflows.AgentFinal{
-				Status: workflows.AgentFailed, Output: live.Reply, SessionID: live.SessionID,
-				Error: &workflows.AgentError{Code: workflows.ErrCodeWorkerLost,
-					Message: "the CLI process was lost with its worker and cannot be resumed (no provider session ID)"},
-			}, nil
-		}
-		r.logger().Warn("agent run lost; resuming its provider session", "invocation", in.InvocationID, "session", live.SessionID)
-		if err := os.Rename(dir, dir+".lost."+time.Now().UTC().Format("20060102T150405")); err != nil {
-			return workflows.AgentFinal{}, fmt.Errorf("set the lost run aside: %w", err)
-		}
-		spec := in.Spec
-		spec.SessionID, spec.Prompt = live.SessionID, ResumePrompt
-		if err := r.launch(dir, prov, spec); err != nil {
-			return workflows.AgentFinal{}, err
-		}
-	default:
+	launch, err := r.launchOnce(dir)
+	if err != nil {
+		return workflows.AgentFinal{}, err
+	}
+	if launch {
 		if err := r.launch(dir, prov, in.Spec); err != nil {
 			return workflows.AgentFinal{}, err
 		}
+	} else if _, exited := agentproc.ExitCode(dir); !exited && !agentproc.Running(dir) {
+		// The supervisor is gone without an exit status: the machine lost
+		// it. Its spooled output names the provider session to resume.
+		if final, done, err := r.resumeLost(dir, prov, in); done || err != nil {
+			return final, err
+		}
 	}
-	return r.follow(ctx, in.InvocationID, dir, prov.Format, live.Blockers)
+	return r.follow(ctx, in, dir, prov.Format, run.Signalled)
+}
+
+// launchOnce claims the launch of the run in dir: true when this call
+// created the folder (the CLI must start), false when a launch was made
+// before (the CLI runs, ran, or was lost). Creating the folder is the
+// claim, so two hosts that both resume a run on one machine never start
+// its CLI twice.
+func (r *AgentRunner) launchOnce(dir string) (bool, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return false, fmt.Errorf("create the spool folder: %w", err)
+	}
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("create the run's spool folder: %w", err)
+	}
+	// Launched before: give a launch under way the moment it needs to
+	// record its supervisor.
+	deadline := time.Now().Add(launchRecordWait)
+	for !agentproc.Started(dir) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A launch that died before its supervisor started is made now.
+	return !agentproc.Started(dir), nil
+}
+
+// launchRecordWait bounds how long a run found launched waits for its
+// supervisor's record to appear.
+const launchRecordWait = 5 * time.Second
+
+// resumeLost handles a run whose supervisor is gone without an exit
+// status: it resumes the run's provider session when the spooled output
+// names one and the provider can resume (done false: follow it), and
+// answers failed otherwise (done).
+func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.RunAgentInput) (final workflows.AgentFinal, done bool, err error) {
+	session, reply := spooledSession(dir, prov.Format)
+	if session == "" || len(prov.Resume) == 0 {
+		return workflows.AgentFinal{
+			Status: workflows.AgentFailed, Output: reply, SessionID: session,
+			Error: &workflows.AgentError{Code: workflows.ErrCodeWorkerLost,
+				Message: "the CLI process was lost with its machine and cannot be resumed (no provider session ID)"},
+		}, true, nil
+	}
+	r.logger().Warn("agent run lost; resuming its provider session", "invocation", in.InvocationID, "session", session)
+	if err := os.Rename(dir, dir+".lost."+time.Now().UTC().Format("20060102T150405")); err != nil {
+		return workflows.AgentFinal{}, true, fmt.Errorf("set the lost run aside: %w", err)
+	}
+	spec := in.Spec
+	spec.SessionID, spec.Prompt = session, ResumePrompt
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return workflows.AgentFinal{}, true, fmt.Errorf("create the resumed run's spool folder: %w", err)
+	}
+	if err := r.launch(dir, prov, spec); err != nil {
+		return workflows.AgentFinal{}, true, err
+	}
+	return workflows.AgentFinal{}, false, nil
+}
+
+// spooledSession reads the provider session ID and the latest reply from
+// a run's spooled output.
+func spooledSession(dir, format string) (session, reply string) {
+	parser, err := agentstream.New(format, time.Now)
+	if err != nil {
+		return "", ""
+	}
+	var st agentstream.State
+	b, _ := os.ReadFile(filepath.Join(dir, agentproc.StdoutFile))
+	now := time.Now()
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if line = bytes.TrimRight(line, "\r"); len(line) > 0 {
+			for _, ev := range parser.Parse(line) {
+				st.Apply(ev, now)
+			}
+		}
+	}
+	return st.Live.SessionID, st.Live.Reply
+}
+
+// Live is what the invocation's CLI is doing now, as its run on this host
+// last read it; false when no run of it follows its CLI here.
+func (r *AgentRunner) Live(invocationID string) (workflows.AgentLive, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live, ok := r.live[invocationID]
+	return live, ok
+}
+
+// setLive records what the invocation's CLI is doing now.
+func (r *AgentRunner) setLive(invocationID string, live workflows.AgentLive) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live == nil {
+		r.live = map[string]workflows.AgentLive{}
+	}
+	r.live[invocationID] = live.Tail()
+}
+
+// forget drops the invocation's live state once its run here ended.
+func (r *AgentRunner) forget(invocationID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.live, invocationID)
 }
 
 func (r *AgentRunner) logger() *slog.Logger {
@@ -223,8 +340,10 @@ func spoolName(id string) string {
 // maxLine bounds one output line; longer lines are dropped.
 const maxLine = 8 << 20
 
-// follow tails the spooled output until the CLI exits.
-func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signalled []string) (workflows.AgentFinal, error) {
+// follow tails the spooled output until the CLI exits, its deadline
+// passes, or ctx ends.
+func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, dir, format string, signalled []string) (workflows.AgentFinal, error) {
+	id := in.InvocationID
 	parser, err := agentstream.New(format, time.Now)
 	if err != nil {
 		return workflows.AgentFinal{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentUnknownConfig, nil)
@@ -234,7 +353,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 	for _, code := range signalled {
 		sent[code] = true
 	}
-	// Blockers signalled before this run of the activity (a resumed run)
+	// Blockers signalled before this run on this host (a resumed run)
 	// were reported then.
 	progress := progressReporter{observer: r.Observer, id: id, blockers: maps.Clone(sent)}
 	var pending []workflows.AgentError
@@ -246,7 +365,12 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	lastBeat := time.Time{}
+	var deadline <-chan time.Time
+	if !in.Deadline.IsZero() {
+		timer := time.NewTimer(time.Until(in.Deadline))
+		defer timer.Stop()
+		deadline = timer.C
+	}
 
 	feed := func(final bool) {
 		chunk, n := readFrom(filepath.Join(dir, agentproc.StdoutFile), offset)
@@ -274,14 +398,7 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 		feed(exited)
 		pending = r.signal(ctx, id, pending, sent)
 		progress.report(st.Live.Activity, sent, code, exited)
-		if time.Since(lastBeat) >= time.Second || exited {
-			live := st.Live.Heartbeat()
-			for code := range sent {
-				live.Blockers = append(live.Blockers, code)
-			}
-			activity.RecordHeartbeat(ctx, live)
-			lastBeat = time.Now()
-		}
+		r.setLive(id, st.Live)
 		if exited {
 			if f, ok := parser.(agentstream.Finisher); ok {
 				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
@@ -292,36 +409,26 @@ func (r *AgentRunner) follow(ctx context.Context, id, dir, format string, signal
 		}
 		select {
 		case <-tick.C:
-		case <-activity.GetWorkerStopChannel(ctx):
-			// durawait is stopping, not the run: leave the CLI running and
-			// let the next worker re-attach.
-			return workflows.AgentFinal{}, errors.New("worker stopping; the CLI keeps running and is re-attached on restart")
-		case <-ctx.Done():
-			if stopping(ctx) {
-				return workflows.AgentFinal{}, ctx.Err()
-			}
-			// Cancelled, or past agents.max_run_sec: stop the CLI either way,
-			// so no run outlives its invocation.
+		case <-deadline:
+			// agents.max_run_sec: stop the CLI; what it had said is the
+			// output, and its session can be resumed.
 			agentproc.Terminate(dir, r.CancelGrace)
 			feed(true)
-			if !errors.Is(ctx.Err(), context.Canceled) {
+			return workflows.AgentFinal{Status: workflows.AgentFailed, Output: st.Live.Reply, SessionID: st.Live.SessionID,
+				Error: &workflows.AgentError{Code: workflows.ErrCodeTimeout,
+					Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s)", int64(in.MaxRun/time.Second))}}, nil
+		case <-ctx.Done():
+			if !errors.Is(context.Cause(ctx), ErrLoopStopped) {
+				// The host was released, or the worker stops: leave the
+				// CLI running for the host's next holder.
 				return workflows.AgentFinal{}, ctx.Err()
 			}
+			agentproc.Terminate(dir, r.CancelGrace)
+			feed(true)
 			out := st.Outcome(0)
 			out.Status, out.Error = workflows.AgentCancelled, nil
 			return workflows.AgentFinal{}, temporal.NewCanceledError(out)
 		}
-	}
-}
-
-// stopping reports whether the worker is shutting down, which cancels
-// activities too but must leave the CLI running.
-func stopping(ctx context.Context) bool {
-	select {
-	case <-activity.GetWorkerStopChannel(ctx):
-		return true
-	default:
-		return false
 	}
 }
 

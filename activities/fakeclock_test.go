@@ -16,6 +16,11 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// onDeadline, when set, is asked at the n-th WithDeadline (from 1)
+	// whether the clock jumps to that deadline at once: a stand-in for
+	// work in flight that outlives it.
+	onDeadline func(n int, deadline time.Time) bool
+	deadlines  int
 }
 
 type fakeTimer struct {
@@ -40,6 +45,13 @@ func (c *fakeClock) SleepUntil(ctx context.Context, t time.Time) error {
 }
 
 func (c *fakeClock) WithDeadline(parent context.Context, t time.Time) (context.Context, context.CancelFunc) {
+	c.mu.Lock()
+	c.deadlines++
+	jump := c.onDeadline != nil && c.onDeadline(c.deadlines, t)
+	c.mu.Unlock()
+	if jump {
+		c.AdvanceTo(t)
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	dc := &deadlineCtx{Context: ctx, deadline: t}
 	timer := &fakeTimer{at: t, fire: func() { cancel(context.DeadlineExceeded) }}

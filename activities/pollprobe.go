@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
@@ -44,8 +43,7 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Observer is told, in process, what a running wait observes (see
-// workflows.WaitEvent for what each tool's activity sends). It must not
-// block.
+// workflows.WaitEvent for what each tool's loop sends). It must not block.
 type Observer interface {
 	Observe(workflowID string, event workflows.WaitEvent)
 }
@@ -55,13 +53,10 @@ type Poller struct {
 	// Prober makes the probe calls; a *SharedProber lets loops of the same
 	// probe share them.
 	Prober Prober
-	// Observer, when set, is told of every sample and of the result.
+	// Observer, when set, is told of every sample.
 	Observer Observer
-	// Judge, when set, replaces (*workflows.Matcher).JudgeContext; tests use
-	// it to stand in for a slow match.
-	Judge JudgeFunc
-	// Clock is the time the loop runs on: its schedule, its deadlines and its
-	// heartbeats. SystemClock when nil.
+	// Clock is the time the loop runs on: its schedule and its deadlines.
+	// SystemClock when nil.
 	Clock Clock
 }
 
@@ -72,107 +67,75 @@ func (p *Poller) clock() Clock {
 	return p.Clock
 }
 
-// JudgeFunc decides whether a wait is over after the latest observation;
-// it must return ctx's error soon after ctx ends.
-type JudgeFunc func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error)
-
-func (p *Poller) judge(ctx context.Context, m *workflows.Matcher, progress workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
-	if p.Judge != nil {
-		return p.Judge(ctx, m, progress, now)
-	}
-	return m.JudgeContext(ctx, progress, now)
+// ProbeRun is one probe loop for a host to run.
+type ProbeRun struct {
+	// WorkflowID is the wait's (its samples are observed under it, and
+	// loops of one caller share calls).
+	WorkflowID string
+	Input      workflows.PollInput
+	// Resumed, for a loop its host resumes (after a restart, or adopted
+	// from a lost host), is the quiet window the loop had recorded (zero:
+	// none). A resumed loop's sample count is estimated from the schedule.
+	Resumed *workflows.QuietRecord
+	// RecordQuiet durably records the quiet window of a quiet_for_sec wait
+	// when it changes (see workflows.QuietRecord); it returns once the
+	// record is written or ctx ends. Nil records nothing.
+	RecordQuiet func(ctx context.Context, r workflows.QuietRecord) error
 }
 
-// PollProbe samples the probe until the condition holds or the deadline
-// passes. It resumes from its last heartbeat when Temporal retries it.
-func (p *Poller) PollProbe(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
-	matcher, err := workflows.NewMatcher(in.Spec, in.Spec.QuietFor())
+// Run samples the probe until the condition holds or the deadline passes.
+// Its errors are the wait's failures (temporal application errors of the
+// workflows.ErrType* types), or ctx's error when ctx ended.
+func (p *Poller) Run(ctx context.Context, run ProbeRun) (workflows.WaitForResult, error) {
+	matcher, err := workflows.NewMatcher(run.Input.Spec, run.Input.Spec.QuietFor())
 	if err != nil {
 		return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidSpec, err)
 	}
-	var progress workflows.PollProgress
-	if activity.HasHeartbeatDetails(ctx) {
-		var checkpoint workflows.PollCheckpoint // the previous release's PollProgress decodes too
-		if err := activity.GetHeartbeatDetails(ctx, &checkpoint); err != nil {
-			return workflows.WaitForResult{}, fmt.Errorf("resume probe loop from heartbeat: %w", err)
-		}
-		progress = checkpoint.Progress()
-	}
-	info := activity.GetInfo(ctx)
-	schedule := in.Schedule()
+	schedule := run.Input.Schedule()
 	clock := p.clock()
 	loop := &probeLoop{
-		poller:    p,
-		clock:     clock,
-		in:        in,
-		schedule:  schedule,
-		matcher:   matcher,
-		progress:  progress,
-		wfID:      info.WorkflowExecution.ID,
-		expected:  schedule.ExpectedSamples(),
-		beatEvery: heartbeatInterval(info.HeartbeatTimeout),
+		poller:   p,
+		clock:    clock,
+		run:      run,
+		schedule: schedule,
+		matcher:  matcher,
+		expected: schedule.ExpectedSamples(),
 	}
-	loop.nextBeat = clock.Now().Add(loop.beatEvery)
+	if run.Resumed != nil {
+		loop.progress = workflows.ResumeProgress(schedule, *run.Resumed, clock.Now())
+		loop.record = *run.Resumed
+	}
 	defer loop.shareSamples()()
-	return loop.run(ctx)
-}
-
-// heartbeatInterval sends heartbeats well inside the timeout; the SDK
-// throttles them further.
-func heartbeatInterval(timeout time.Duration) time.Duration {
-	if timeout <= 0 {
-		return time.Second
-	}
-	return max(timeout/3, 50*time.Millisecond)
+	return loop.loop(ctx)
 }
 
 type probeLoop struct {
 	poller   *Poller
 	clock    Clock
-	in       workflows.PollInput
+	run      ProbeRun
 	schedule workflows.PollSchedule
 	matcher  *workflows.Matcher
 	progress workflows.PollProgress
-	wfID     string
+	// record is the quiet window as recorded (quiet_for_sec waits).
+	record   workflows.QuietRecord
 	expected int
 	// member is the loop's sampling group when its Poller shares calls
 	// (see SharedProber).
 	member *shareMember
-	// beatEvery paces the heartbeats; nextBeat is when the next one is due.
-	beatEvery time.Duration
-	nextBeat  time.Time
-}
-
-// heartbeat records the progress (bounded: see workflows.PollCheckpoint)
-// and puts the next heartbeat a beatEvery
-// from now.
-func (l *probeLoop) heartbeat(ctx context.Context) {
-	activity.RecordHeartbeat(ctx, l.progress.Checkpoint())
-	l.nextBeat = l.clock.Now().Add(l.beatEvery)
-}
-
-// beatDue returns a copy of ctx that ends when the next heartbeat is due.
-func (l *probeLoop) beatDue(ctx context.Context) (context.Context, context.CancelFunc) {
-	return l.clock.WithDeadline(ctx, l.nextBeat)
 }
 
 func (l *probeLoop) result(reason workflows.WaitReason, cond workflows.ConditionKind) workflows.WaitForResult {
-	res := l.progress.Result(l.in.Spec, reason, cond, l.clock.Now().Sub(l.schedule.Start))
-	if obs := l.poller.Observer; obs != nil {
-		obs.Observe(l.wfID, res)
-	}
-	return res
+	return l.progress.Result(l.run.Input.Spec, reason, cond, l.clock.Now().Sub(l.schedule.Start))
 }
 
-func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
-	tool := l.in.Spec.Probe.Tool
+func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
+	tool := l.run.Input.Spec.Probe.Tool
 	for {
 		at, ok := l.nextAttemptAt()
 		if !ok {
-			l.heartbeat(ctx)
 			return l.result(workflows.WaitReasonTimeout, ""), nil
 		}
-		if err := l.sleepUntil(ctx, at); err != nil {
+		if err := l.clock.SleepUntil(ctx, at); err != nil {
 			return workflows.WaitForResult{}, err
 		}
 
@@ -185,10 +148,9 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		out, err := l.call(ctx, start)
 		switch {
 		case errors.Is(err, errDeadline):
-			l.heartbeat(ctx)
 			if !l.progress.HasObservation {
 				msg := fmt.Sprintf("probe %s hung: sample %d did not return within max_wait_sec %d",
-					tool, l.progress.Samples+1, l.in.Spec.MaxWaitSec)
+					tool, l.progress.Samples+1, l.run.Input.Spec.MaxWaitSec)
 				return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeHung, nil)
 			}
 			return l.result(workflows.WaitReasonTimeout, ""), nil
@@ -198,7 +160,6 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 			var unavailable *UnavailableError
 			if errors.As(err, &unavailable) {
 				l.progress.RecordUnavailable(err)
-				l.heartbeat(ctx)
 				continue
 			}
 			msg := fmt.Sprintf("sample %d: calling probe %s failed: %v", l.progress.Samples+1, tool, err)
@@ -213,9 +174,11 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 		}
 
 		l.progress.RecordObservation(out.Text, start)
-		l.heartbeat(ctx)
+		if err := l.recordQuiet(ctx, start); err != nil {
+			return workflows.WaitForResult{}, err
+		}
 		if obs := l.poller.Observer; obs != nil {
-			obs.Observe(l.wfID, workflows.Sample{
+			obs.Observe(l.run.WorkflowID, workflows.Sample{
 				Number: l.progress.Samples, Expected: l.expected, Observation: out.Text,
 			})
 		}
@@ -232,80 +195,49 @@ func (l *probeLoop) run(ctx context.Context) (workflows.WaitForResult, error) {
 	}
 }
 
-// judge runs the matcher on the latest observation off the heartbeat path:
-// heartbeats keep flowing while it runs, and a match still running at the
-// sample's deadline (see sampleDeadline) is stopped and reported as
-// errDeadline, so no pattern can stretch the wait past its bound.
+// recordQuiet records the quiet window of a quiet_for_sec wait when it
+// changed with the sample taken at now (see workflows.QuietRecord), before
+// the loop goes on.
+func (l *probeLoop) recordQuiet(ctx context.Context, now time.Time) error {
+	if l.run.RecordQuiet == nil || l.run.Input.Spec.Until.Kind != workflows.ConditionQuietForSec {
+		return nil
+	}
+	next, write := workflows.NextQuietRecord(l.record, l.progress, l.run.Input.Spec.QuietFor(), now)
+	if !write {
+		return nil
+	}
+	if err := l.run.RecordQuiet(ctx, next); err != nil {
+		return err
+	}
+	l.record = next
+	return nil
+}
+
+// judge runs the matcher on the latest observation, racing it against the
+// sample's deadline (see sampleDeadline): a match still running then is
+// stopped and reported as errDeadline, so no pattern can stretch the wait
+// past its bound.
 func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
 	matchCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
-	type verdict struct {
-		reason workflows.WaitReason
-		cond   workflows.ConditionKind
-		done   bool
-		err    error
-	}
-	answer := make(chan verdict, 1)
-	progress := l.progress
-	go func() {
-		var v verdict
-		v.reason, v.cond, v.done, v.err = l.poller.judge(matchCtx, l.matcher, progress, start)
-		answer <- v
-	}()
-	for {
-		beat, stopBeat := l.beatDue(ctx)
-		select {
-		case v := <-answer:
-			stopBeat()
-			if v.err != nil {
-				if ctx.Err() != nil {
-					return "", "", false, ctx.Err()
-				}
-				return "", "", false, errDeadline
-			}
-			return v.reason, v.cond, v.done, nil
-		case <-beat.Done():
-			stopBeat()
-			if ctx.Err() != nil {
-				return "", "", false, ctx.Err()
-			}
-			l.heartbeat(ctx)
-		case <-matchCtx.Done():
-			stopBeat()
-			if ctx.Err() != nil {
-				return "", "", false, ctx.Err()
-			}
-			return "", "", false, errDeadline
+	reason, cond, done, err := l.matcher.JudgeContext(matchCtx, l.progress, start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", false, ctx.Err()
 		}
+		return "", "", false, errDeadline
 	}
+	return reason, cond, done, nil
 }
 
 // sampleDeadline is when a sample taken at start must be judged by: the
 // wait's deadline, or FinalSampleAllowance after the sample taken on the
-// bound itself.
+// bound itself (or by a loop resumed past it).
 func sampleDeadline(deadline, start time.Time) time.Time {
 	if !start.Before(deadline) {
 		return start.Add(FinalSampleAllowance)
 	}
 	return deadline
-}
-
-// sleepUntil waits for at, heartbeating when beats are due, or returns when
-// ctx ends.
-func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) error {
-	for l.clock.Now().Before(at) {
-		wake := at
-		if l.nextBeat.Before(wake) {
-			wake = l.nextBeat
-		}
-		if err := l.clock.SleepUntil(ctx, wake); err != nil {
-			return err
-		}
-		if !l.clock.Now().Before(l.nextBeat) {
-			l.heartbeat(ctx)
-		}
-	}
-	return nil
 }
 
 var errDeadline = errors.New("probe call outlived the wait's bound")
@@ -314,8 +246,8 @@ var errDeadline = errors.New("probe call outlived the wait's bound")
 // take to answer before the wait ends without it.
 const FinalSampleAllowance = time.Second
 
-// call runs one probe call, raced against the deadline, heartbeating while
-// it is in flight. A call that outlives the deadline is abandoned.
+// call runs one probe call, raced against the deadline. A call that
+// outlives the deadline is abandoned.
 func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
 	callCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
@@ -326,34 +258,23 @@ func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, err
 	done := make(chan answer, 1)
 	// The span's attributes are read here: the goroutine may outlive this
 	// call (abandoned on the deadline) while the loop moves on.
-	attrs := []attribute.KeyValue{attribute.String("probe_tool", l.in.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts)}
+	attrs := []attribute.KeyValue{attribute.String("probe_tool", l.run.Input.Spec.Probe.Tool), attribute.Int("attempt", l.progress.Attempts)}
 	go func() {
-		spanCtx, span := startCallSpan(callCtx, "probe "+l.in.Spec.Probe.Tool, attrs...)
+		spanCtx, span := startCallSpan(callCtx, "probe "+l.run.Input.Spec.Probe.Tool, attrs...)
 		out, err := l.probeCall(spanCtx)
 		endCallSpan(span, err, out.IsError)
 		done <- answer{out, err}
 	}()
-	for {
-		beat, stopBeat := l.beatDue(ctx)
-		select {
-		case a := <-done:
-			stopBeat()
-			if a.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
-				return ProbeOutput{}, errDeadline
-			}
-			return a.out, a.err
-		case <-beat.Done():
-			stopBeat()
-			if ctx.Err() != nil {
-				return ProbeOutput{}, ctx.Err()
-			}
-			l.heartbeat(ctx)
-		case <-callCtx.Done():
-			stopBeat()
-			if ctx.Err() != nil {
-				return ProbeOutput{}, ctx.Err()
-			}
+	select {
+	case a := <-done:
+		if a.err != nil && ctx.Err() == nil && callCtx.Err() != nil {
 			return ProbeOutput{}, errDeadline
 		}
+		return a.out, a.err
+	case <-callCtx.Done():
+		if ctx.Err() != nil {
+			return ProbeOutput{}, ctx.Err()
+		}
+		return ProbeOutput{}, errDeadline
 	}
 }

@@ -12,11 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -113,40 +109,35 @@ func input(until workflows.Until, pollSec, maxWaitSec int) workflows.PollInput {
 	}
 }
 
-// pollRun is one run of the activity in Temporal's test environment.
+// pollRun is one run of the probe loop.
 type pollRun struct {
 	clock    *fakeClock
 	prober   Prober
 	observer Observer
-	judge    JudgeFunc
-	resume   *workflows.PollProgress
-	beats    *beatCounter
+	// resumed, when set, runs the loop as its host resumes it, from this
+	// quiet window.
+	resumed *workflows.QuietRecord
+	// records, when set, receives what the loop records of its quiet
+	// window.
+	records *[]workflows.QuietRecord
 }
 
-func (r pollRun) run(t *testing.T, in any) (workflows.WaitForResult, error) {
+func (r pollRun) run(t *testing.T, in workflows.PollInput) (workflows.WaitForResult, error) {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	if r.beats != nil {
-		env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{r.beats}})
+	poller := &Poller{Prober: r.prober, Observer: r.observer, Clock: r.clock}
+	run := ProbeRun{WorkflowID: "test-workflow-id", Input: in, Resumed: r.resumed}
+	if r.records != nil {
+		run.RecordQuiet = func(_ context.Context, rec workflows.QuietRecord) error {
+			*r.records = append(*r.records, rec)
+			return nil
+		}
 	}
-	poller := &Poller{Prober: r.prober, Observer: r.observer, Judge: r.judge, Clock: r.clock}
-	env.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
-	if r.resume != nil {
-		env.SetHeartbeatDetails(*r.resume)
-	}
-	val, err := env.ExecuteActivity(workflows.PollProbeActivityName, in)
-	if err != nil {
-		return workflows.WaitForResult{}, err
-	}
-	var res workflows.WaitForResult
-	require.NoError(t, val.Get(&res))
-	return res, nil
+	return poller.Run(context.Background(), run)
 }
 
-func runPoll(t *testing.T, clock *fakeClock, prober Prober, in workflows.PollInput, observer Observer, resume *workflows.PollProgress) (workflows.WaitForResult, error) {
+func runPoll(t *testing.T, clock *fakeClock, prober Prober, in workflows.PollInput, observer Observer) (workflows.WaitForResult, error) {
 	t.Helper()
-	return pollRun{clock: clock, prober: prober, observer: observer, resume: resume}.run(t, in)
+	return pollRun{clock: clock, prober: prober, observer: observer}.run(t, in)
 }
 
 var matchesReady = workflows.Until{Kind: workflows.ConditionMatches, Pattern: "READY"}
@@ -155,7 +146,7 @@ func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("starting"), text("starting"), text("READY now"))
 	obs := &recordingObserver{}
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitForResult{
 		Reason: workflows.WaitReasonMatched, Condition: workflows.ConditionMatches, LastObservation: "READY now",
@@ -167,7 +158,7 @@ func TestPollProbeMatchesOnTheSampleThatShowsIt(t *testing.T) {
 		{Number: 2, Expected: 6, Observation: "starting"},
 		{Number: 3, Expected: 6, Observation: "READY now"},
 	}, obs.samples, "one progress sample per probe call")
-	assert.Equal(t, []workflows.WaitForResult{res}, obs.results, "the result is published the moment it is known")
+	assert.Empty(t, obs.results, "the result is its host's to publish, once Temporal recorded it")
 }
 
 func TestPollProbeEndsOnTheSampleThatFlips(t *testing.T) {
@@ -179,7 +170,7 @@ func TestPollProbeEndsOnTheSampleThatFlips(t *testing.T) {
 				steps = append(steps, text("Pending"))
 			}
 			prober := newProber(clock, append(steps, text("READY"))...)
-			res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+			res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 			require.NoError(t, err)
 			assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 			assert.Equal(t, k, res.Samples)
@@ -192,7 +183,7 @@ func TestPollProbeEndsOnTheSampleThatFlips(t *testing.T) {
 func TestPollProbeTakesTheFirstSampleAtOnce(t *testing.T) {
 	clock := newFakeClock(t0.Add(1500 * time.Millisecond)) // the activity starts a little after the wait
 	prober := newProber(clock, text("READY"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 60, 3600), nil, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 60, 3600), nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, seconds(1.5), prober.callTimes())
@@ -202,7 +193,7 @@ func TestPollProbeTakesTheFirstSampleAtOnce(t *testing.T) {
 func TestPollProbeNotMatches(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("pod-a Terminating"), text(""))
-	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"}, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionNotMatches, Pattern: "Terminating"}, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, workflows.ConditionNotMatches, res.Condition)
@@ -212,7 +203,7 @@ func TestPollProbeNotMatches(t *testing.T) {
 func TestPollProbeSettlesWhenQuiet(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("1"), text("2"), text("3"))
-	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 3}, 1, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 3}, 1, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, workflows.ConditionQuietForSec, res.Condition)
@@ -226,7 +217,7 @@ func TestPollProbeFailMatches(t *testing.T) {
 	prober := newProber(clock, text("Pending"), text("CrashLoopBackOff"))
 	until := matchesReady
 	until.FailPattern = "CrashLoop"
-	res, err := runPoll(t, clock, prober, input(until, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(until, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonFailed, res.Reason)
 	assert.Equal(t, workflows.ConditionFailMatches, res.Condition)
@@ -245,7 +236,7 @@ func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
 			clock := newFakeClock(t0)
 			prober := newProber(clock, text("Pending"))
 			obs := &recordingObserver{}
-			res, err := runPoll(t, clock, prober, input(matchesReady, tc.pollSec, tc.maxWaitSec), obs, nil)
+			res, err := runPoll(t, clock, prober, input(matchesReady, tc.pollSec, tc.maxWaitSec), obs)
 			require.NoError(t, err)
 			assert.Equal(t, workflows.WaitForResult{
 				Reason: workflows.WaitReasonTimeout, LastObservation: "Pending",
@@ -261,7 +252,7 @@ func TestPollProbeTimesOutWithTheLastObservation(t *testing.T) {
 func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("Pending"), step{hang: true})
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "Pending", res.LastObservation, "the previous observation")
@@ -273,7 +264,7 @@ func TestPollProbeHungProbeCannotStretchTheWait(t *testing.T) {
 func TestPollProbeHungSampleOnTheBoundGetsItsAllowance(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("Pending"), text("Pending"), text("Pending"), text("Pending"), step{hang: true})
-	res, err := runPoll(t, clock, prober, input(matchesReady, 3, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 3, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, 4, res.Samples)
@@ -284,7 +275,7 @@ func TestPollProbeHungSampleOnTheBoundGetsItsAllowance(t *testing.T) {
 func TestPollProbeHungFirstCallIsAnError(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, step{hang: true})
-	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 7), nil, nil)
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 7), nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeHung, appErr.Type())
@@ -296,7 +287,7 @@ func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
 	big := strings.Repeat("x", 300*1024)
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("small"), text(big))
-	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeOutputTooLarge, appErr.Type())
@@ -306,7 +297,7 @@ func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
 func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
 	exact := strings.Repeat("x", workflows.MaxObservationBytes-5) + "READY"
 	clock := newFakeClock(t0)
-	res, err := runPoll(t, clock, newProber(clock, text(exact)), input(matchesReady, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, newProber(clock, text(exact)), input(matchesReady, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 }
@@ -314,7 +305,7 @@ func TestPollProbeOutputOfExactlyTheLimitIsFine(t *testing.T) {
 func TestPollProbeIsErrorResultFailsQuotingIt(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, step{out: ProbeOutput{Text: "pods \"web\" not found", IsError: true}})
-	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+	_, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	assert.Equal(t, workflows.ErrTypeProbeReturnedError, appErr.Type())
@@ -325,7 +316,7 @@ func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
 	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("starting"), step{err: down}, step{err: down}, text("READY"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
@@ -337,7 +328,7 @@ func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
 	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("starting"), step{err: down})
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, nil)
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, "starting", res.LastObservation)
@@ -345,200 +336,93 @@ func TestPollProbeTimeoutWhileUnavailableSaysWhy(t *testing.T) {
 	assert.Equal(t, `downstream MCP server "demo" is unavailable: connection refused`, res.ProbeError)
 }
 
-func TestPollProbeResumesTheCountFromItsLastHeartbeat(t *testing.T) {
-	// Before the crash: samples at 0, 2 and 4 s; the retry starts at 5 s.
+// A loop its host resumes (after a restart, or adopted from a lost host)
+// samples at once and then every poll from there; the samples it took
+// before are counted as the schedule would have taken them.
+func TestPollProbeResumedSamplesAtOnceAndCountsWhatItsScheduleTook(t *testing.T) {
+	// Before the crash: samples at 0, 2 and 4 s; resumed at 5 s.
 	clock := newFakeClock(t0.Add(5 * time.Second))
-	resume := workflows.PollProgress{
-		Samples: 3, HasObservation: true, LastObservation: "Pending",
-		QuietSince: t0, Attempts: 3, LastAttemptAt: t0.Add(4 * time.Second),
-	}
 	prober := newProber(clock, text("Pending"))
 	obs := &recordingObserver{}
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs, &resume)
+	res, err := pollRun{clock: clock, prober: prober, observer: obs, resumed: &workflows.QuietRecord{}}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
-	assert.Equal(t, 6, res.Samples, "samples before and after the restart both count")
-	assert.Equal(t, seconds(6, 8, 10), prober.callTimes(), "the schedule carries on where it was")
+	assert.Equal(t, seconds(5, 7, 9, 10), prober.callTimes(), "a sample at once, then every poll, the last on the bound")
+	assert.Equal(t, 2+4, res.Samples, "the samples at 0 and 2 s, estimated, and the 4 taken since (the first for 4 s)")
 	assert.Equal(t, 10.0, res.ElapsedSec)
-	require.Len(t, obs.samples, 3)
-	assert.Equal(t, workflows.Sample{Number: 4, Expected: 6, Observation: "Pending"}, obs.samples[0])
-	assert.Equal(t, workflows.Sample{Number: 6, Expected: 6, Observation: "Pending"}, obs.samples[2])
-}
-
-// A loop resumed (or woken) whole intervals late takes one sample for the
-// intervals it missed, on its grid, then carries on: no burst of catch-up
-// calls back to back.
-func TestPollProbeResumedLateTakesOneSampleForTheIntervalsItMissed(t *testing.T) {
-	// Before the crash: samples at 0 and 2 s; the retry starts at 9.1 s.
-	clock := newFakeClock(t0.Add(9100 * time.Millisecond))
-	resume := workflows.PollProgress{
-		Samples: 2, HasObservation: true, LastObservation: "Pending",
-		QuietSince: t0, Attempts: 2, LastAttemptAt: t0.Add(2 * time.Second),
-	}
-	prober := newProber(clock, text("Pending"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 14), nil, &resume)
-	require.NoError(t, err)
-	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
-	assert.Equal(t, seconds(9.1, 10, 12, 14), prober.callTimes(), "one late sample (on the grid at 8 s), then the grid")
-	assert.Equal(t, 6, res.Samples)
+	require.Len(t, obs.samples, 4)
+	assert.Equal(t, 3, obs.samples[0].Number)
 }
 
 func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
-	// Before the crash: "same" since 2 s, last sampled at 4 s.
+	// Before the crash: "same" since 2 s, recorded; resumed at 5 s.
 	clock := newFakeClock(t0.Add(5 * time.Second))
-	resume := workflows.PollProgress{
-		Samples: 3, HasObservation: true, LastObservation: "same",
-		QuietSince: t0.Add(2 * time.Second), Attempts: 3, LastAttemptAt: t0.Add(4 * time.Second),
-	}
+	record := workflows.QuietRecord{Since: t0.Add(2 * time.Second), Hash: workflows.ObservationHash("same")}
 	prober := newProber(clock, text("same"))
-	res, err := runPoll(t, clock, prober, input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 6}, 2, 20), nil, &resume)
+	var records []workflows.QuietRecord
+	res, err := pollRun{clock: clock, prober: prober, resumed: &record, records: &records}.run(t,
+		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 6}, 2, 20))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
-	assert.Equal(t, seconds(6, 8), prober.callTimes(), "quiet from 2 s, settled at 8 s")
-	assert.Equal(t, 5, res.Samples)
+	assert.Equal(t, seconds(5, 7, 9), prober.callTimes(), "quiet from 2 s: settled at the first sample from 8 s")
+	assert.Empty(t, records, "the window recorded still holds: nothing to record")
 }
 
-func TestPollProbeResumedAfterTheDeadlineEndsAtOnce(t *testing.T) {
-	clock := newFakeClock(t0.Add(12 * time.Second))
-	resume := workflows.PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending", Attempts: 3,
-		LastAttemptAt: t0.Add(10 * time.Second)}
-	prober := newProber(clock, text("READY"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, &resume)
+func TestPollProbeResumedToAChangedOutputClearsTheRecordAndStartsAgain(t *testing.T) {
+	clock := newFakeClock(t0.Add(5 * time.Second))
+	record := workflows.QuietRecord{Since: t0.Add(2 * time.Second), Hash: workflows.ObservationHash("before")}
+	prober := newProber(clock, text("after"))
+	var records []workflows.QuietRecord
+	res, err := pollRun{clock: clock, prober: prober, resumed: &record, records: &records}.run(t,
+		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 4}, 1, 20))
 	require.NoError(t, err)
-	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
-	assert.Equal(t, 3, res.Samples)
-	assert.Equal(t, 0, prober.callCount())
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
+	assert.Equal(t, 9.0, res.ElapsedSec, "quiet from the first sample after the resume (5 s), for 4 s")
+	assert.Equal(t, []workflows.QuietRecord{
+		{}, // cleared at 5 s: the output differs from the record
+		{Since: t0.Add(5 * time.Second), Hash: workflows.ObservationHash("after")}, // at 7 s, half the window
+	}, records)
 }
 
-// A loop lost while its call on the deadline was in flight (the probe
-// answered, the worker died before recording it) takes that call again when
-// it resumes, past the deadline: its answer decides the wait, not the
-// sample before it (the crash soak's wait that flipped, was read after the
-// flip, and answered timeout with the sample before).
-func TestPollProbeResumedWithItsFinalCallOpenTakesItAgain(t *testing.T) {
-	clock := newFakeClock(t0.Add(30 * time.Second))
-	resume := workflows.PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending", Attempts: 4,
-		LastAttemptAt: t0.Add(10 * time.Second), AttemptOpen: true}
+// A quiet_for_sec wait records its window once half of it has run, and
+// clears the record the moment the output changes: an output that settles
+// costs one record, one that changes faster than half the window none.
+func TestPollProbeRecordsTheQuietWindowHalfwayAndClearsItOnAChange(t *testing.T) {
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("A"), text("A"), text("A"), text("B"), text("C"), text("C"))
+	var records []workflows.QuietRecord
+	res, err := pollRun{clock: clock, prober: prober, records: &records}.run(t,
+		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 4}, 1, 20))
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
+	assert.Equal(t, 8.0, res.ElapsedSec, `"C" from 4 s, quiet for 4 s`)
+	assert.Equal(t, []workflows.QuietRecord{
+		{Since: t0, Hash: workflows.ObservationHash("A")}, // at 2 s
+		{}, // "B" at 3 s
+		{Since: t0.Add(4 * time.Second), Hash: workflows.ObservationHash("C")}, // at 6 s
+	}, records)
+}
+
+func TestPollProbeMatchesWaitsRecordNothing(t *testing.T) {
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("Pending"))
+	var records []workflows.QuietRecord
+	_, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, 30))
+	require.NoError(t, err)
+	assert.Empty(t, records, "a matches wait's state needs no record to survive a move")
+}
+
+// A loop resumed past its bound (its host was down at the bound) takes the
+// sample owed on the bound now, and answers from it.
+func TestPollProbeResumedPastTheBoundTakesTheFinalSampleNow(t *testing.T) {
+	clock := newFakeClock(t0.Add(12 * time.Second))
 	prober := newProber(clock, text("READY"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil, &resume)
+	res, err := pollRun{clock: clock, prober: prober, resumed: &workflows.QuietRecord{}}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, "READY", res.LastObservation)
-	assert.Equal(t, 4, res.Samples)
 	assert.Equal(t, 1, prober.callCount(), "one call, then the wait is over")
-}
-
-// An input recorded by an earlier version carries the schedule as well; the
-// activity ignores it and derives the same schedule from spec and start.
-func TestPollProbeRunsAnInputOfAnEarlierVersion(t *testing.T) {
-	type earlierPollInput struct {
-		Spec      workflows.WaitForSpec `json:"spec"`
-		StartedAt time.Time             `json:"started_at"`
-		Deadline  time.Time             `json:"deadline"`
-		Poll      time.Duration         `json:"poll"`
-		QuietFor  time.Duration         `json:"quiet_for"`
-	}
-	in := input(matchesReady, 2, 10)
-	clock := newFakeClock(t0)
-	prober := newProber(clock, text("Pending"))
-	res, err := pollRun{clock: clock, prober: prober}.run(t, earlierPollInput{
-		Spec: in.Spec, StartedAt: in.StartedAt, Deadline: t0.Add(10 * time.Second), Poll: 2 * time.Second,
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 6, res.Samples)
-	assert.Equal(t, seconds(0, 2, 4, 6, 8, 10), prober.callTimes())
-}
-
-// beatCounter counts the heartbeats the activity records (before the SDK
-// throttles them) and tells of each on recorded.
-type beatCounter struct {
-	interceptor.WorkerInterceptorBase
-	recorded chan struct{}
-}
-
-func newBeatCounter() *beatCounter { return &beatCounter{recorded: make(chan struct{}, 1000)} }
-
-func (b *beatCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
-	in := &beatInbound{counter: b}
-	in.Next = next
-	return in
-}
-
-type beatInbound struct {
-	interceptor.ActivityInboundInterceptorBase
-	counter *beatCounter
-}
-
-func (i *beatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
-	out := &beatOutbound{counter: i.counter}
-	out.Next = outbound
-	return i.Next.Init(out)
-}
-
-type beatOutbound struct {
-	interceptor.ActivityOutboundInterceptorBase
-	counter *beatCounter
-}
-
-func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
-	o.counter.recorded <- struct{}{}
-	o.Next.RecordHeartbeat(ctx, details...)
-}
-
-// slowJudge stands in for a match that runs until it is stopped: it lets
-// the clock run a second at a time, noting each heartbeat the loop records
-// meanwhile, then runs it to the match's deadline.
-type slowJudge struct {
-	clock *fakeClock
-	beats *beatCounter
-	ticks int
-
-	mu        sync.Mutex
-	beatsSeen int
-}
-
-func (j *slowJudge) judge(ctx context.Context, _ *workflows.Matcher, _ workflows.PollProgress, _ time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
-	for len(j.beats.recorded) > 0 {
-		<-j.beats.recorded // recorded before the match began
-	}
-	for range j.ticks {
-		j.clock.Advance(time.Second)
-		select {
-		case <-j.beats.recorded:
-			j.mu.Lock()
-			j.beatsSeen++
-			j.mu.Unlock()
-		case <-time.After(time.Minute): // no heartbeat: fail rather than hang
-		}
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		j.clock.AdvanceTo(deadline)
-	}
-	<-ctx.Done()
-	return "", "", false, ctx.Err()
-}
-
-func (j *slowJudge) seen() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.beatsSeen
-}
-
-func TestPollProbeHeartbeatsWhileAMatchRunsAndTheBoundHolds(t *testing.T) {
-	clock := newFakeClock(t0)
-	prober := newProber(clock, text("Pending"))
-	beats := newBeatCounter()
-	// The test environment has no heartbeat timeout: the loop beats every
-	// second, so a match that runs two seconds sees two beats.
-	judge := &slowJudge{clock: clock, beats: beats, ticks: 2}
-	res, err := pollRun{clock: clock, prober: prober, judge: judge.judge, beats: beats}.run(t, input(matchesReady, 1, 3))
-	require.NoError(t, err)
-
-	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason, "a match still running at the bound ends the wait as a timeout")
-	assert.Equal(t, "Pending", res.LastObservation)
-	assert.Equal(t, 1, prober.callCount(), "no sample is taken while the match runs")
-	assert.Equal(t, 3.0, res.ElapsedSec, "the bound holds")
-	assert.Equal(t, 2, judge.seen(), "heartbeats keep flowing while the match runs")
+	assert.Equal(t, 6, res.Samples, "the 5 before the bound, estimated, and this one")
 }
 
 // pathologicalPattern is [xy]x{n} six times then z, with n as large as
@@ -567,34 +451,14 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 	big := strings.Repeat("x", workflows.MaxObservationBytes)
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text(big))
-	// The real match, with the clock run to the match's deadline the moment
-	// it begins.
-	stopped := make(chan error, 1)
-	judge := func(ctx context.Context, m *workflows.Matcher, p workflows.PollProgress, now time.Time) (workflows.WaitReason, workflows.ConditionKind, bool, error) {
-		type verdict struct {
-			reason workflows.WaitReason
-			cond   workflows.ConditionKind
-			done   bool
-			err    error
-		}
-		answer := make(chan verdict, 1)
-		go func() {
-			var v verdict
-			v.reason, v.cond, v.done, v.err = m.JudgeContext(ctx, p, now)
-			answer <- v
-		}()
-		if deadline, ok := ctx.Deadline(); ok {
-			clock.AdvanceTo(deadline)
-		}
-		v := <-answer
-		stopped <- v.err
-		return v.reason, v.cond, v.done, v.err
-	}
+	// The match's deadline (the loop's second one of the sample, after the
+	// call's) is reached the moment the match begins: the real match,
+	// which would run for seconds, is stopped there.
+	clock.onDeadline = func(n int, deadline time.Time) bool { return n == 2 }
 	in := input(workflows.Until{Kind: workflows.ConditionMatches, Pattern: pattern}, 1, 3)
-	res, err := pollRun{clock: clock, prober: prober, judge: judge}.run(t, in)
+	res, err := pollRun{clock: clock, prober: prober}.run(t, in)
 	require.NoError(t, err)
-	assert.ErrorIs(t, <-stopped, context.DeadlineExceeded, "the match was stopped, not finished")
-	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason, "the match was stopped, not finished")
 	assert.Equal(t, 1, res.Samples)
 	assert.Equal(t, 3.0, res.ElapsedSec, "the match is stopped at the bound")
 }

@@ -318,7 +318,7 @@ func (l *probeLoop) shareSamples() (leave func()) {
 	if !ok {
 		return func() {}
 	}
-	l.member = shared.enter(l.wfID, l.in.Spec.Probe.Tool, l.in.Spec.Probe.Args, l.schedule.Poll)
+	l.member = shared.enter(l.run.WorkflowID, l.run.Input.Spec.Probe.Tool, l.run.Input.Spec.Probe.Args, l.schedule.Poll)
 	return l.member.leave
 }
 
@@ -354,7 +354,7 @@ func samplesFrom(at time.Time, s workflows.PollSchedule) int {
 // probeCall is the loop's probe call: shared when the loop is a member of
 // a sampling group, otherwise straight to the Prober.
 func (l *probeLoop) probeCall(ctx context.Context) (ProbeOutput, error) {
-	probe := l.in.Spec.Probe
+	probe := l.run.Input.Spec.Probe
 	if l.member != nil {
 		return l.member.shared.call(ctx, l.member, l.member.key, probe.Tool, probe.Args)
 	}

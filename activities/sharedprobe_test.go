@@ -290,7 +290,7 @@ func TestPollProbeAloneKeepsItsSchedule(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("Pending"))
 	shared := &SharedProber{Prober: prober, Clock: clock}
-	res, err := runPoll(t, clock, shared, input(matchesReady, 2, 9), nil, nil)
+	res, err := runPoll(t, clock, shared, input(matchesReady, 2, 9), nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, seconds(0, 2, 4, 6, 8, 9), prober.callTimes())
@@ -308,7 +308,7 @@ func TestPollProbeJoinsTheGridOfItsGroup(t *testing.T) {
 	peer.alignAttempt(t0.Add(-1500*time.Millisecond), t0.Add(500*time.Millisecond), 2*time.Second)
 
 	obs := &recordingObserver{}
-	res, err := runPoll(t, clock, shared, in, obs, nil)
+	res, err := runPoll(t, clock, shared, in, obs)
 	require.NoError(t, err)
 	assert.Equal(t, seconds(0, 0.5, 2.5, 4.5, 6.5, 8.5, 9), prober.callTimes(),
 		"the first sample at once, then on the group's grid, the last on the bound")
@@ -330,7 +330,7 @@ func TestPollProbeSharesAQuietWindowWithinOneSample(t *testing.T) {
 	defer peer.leave()
 	peer.alignAttempt(t0.Add(-1500*time.Millisecond), t0.Add(500*time.Millisecond), 2*time.Second)
 
-	res, err := runPoll(t, clock, shared, in, nil, nil)
+	res, err := runPoll(t, clock, shared, in, nil)
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	// "b" first seen at 0.5 s; quiet for 4 s at 4.5 s (alone: first seen at

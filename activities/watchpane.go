@@ -8,20 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/durawait/durawait/activities/tmuxwatch"
 	"github.com/durawait/durawait/workflows"
 )
 
-// PaneHeartbeatInterval is how often a pane watch heartbeats; a
-// cancellation reaches it with the next heartbeat.
-const PaneHeartbeatInterval = 200 * time.Millisecond
-
 // PaneWatcher runs wait_for_text watches on the host that owns the tmux
 // server.
 type PaneWatcher struct {
-	// Observer, when set, is told of the outcome the moment it is known.
+	// Observer, when set, is told when the baseline is read.
 	Observer Observer
 	// Clients shares the control clients among the watches; it must be
 	// set.
@@ -31,19 +25,46 @@ type PaneWatcher struct {
 	LivenessInterval time.Duration
 }
 
-// WatchPane follows the pane through its session's read-only control
-// client (attaching one if none is), captures the
-// baseline, and follows the pane's output until the text appears, the
-// deadline passes, or the pane dies.
-func (w *PaneWatcher) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
-	out, err := w.watch(ctx, in)
-	if err == nil && w.Observer != nil {
-		w.Observer.Observe(activity.GetInfo(ctx).WorkflowExecution.ID, out)
+// Watch follows the pane through its session's read-only control client
+// (attaching one if none is), captures the baseline, and follows the
+// pane's output until the text appears, the deadline passes, or the pane
+// dies. workflowID is the wait's. An error is a passing one (the watch
+// starts again) or ctx's.
+func (w *PaneWatcher) Watch(ctx context.Context, workflowID string, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
+	backoff := paneRetryInitial
+	for {
+		out, err := w.watch(ctx, workflowID, in)
+		if err == nil || ctx.Err() != nil {
+			return out, err
+		}
+		// A passing failure (the control client ended, the pane moved):
+		// the watch starts again, with a new baseline, until the bound.
+		wait := min(backoff, time.Until(in.Deadline))
+		if wait <= 0 {
+			return workflows.TextWaitOutcome{Error: &workflows.TextWaitError{
+				Code: workflows.TextErrTmuxUnavailable, Effects: "none", Retryable: true,
+				Message: fmt.Sprintf("the watch of pane %s failed until the bound: %v", in.Spec.Target.PaneID, err),
+			}}, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return workflows.TextWaitOutcome{}, ctx.Err()
+		}
+		backoff = min(2*backoff, paneRetryMax)
 	}
-	return out, err
 }
 
-func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
+// The delays between the starts of a watch that failed for a passing
+// reason.
+const (
+	paneRetryInitial = 500 * time.Millisecond
+	paneRetryMax     = 2 * time.Second
+)
+
+func (w *PaneWatcher) watch(ctx context.Context, workflowID string, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
 	srv := tmuxwatch.Server{Socket: in.Socket}
 	spec := in.Spec
 	pane := spec.Target.PaneID
@@ -54,7 +75,7 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 				Code: te.Code, Message: te.Message, Effects: "none", Retryable: te.Retryable,
 			}}, nil
 		}
-		return workflows.TextWaitOutcome{}, err // retried
+		return workflows.TextWaitOutcome{}, err // a passing failure: the watch starts again
 	}
 	guarantee := fmt.Sprintf("pane %s was verified to be at generation %s (same tmux server and pane process) when this watch started", pane, spec.Target.Generation)
 
@@ -76,7 +97,7 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 	}
 
 	if w.Observer != nil {
-		w.Observer.Observe(activity.GetInfo(ctx).WorkflowExecution.ID, workflows.BaselineRead{PaneID: pane, Bytes: len(baseline)})
+		w.Observer.Observe(workflowID, workflows.BaselineRead{PaneID: pane, Bytes: len(baseline)})
 	}
 
 	var cleaner tmuxwatch.Cleaner
@@ -89,8 +110,6 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 	}
 	liveness := time.NewTicker(interval)
 	defer liveness.Stop()
-	beat := time.NewTicker(PaneHeartbeatInterval)
-	defer beat.Stop()
 	// stillThere checks that the pane lives and that the session whose
 	// control client the watch follows still holds it: a pane moved to
 	// another session (join-pane, move-window, unlink-window) falls silent
@@ -129,8 +148,6 @@ func (w *PaneWatcher) watch(ctx context.Context, in workflows.WatchPaneInput) (w
 			if err := stillThere(); err != nil {
 				return fail(err)
 			}
-		case <-beat.C:
-			activity.RecordHeartbeat(ctx)
 		case <-deadline.C:
 			return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, false, "output",
 				guarantee+"; the text did not appear before the bound")}, nil

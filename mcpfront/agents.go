@@ -14,7 +14,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -212,9 +211,6 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 		}
 		return structuredResult(final)
 	}
-	if payload.Status == workflows.AgentRunning {
-		payload = workflows.AssemblePayload(payload, f.pendingActivities(ctx, id), time.Now())
-	}
 	return structuredResult(f.namedCanceller(ctx, payload))
 }
 
@@ -252,17 +248,6 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 		return workflows.InvocationPayload{}, fmt.Errorf("the invocation's workflow ended without a result: %v", workflowErrorMessage(err))
 	}
 	return payload, nil
-}
-
-// pendingActivities are a running invocation's pending activities, whose
-// heartbeats say what its CLI is doing now; none when Temporal cannot say.
-func (f *Front) pendingActivities(ctx context.Context, id string) []*workflowpb.PendingActivityInfo {
-	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return nil
-	}
-	noteAgentProvider(ctx, memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider"))
-	return desc.PendingActivities
 }
 
 func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

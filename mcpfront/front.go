@@ -42,8 +42,10 @@ type Options struct {
 	Workers Workers
 	// Events, when set, feeds progress notifications and early answers.
 	Events EventFeed
-	// Heartbeats chooses the heartbeat timeout of each probe loop.
-	Heartbeats HeartbeatPolicy
+	// Host is the host of the worker in this process, when there is one
+	// (durawait serve): the waits this front starts run their loops there,
+	// with no host to pick.
+	Host string
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions
@@ -87,8 +89,6 @@ type Front struct {
 	attached holds
 	// clients are the names of the sessions' clients (DurawaitClient).
 	clients clientNames
-	// loops counts the wait_for calls in flight (Heartbeats' load).
-	loops loopGauge
 	// taskTel holds the instrumentation of task-augmented calls, by tool
 	// (a *toolTelemetry, or nil when nothing is recorded).
 	taskTel sync.Map

@@ -161,11 +161,13 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		memo:    principalMemo(workflows.TextWaitMemo(spec, maxWaitSec), principal),
 		summary: workflows.TextWaitSummary(spec, maxWaitSec),
 		details: workflows.TextWaitDetails(spec, maxWaitSec),
-		attrs: f.startAttributes(ctx, &req, "wait_for_text", workflows.StartedRunning(),
-			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID))),
+		attrs: f.startAttributes(ctx, &req, "wait_for_text", append(f.hostAttribute(), workflows.StartedRunning(),
+			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID)))...),
 		workflow: workflows.WaitForTextWorkflowName,
+		// With a worker in this process, the catalog (and so the tmux
+		// queue) is that worker's: it watches the pane, with no claim.
 		input: workflows.WaitForTextInput{
-			Spec: spec, HostQueue: queue, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
+			Spec: spec, HostQueue: queue, Host: f.opts.Host, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
 		},
 		pollMs: 1000,
 	}, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -28,7 +29,6 @@ func waitForTool() mcp.Tool {
 }
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	defer f.loops.enter()()
 	w, bad := f.prepareWaitFor(ctx, req)
 	if bad != nil {
 		return bad, nil
@@ -84,12 +84,11 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		summary: workflows.WaitForSummary(spec),
 		details: workflows.WaitForDetails(spec),
 		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
-		attrs: f.startAttributes(ctx, &req, "wait_for", workflows.StartedRunning(),
-			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool))),
+		attrs: f.startAttributes(ctx, &req, "wait_for", append(f.hostAttribute(), workflows.StartedRunning(),
+			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)))...),
 		workflow: workflows.WaitForWorkflowName,
-		input: workflows.WaitForInput{Spec: spec,
-			HeartbeatTimeout: f.opts.Heartbeats.Timeout(spec.Poll(), f.loops.open())},
-		pollMs: int64(spec.PollSec) * 1000,
+		input:    workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
+		pollMs:   int64(spec.PollSec) * 1000,
 	}, nil
 }
 
@@ -99,4 +98,14 @@ func waitForAnswer(result workflows.WaitForResult, err error) *mcp.CallToolResul
 		return mcp.NewToolResultError("wait_for: " + workflowErrorMessage(err))
 	}
 	return structuredResult(result)
+}
+
+// hostAttribute is the DurawaitHost a wait starts with when this front
+// names its host (its own worker's): none otherwise, and the workflow
+// upserts the host it picks.
+func (f *Front) hostAttribute() []temporal.SearchAttributeUpdate {
+	if f.opts.Host == "" {
+		return nil
+	}
+	return []temporal.SearchAttributeUpdate{workflows.KeyHost.ValueSet(f.opts.Host)}
 }

@@ -89,7 +89,7 @@ func (p *CatalogPublisher) publish(ctx context.Context) error {
 			TaskQueue:             p.taskQueue,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:         "downstream catalog of task queue " + p.taskQueue,
-			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KeyTool.ValueSet("internal")),
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.KeyTool.ValueSet(workflows.ToolInternal)),
 		}, workflows.CatalogWorkflowName, workflows.DownstreamCatalog{})
 	if err != nil {
 		return fmt.Errorf("signal the catalog workflow %s: %w", workflows.CatalogWorkflowID(p.taskQueue), err)

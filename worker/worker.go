@@ -5,6 +5,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -15,12 +16,14 @@ import (
 
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/activities/tmuxwatch"
+	"github.com/durawait/durawait/worker/hosting"
 	"github.com/durawait/durawait/workflows"
 )
 
 // Options configure the workers.
 type Options struct {
 	Client    client.Client
+	Namespace string
 	TaskQueue string
 	// Prober calls the downstream tools that wait_for probes.
 	Prober activities.Prober
@@ -29,23 +32,23 @@ type Options struct {
 	Downstream *activities.Downstream
 	// Observer, when set, is told in process of what running waits observe.
 	Observer activities.Observer
-	// Agents, when set, runs agent CLIs on this host; its HostQueue gets a
-	// worker of its own.
+	// Agents, when set, runs agent CLIs on this host: the worker takes
+	// the agent hosts' claims.
 	Agents *activities.AgentRunner
-	// TmuxQueue, when set, gets a worker that lists and watches this host's
-	// tmux panes.
+	// TmuxQueue, when set, gets a worker that lists this machine's tmux
+	// panes and claims their watches.
 	TmuxQueue string
-	// MaxConcurrentWaits caps the probe loops this worker runs at once;
-	// each is a goroutine that mostly sleeps.
-	MaxConcurrentWaits int
+	// Host, Instance, Group and Lease are this worker's host (see
+	// hosting.Options).
+	Host, Instance, Group string
+	Lease                 time.Duration
+	Logger                *slog.Logger
 }
-
-// DefaultMaxConcurrentWaits is the cap when Options leaves it zero.
-const DefaultMaxConcurrentWaits = 20000
 
 // Workers are durawait's running workers.
 type Workers struct {
 	workers []sdkworker.Worker
+	host    *hosting.Runtime
 	closers []func() // run after the workers stop
 }
 
@@ -54,57 +57,60 @@ func New(opts Options) (*Workers, error) {
 	if opts.Client == nil || opts.TaskQueue == "" || opts.Prober == nil || opts.Downstream == nil {
 		return nil, errors.New("worker: client, task queue, prober and downstream are required")
 	}
-	if opts.MaxConcurrentWaits <= 0 {
-		opts.MaxConcurrentWaits = DefaultMaxConcurrentWaits
+	ws := &Workers{}
+	var panes *activities.PaneWatcher
+	if opts.TmuxQueue != "" {
+		panes = &activities.PaneWatcher{Clients: tmuxwatch.NewHub(), Observer: opts.Observer}
+		ws.closers = append(ws.closers, panes.Clients.Close)
 	}
+	host, err := hosting.New(hosting.Options{
+		Client: opts.Client, Namespace: opts.Namespace, TaskQueue: opts.TaskQueue,
+		Host: opts.Host, Instance: opts.Instance, Group: opts.Group, Lease: opts.Lease,
+		Poller: &activities.Poller{Prober: opts.Prober, Observer: opts.Observer},
+		Panes:  panes, Agents: opts.Agents, Observer: opts.Observer, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ws.host = host
+
+	// WaitEndLogger writes each wait's "wait ended" line.
 	main := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentWaits,
-		// MaxHeartbeatThrottleInterval keeps the SDK's default: a probe
-		// loop's progress (samples, last observation) lives in its
-		// heartbeats, sent at most every 0.8 × the heartbeat timeout, so a
-		// crash can lose that long a stretch of samples from the count.
-		// Sending them more often would halve how many waits one engine
-		// holds (docs/performance.md).
-		//
-		// WaitEndLogger writes each wait's "wait ended" line.
 		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
 	})
-	hosts := &activities.AgentHosts{Queues: opts.Client}
-	if opts.Agents != nil {
-		hosts.Own = workflows.AgentClaimQueue(opts.TaskQueue)
-	}
-	Register(main, opts.Prober, opts.Observer, opts.Agents, hosts)
+	Register(main, host, &activities.AgentHosts{Queues: opts.Client, Own: ownClaimQueue(opts)})
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
-	ws := &Workers{workers: []sdkworker.Worker{main}}
+	ws.workers = append(ws.workers, main)
 	if opts.Agents != nil {
-		host := sdkworker.New(opts.Client, opts.Agents.HostQueue, sdkworker.Options{
-			MaxHeartbeatThrottleInterval: time.Second,
-		})
-		host.RegisterActivityWithOptions(opts.Agents.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
 		// The host claims of new invocations: only agent hosts poll this
-		// queue (Register keeps the claim on the shared queue for the
-		// invocations an earlier release scheduled there).
+		// queue.
 		claims := sdkworker.New(opts.Client, workflows.AgentClaimQueue(opts.TaskQueue), sdkworker.Options{})
 		claims.RegisterActivityWithOptions(opts.Agents.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
-		ws.workers = append(ws.workers, host, claims)
+		ws.workers = append(ws.workers, claims)
 	}
 	if opts.TmuxQueue != "" {
-		// Pane watches are few and human-paced; frequent heartbeats let a
-		// caller's cancel detach the control client within a fraction of a
-		// second.
-		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{
-			MaxHeartbeatThrottleInterval: activities.PaneHeartbeatInterval,
-		})
-		watcher := &activities.PaneWatcher{Observer: opts.Observer, Clients: tmuxwatch.NewHub()}
-		ws.closers = append(ws.closers, watcher.Clients.Close)
-		tmux.RegisterActivityWithOptions(watcher.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
+		tmux := sdkworker.New(opts.Client, opts.TmuxQueue, sdkworker.Options{})
+		tmux.RegisterActivityWithOptions(host.ClaimPaneHost, activity.RegisterOptions{Name: workflows.ClaimPaneHostActivityName})
 		tmux.RegisterActivityWithOptions(activities.ListPanes, activity.RegisterOptions{Name: workflows.ListPanesActivityName})
 		ws.workers = append(ws.workers, tmux)
 	}
 	return ws, nil
 }
 
-// Start starts every worker.
+// ownClaimQueue is the agent hosts' claim queue when this worker is an
+// agent host ("" otherwise): it counts itself as polling it.
+func ownClaimQueue(opts Options) string {
+	if opts.Agents == nil {
+		return ""
+	}
+	return workflows.AgentClaimQueue(opts.TaskQueue)
+}
+
+// Host is the worker's host.
+func (w *Workers) Host() *hosting.Runtime { return w.host }
+
+// Start starts every worker, the host last: its lease resumes its waits,
+// whose workflows need the workers up.
 func (w *Workers) Start() error {
 	for i, wk := range w.workers {
 		if err := wk.Start(); err != nil {
@@ -114,12 +120,20 @@ func (w *Workers) Start() error {
 			return fmt.Errorf("start worker: %w", err)
 		}
 	}
+	if err := w.host.Start(); err != nil {
+		for _, started := range w.workers {
+			started.Stop()
+		}
+		return err
+	}
 	return nil
 }
 
-// Stop stops every worker, then detaches the tmux control clients they
-// shared.
+// Stop stops the host (its loops are dropped for the next holder; agent
+// CLIs run on), then every worker, then detaches the tmux control clients
+// they shared.
 func (w *Workers) Stop() {
+	w.host.Stop()
 	for _, wk := range w.workers {
 		wk.Stop()
 	}
@@ -135,14 +149,10 @@ type Registry interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }
 
-// Register puts durawait's workflows, the shared-queue activities and the
-// workflows' local activities (hosts) on r under their durable names.
-func Register(r Registry, prober activities.Prober, observer activities.Observer, agents *activities.AgentRunner, hosts *activities.AgentHosts) {
+// Register puts durawait's workflows and their local activities (the
+// host's PickHost, the agent hosts' look) on r under their durable names.
+func Register(r Registry, host *hosting.Runtime, hosts *activities.AgentHosts) {
 	workflows.RegisterWorkflows(r)
 	r.RegisterActivityWithOptions(hosts.Polling, activity.RegisterOptions{Name: workflows.AgentHostsPollingActivity})
-	poller := &activities.Poller{Prober: prober, Observer: observer}
-	r.RegisterActivityWithOptions(poller.PollProbe, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
-	if agents != nil {
-		r.RegisterActivityWithOptions(agents.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
-	}
+	r.RegisterActivityWithOptions(host.PickHost, activity.RegisterOptions{Name: workflows.PickHostActivityName})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -16,18 +15,21 @@ const (
 	AgentWorkflowName      = "AgentInvocation"
 	ClaimAgentHostActivity = "ClaimAgentHost"
 	// AgentHostsPollingActivity counts the agent hosts polling their queue
-	// (AgentHostsPollingInput; any worker of this release runs it).
+	// (AgentHostsPollingInput; any worker runs it, as a local activity).
 	AgentHostsPollingActivity = "AgentHostsPolling"
 	RunAgentActivityName      = "RunAgent"
-	AgentBlockerSignal        = "blocker"
-	AgentCancelSignal         = "cancel"
-	AgentWaitUpdate           = "wait"
-	AgentStateQuery           = "state"
+	// AgentLiveActivityName asks the run's host what the CLI is doing now
+	// (AgentLiveInput, answered with an AgentLive).
+	AgentLiveActivityName = "AgentLive"
+	AgentBlockerSignal    = "blocker"
+	AgentCancelSignal     = "cancel"
+	AgentWaitUpdate       = "wait"
+	AgentStateQuery       = "state"
 )
 
 // Temporal error types (the Type of a temporal.ApplicationError) of the
-// RunAgent activity's non-retryable failures. They are not error codes: the
-// workflow reports each as the invocation error code ErrCodeStart.
+// RunAgent activity's failures. They are not error codes: the workflow
+// reports each as the invocation error code ErrCodeStart.
 const (
 	// ErrTypeAgentInvalidCwd: the cwd does not resolve inside the allowed roots.
 	ErrTypeAgentInvalidCwd = "InvalidCwd"
@@ -39,8 +41,10 @@ const (
 	ErrTypeAgentStartFailed = "AgentStartFailed"
 )
 
-// AgentHeartbeatTimeout bounds how long a lost agent runner goes unnoticed.
-const AgentHeartbeatTimeout = 10 * time.Second
+// agentLiveTimeout bounds how long a wait_agent answer waits for the run's
+// host to say what the CLI is doing: a host that does not answer in time
+// (it is down) leaves the live fields out.
+const agentLiveTimeout = 3 * time.Second
 
 // AgentInvocationInput is the input of the AgentInvocation workflow.
 type AgentInvocationInput struct {
@@ -49,10 +53,31 @@ type AgentInvocationInput struct {
 	MaxRun time.Duration `json:"max_run"`
 }
 
+// AgentHostClaim is a claim's answer: the host that runs the CLI, and the
+// folder on its machine where the run's output is spooled.
+type AgentHostClaim struct {
+	Host  string `json:"host"`
+	Spool string `json:"spool"`
+}
+
 // RunAgentInput is the input of the RunAgent activity.
 type RunAgentInput struct {
 	InvocationID string    `json:"invocation_id"`
 	Spec         AgentSpec `json:"spec"`
+	// Spool is the claiming host's spool folder: a host that adopts the
+	// run follows it there.
+	Spool string `json:"spool"`
+	// Deadline is when the run must end (the invocation's start plus
+	// agents.max_run_sec): the host stops the CLI then.
+	Deadline time.Time `json:"deadline"`
+	// MaxRun is agents.max_run_sec, for the message.
+	MaxRun time.Duration `json:"max_run"`
+}
+
+// AgentLiveInput names the run whose live state is asked for.
+type AgentLiveInput struct {
+	InvocationID string `json:"invocation_id"`
+	RunID        string `json:"run_id"`
 }
 
 // AgentFinal is how a CLI run ended.
@@ -63,24 +88,22 @@ type AgentFinal struct {
 	Error     *AgentError `json:"error,omitempty"`
 }
 
-// AgentLive is what the CLI is doing now; the RunAgent activity heartbeats
-// it (AgentLive.Heartbeat) and AssemblePayload fills running payloads from
-// it.
+// AgentLive is what the CLI is doing now, as its host answers AgentLive
+// (AgentLive.Tail trims it) and a running payload carries it
+// (AssemblePayload).
 type AgentLive struct {
 	SessionID  string         `json:"session_id,omitempty"`
 	Reply      string         `json:"reply,omitempty"`
 	ReplyAt    time.Time      `json:"reply_at"`
 	Activity   *AgentActivity `json:"activity,omitempty"`
 	ActivityAt time.Time      `json:"activity_at"`
-	// Blockers are the categories already signalled to the workflow.
-	Blockers []string `json:"blockers,omitempty"`
 }
 
 // AgentProgress is what an agent run reports, in process, each time its
 // state changes: what the CLI is doing, a new blocker, or its exit. Calls of
 // wait_agent turn it into progress notifications.
 type AgentProgress struct {
-	// Step counts the changes from 1 within one run of the activity.
+	// Step counts the changes from 1 within one run on a host.
 	Step int
 	// Message says what changed, for a person.
 	Message string
@@ -96,7 +119,9 @@ type agentState struct {
 	final     *AgentFinal
 	blockers  []AgentError
 	delivered int // blockers[:delivered] have woken a wait
-	// endUpserted: the end state is upserted (observable runs).
+	// host runs the CLI, once claimed.
+	host string
+	// endUpserted: the end state is upserted.
 	endUpserted bool
 }
 
@@ -123,24 +148,44 @@ func (s *agentState) payload(ctx workflow.Context, id string, reason AgentReason
 	return p
 }
 
-// AgentInvocation is one sub-agent CLI run. The CLI runs in one heartbeating
-// activity on the task queue of the host that claimed it (its output is
-// spooled on that host's disk). Blockers arrive as signals; wait_agent is an
-// update that returns when the run finishes, when a blocker category is seen
-// for the first time, or when its window passes.
+// live asks the run's host what the CLI is doing now (AgentLive), for a
+// running payload; false when no host answers in time.
+func (s *agentState) live(ctx workflow.Context) (AgentLive, bool) {
+	if s.host == "" {
+		return AgentLive{}, false
+	}
+	info := workflow.GetInfo(ctx)
+	lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              HostQueue(info.TaskQueueName, s.host),
+		ScheduleToCloseTimeout: agentLiveTimeout,
+		Summary:                "what is the CLI doing?",
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var live AgentLive
+	in := AgentLiveInput{InvocationID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	if err := workflow.ExecuteActivity(lctx, AgentLiveActivityName, in).Get(ctx, &live); err != nil {
+		return AgentLive{}, false
+	}
+	return live, true
+}
+
+// AgentInvocation is one sub-agent CLI run. The CLI runs on the host that
+// claimed it, as one activity on that host's queue with no heartbeat (see
+// loops.go): the run's engine work is its start, its blockers and its end,
+// however long it runs. Blockers arrive as signals; wait_agent is an update
+// that returns when the run finishes, when a blocker category is seen for
+// the first time, or when its window passes (then with what the CLI is
+// doing, which it asks the host).
 //
-// A run begun by this release upserts DurawaitState (running, then
-// agentEndState) and DurawaitAgentStatus (running; blocked when a blocker
-// is seen; then the final status), so a failed or blocked agent reads as
-// such in the list although its workflow completes (it must, for wait_agent
-// to read its payload).
+// A run upserts DurawaitState (running, then agentEndState) and
+// DurawaitAgentStatus (running; blocked when a blocker is seen; then the
+// final status), so a failed or blocked agent reads as such in the list
+// although its workflow completes (it must, for wait_agent to read its
+// payload).
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
 	st := &agentState{started: workflow.Now(ctx)}
-	if !observable(ctx) {
-		return agentInvocation(ctx, in, st, false)
-	}
 	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
-	p, err := agentInvocation(ctx, in, st, true)
+	p, err := agentInvocation(ctx, in, st)
 	if !st.endUpserted {
 		// It ended before its run did (cancelled or failed while
 		// claiming a host): its state must not stay running.
@@ -154,10 +199,9 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 	return p, err
 }
 
-// agentInvocation is AgentInvocation's body; obs says whether the run
-// upserts search attributes (observable). It records in st.endUpserted
+// agentInvocation is AgentInvocation's body. It records in st.endUpserted
 // that it upserted the end state.
-func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentState, obs bool) (InvocationPayload, error) {
+func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentState) (InvocationPayload, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
@@ -172,14 +216,16 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			p.Error = &b
 			return p
 		}
-		return st.payload(ctx, id, AgentReasonWaitElapsed)
+		p := st.payload(ctx, id, AgentReasonWaitElapsed)
+		if live, ok := st.live(ctx); ok && st.final == nil {
+			p = AssemblePayload(p, live, workflow.Now(ctx))
+		}
+		return p
 	}
 	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
-		if obs {
-			// An operator's cancel of the workflow does not fail a wait
-			// in flight: it answers with the cancelled run's payload.
-			ctx, _ = workflow.NewDisconnectedContext(ctx)
-		}
+		// An operator's cancel of the workflow does not fail a wait in
+		// flight: it answers with the cancelled run's payload.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
 			return InvocationPayload{}, err
 		}
@@ -193,100 +239,90 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		return InvocationPayload{}, err
 	}
 
-	// Claim a host: the first worker to take this activity runs the CLI.
-	hostQueue, err := claimHost(ctx, in.Spec.Provider)
+	// Claim a host: the first agent host to take the claim runs the CLI.
+	claim, err := claimHost(ctx, in.Spec.Provider)
 	if err != nil {
-		if obs && ctx.Err() != nil {
+		if ctx.Err() != nil {
 			// An operator cancelled it before any host ran the CLI: it
 			// ends Canceled with a cancelled payload for wait_agent.
 			st.final = &AgentFinal{Status: AgentCancelled}
 			final := st.payload(ctx, id, AgentReasonFinished)
 			return final, temporal.NewCanceledError(final)
 		}
-		if !unclaimedEndsFailed(ctx) {
-			var lost *hostsLostError
-			var none *noHostError
-			switch {
-			case errors.As(err, &lost):
-				err = lost.err
-			case errors.As(err, &none):
-				err = none.err
-			}
-			return InvocationPayload{}, err // as is: its Temporal type decides how the workflow ends
-		}
 		st.final = &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: ErrCodeStart, Message: unclaimedMessage(err)}}
-		return st.finish(ctx, id, obs)
+		return st.finish(ctx, id)
 	}
+	st.host = claim.Host
+	setHost(ctx, claim.Host)
 
-	// max_run_sec bounds the run as a whole: the schedule-to-close timeout
-	// spans every attempt (a retry after a lost worker, a resumed session)
-	// and each attempt's context ends at the same instant, when the runner
-	// stops the CLI. No grace is added: Temporal's timer is the bound, and
-	// the last heartbeat carries what the run had said by then.
+	// max_run_sec bounds the run as a whole: its host stops the CLI at the
+	// deadline and answers with what it had said. Temporal's timer (the
+	// deadline plus LoopGrace) ends the run if no host is left to.
 	runCtx, cancelRun := workflow.WithCancel(ctx)
-	runCtx = workflow.WithActivityOptions(runCtx, workflow.ActivityOptions{
-		TaskQueue:              hostQueue,
-		ScheduleToCloseTimeout: in.MaxRun,
-		HeartbeatTimeout:       AgentHeartbeatTimeout,
-		WaitForCancellation:    true,
-		Summary:                TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			MaximumInterval:        5 * time.Second,
-			NonRetryableErrorTypes: []string{ErrTypeAgentInvalidCwd, ErrTypeAgentUnknownConfig, ErrTypeAgentStartFailed},
-		},
+	runCtx = loopOptions(runCtx, claim.Host, in.MaxRun, TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes), true)
+	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{
+		InvocationID: id, Spec: in.Spec, Spool: claim.Spool, Deadline: st.started.Add(in.MaxRun), MaxRun: in.MaxRun,
 	})
-	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{InvocationID: id, Spec: in.Spec})
 
 	cancelled := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(run, func(f workflow.Future) {
-		var final AgentFinal
-		err := f.Get(ctx, &final)
-		st.final = finalFrom(final, err, cancelled, in.MaxRun)
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
-		var b AgentError
-		c.Receive(ctx, &b)
-		st.addBlocker(b)
-		if obs {
-			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
-		}
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
+	cancel := func() {
 		if !cancelled {
 			cancelled = true
 			cancelRun()
+			stopLoop(ctx, claim.Host)
 		}
-	})
+	}
+	// running waits for the run's end, its blockers and a cancel_agent;
+	// until a cancel, an operator's cancel of the workflow too (once it
+	// is cancelled, ctx.Done is always ready).
+	running := func(watchDone bool) workflow.Selector {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(run, func(f workflow.Future) {
+			var final AgentFinal
+			err := f.Get(ctx, &final)
+			st.final = finalFrom(final, err, cancelled, in.MaxRun)
+		})
+		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
+			var b AgentError
+			c.Receive(ctx, &b)
+			st.addBlocker(b)
+			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
+		})
+		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			cancel()
+		})
+		if watchDone {
+			sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancel() })
+		}
+		return sel
+	}
+	sel, watchingDone := running(true), true
 	for st.final == nil {
 		sel.Select(ctx)
+		if cancelled && watchingDone {
+			sel, watchingDone = running(false), false
+		}
 	}
-	return st.finish(ctx, id, obs)
+	return st.finish(ctx, id)
 }
 
 // finish records how the invocation ended (st.final), lets every wait_agent
 // in flight answer, and returns the final payload.
-func (st *agentState) finish(ctx workflow.Context, id string, obs bool) (InvocationPayload, error) {
+func (st *agentState) finish(ctx workflow.Context, id string) (InvocationPayload, error) {
 	_ = workflow.UpsertMemo(ctx, map[string]any{"status": string(st.final.Status)})
-	if obs {
-		setState(ctx, agentEndState(st.final), KeyAgentStatus.ValueSet(string(st.final.Status)))
-		st.endUpserted = true
-	}
+	setState(ctx, agentEndState(st.final), KeyAgentStatus.ValueSet(string(st.final.Status)))
+	st.endUpserted = true
 	// Let every wait_agent in flight answer before the workflow closes.
 	// After an operator's cancel ctx is cancelled, and Await on it would
-	// return at once: a run of this release awaits on a disconnected
-	// context (which records no commands).
-	awaitCtx := ctx
-	if obs {
-		awaitCtx, _ = workflow.NewDisconnectedContext(ctx)
-	}
+	// return at once: await on a disconnected context (which records no
+	// commands).
+	awaitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(awaitCtx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return InvocationPayload{}, err // as is: a CanceledError ends the workflow Canceled
 	}
 	final := st.payload(ctx, id, AgentReasonFinished)
-	if obs && ctx.Err() != nil && st.final.Status == AgentCancelled {
+	if ctx.Err() != nil && st.final.Status == AgentCancelled {
 		// An operator cancelled the workflow itself (cancel_agent is a
 		// signal) before its run ended: it ends Canceled, its payload in
 		// the cancellation's details for wait_agent. A run that had
@@ -316,36 +352,20 @@ func finalFrom(final AgentFinal, err error, cancelled bool, maxRun time.Duration
 	var appErr *temporal.ApplicationError
 	var timeoutErr *temporal.TimeoutError
 	switch {
-	case errors.As(err, &timeoutErr) && maxRunExpired(timeoutErr):
-		// Out of time (checked first: the timeout's cause may be the
-		// last attempt's retryable failure). What the CLI had said by
-		// its last heartbeat is the output, and its session can be
-		// resumed.
-		var live AgentLive
-		if timeoutErr.HasLastHeartbeatDetails() {
-			_ = timeoutErr.LastHeartbeatDetails(&live)
-		}
-		return &AgentFinal{Status: AgentFailed, Output: live.Reply, SessionID: live.SessionID, Error: &AgentError{
-			Code:    ErrCodeTimeout,
-			Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s, counted over every attempt)", int64(maxRun/time.Second)),
+	case errors.As(err, &timeoutErr):
+		// Temporal's bound on the run (max_run_sec plus LoopGrace): the
+		// host that should have stopped the CLI at max_run_sec was down.
+		return &AgentFinal{Status: AgentFailed, Error: &AgentError{
+			Code: ErrCodeTimeout,
+			Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s) while no worker on its host was up to stop the CLI and read its last output; "+
+				"the host stops the CLI when it comes back", int64(maxRun/time.Second)),
 		}}
 	case errors.As(err, &appErr):
-		// The run's non-retryable failures (ErrTypeAgent*) all mean the
-		// CLI did not start.
+		// The run's failures (ErrTypeAgent*) all mean the CLI did not
+		// start.
 		code, msg = ErrCodeStart, appErr.Message()
 	}
 	return &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: code, Message: msg}}
-}
-
-// maxRunExpired reports whether a run's timeout is its max_run_sec bound:
-// the schedule-to-close timeout, or the start-to-close timeout of a run
-// scheduled by a release that bounded each attempt alone.
-func maxRunExpired(err *temporal.TimeoutError) bool {
-	switch err.TimeoutType() {
-	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
-		return true
-	}
-	return false
 }
 
 // agentEndState is the DurawaitState of an invocation that ended so: a run

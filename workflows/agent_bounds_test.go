@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,34 +27,24 @@ func newBoundsEnv() *testsuite.TestWorkflowEnvironment {
 	env.SetTestTimeout(time.Minute)
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
 	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, StopLoopInput) error { return nil },
+		activity.RegisterOptions{Name: StopLoopActivityName})
 	return env
 }
 
-// A run whose first attempt is lost and retried does not get a fresh
-// max_run_sec: every attempt's context ends when the first was scheduled
-// plus max_run_sec, and the invocation ends failed with error.code
-// "timeout", carrying what the CLI had said by its last heartbeat.
-func TestARetriedRunStillEndsAtMaxRunOverall(t *testing.T) {
+// The host stops the CLI at max_run_sec and answers with what it had
+// said; when no host is up to (it was down at the deadline), Temporal's
+// bound (max_run_sec plus LoopGrace) ends the invocation failed with
+// error.code "timeout", saying why no output is known.
+func TestARunWhoseHostIsDownAtMaxRunEndsAtTemporalsBound(t *testing.T) {
 	const maxRun = 3 * time.Second
 	env := newBoundsEnv()
-	env.RegisterActivityWithOptions(func(context.Context) (string, error) { return "host-q", nil },
+	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return hostClaim, nil },
 		activity.RegisterOptions{Name: ClaimAgentHostActivity})
-
-	type attempt struct{ scheduled, deadline time.Time }
-	var mu sync.Mutex
-	var attempts []attempt
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
-		info := activity.GetInfo(ctx)
-		mu.Lock()
-		attempts = append(attempts, attempt{info.ScheduledTime, info.Deadline})
-		mu.Unlock()
-		if info.Attempt == 1 {
-			return AgentFinal{}, errors.New("worker stopping; the CLI keeps running and is re-attached on restart")
-		}
-		activity.RecordHeartbeat(ctx, AgentLive{SessionID: "s1", Reply: "half way"})
-		<-ctx.Done() // the CLI runs on past the bound
-		return AgentFinal{}, ctx.Err()
-	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	start := env.Now()
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(maxRun+LoopGrace).
+		Return(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
 
 	in := agentInput
 	in.MaxRun = maxRun
@@ -67,31 +56,27 @@ func TestARetriedRunStillEndsAtMaxRunOverall(t *testing.T) {
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeTimeout, final.Error.Code)
-	assert.Contains(t, final.Error.Message, "agents.max_run_sec (3 s, counted over every attempt)")
-	// The output and session from the last heartbeat: see
-	// TestATimedOutRunKeepsItsLastHeartbeat (the test environment drops a
-	// timed-out activity's heartbeat).
-
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, attempts, 2, "the first attempt failed and was retried")
-	for i, a := range attempts {
-		assert.WithinDuration(t, attempts[0].scheduled.Add(maxRun), a.deadline, 10*time.Millisecond,
-			"attempt %d ends max_run_sec after the first was scheduled", i+1)
-	}
+	assert.Contains(t, final.Error.Message, "agents.max_run_sec (3 s) while no worker on its host was up")
+	assert.GreaterOrEqual(t, env.Now().Sub(start), maxRun+LoopGrace)
 }
 
-// A run that ran out of max_run_sec reports what the CLI had said by its
-// last heartbeat, and its session, so the caller can resume it.
-func TestATimedOutRunKeepsItsLastHeartbeat(t *testing.T) {
-	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, AgentLive{SessionID: "s1", Reply: "half way"})
-	final := finalFrom(AgentFinal{}, err, false, 90*time.Minute)
-	assert.Equal(t, &AgentFinal{Status: AgentFailed, Output: "half way", SessionID: "s1", Error: &AgentError{
-		Code: ErrCodeTimeout, Message: "the run exceeded agents.max_run_sec (5400 s, counted over every attempt)"}}, final)
+// finalFrom maps every way a run ends to the invocation's end.
+func TestFinalFromMapsEachEnd(t *testing.T) {
+	done := AgentFinal{Status: AgentSucceeded, Output: "ok"}
+	assert.Equal(t, &done, finalFrom(done, nil, false, time.Hour))
 
-	// A heartbeat timeout is a lost worker, retried until max_run_sec.
-	lost := finalFrom(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), false, time.Hour)
-	assert.Equal(t, ErrCodeWorkerLost, lost.Error.Code)
+	cancelled := finalFrom(AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "half", SessionID: "s1"}), true, time.Hour)
+	assert.Equal(t, &AgentFinal{Status: AgentCancelled, Output: "half", SessionID: "s1"}, cancelled)
+
+	timedOut := finalFrom(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil), false, 90*time.Minute)
+	assert.Equal(t, ErrCodeTimeout, timedOut.Error.Code)
+	assert.Contains(t, timedOut.Error.Message, "(5400 s)")
+
+	notStarted := finalFrom(AgentFinal{}, temporal.NewNonRetryableApplicationError("cwd outside", ErrTypeAgentInvalidCwd, nil), false, time.Hour)
+	assert.Equal(t, &AgentFinal{Status: AgentFailed, Error: &AgentError{Code: ErrCodeStart, Message: "cwd outside"}}, notStarted)
+
+	other := finalFrom(AgentFinal{}, errors.New("boom"), false, time.Hour)
+	assert.Equal(t, ErrCodeWorkerLost, other.Error.Code)
 }
 
 // invocationResult runs the agent invocation of agentInput on env to its
@@ -118,30 +103,25 @@ func hostsPollingStub(n int) func(context.Context, AgentHostsPollingInput) (int,
 // With no worker that has agents configured, no host takes the claim from
 // the agent hosts' queue within AgentClaimTimeout (the server's
 // schedule-to-start timeout, which the test environment reports at once),
-// and none polls it (or that cannot be told); on the shared queue every
-// attempt fails (no worker there has the activity); the claim retries there
-// for claimSharedOffer and the invocation then ends failed, its message
-// naming the cause.
+// and none polls it (or that cannot be told): the invocation ends failed,
+// its message naming the cause.
 func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		polling func(context.Context, AgentHostsPollingInput) (int, error)
-		bound   time.Duration
 	}{
-		{"no agent host polls", hostsPollingStub(0), claimSharedOffer},
+		{"no agent host polls", hostsPollingStub(0)},
 		{"whether hosts poll cannot be told", func(context.Context, AgentHostsPollingInput) (int, error) {
 			return 0, temporal.NewNonRetryableApplicationError("describe task queue: permission denied", "AgentHostsUnknown", nil)
-		}, claimSharedOffer},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newBoundsEnv()
-			var claims, looks int
-			env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
-				if activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue") {
-					return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
-				}
-				claims++
-				return "", errors.New("unable to find activityType=ClaimAgentHost")
+			var queues []string
+			var looks int
+			env.RegisterActivityWithOptions(func(ctx context.Context) (AgentHostClaim, error) {
+				queues = append(queues, activity.GetInfo(ctx).TaskQueue)
+				return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 			}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 			env.RegisterActivityWithOptions(func(ctx context.Context, in AgentHostsPollingInput) (int, error) {
 				looks++
@@ -149,7 +129,6 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 			}, activity.RegisterOptions{Name: AgentHostsPollingActivity})
 			env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 			u := recordUpserts(env)
-			start := env.Now()
 			env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
 			require.True(t, env.IsWorkflowCompleted())
@@ -159,11 +138,9 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 			assert.Equal(t, AgentReasonFinished, final.Reason)
 			require.NotNil(t, final.Error)
 			assert.Equal(t, ErrCodeStart, final.Error.Code)
-			assert.Contains(t, final.Error.Message, "no host claimed this invocation: no agent host polled its queue for 2m0s, then none took it within 30s on the shared queue")
-			assert.Contains(t, final.Error.Message, "[agents]")
-			assert.Contains(t, final.Error.Message, "unable to find activityType=ClaimAgentHost")
-			assert.GreaterOrEqual(t, claims, 5, "bounded by time, not by a few attempts")
-			assert.LessOrEqual(t, env.Now().Sub(start), tc.bound)
+			assert.Contains(t, final.Error.Message, "no host claimed this invocation within 2m0s: no durawait worker with [agents] configured took it")
+			assert.Contains(t, final.Error.Message, "no worker took the claim")
+			assert.Equal(t, []string{AgentClaimQueue("default-test-taskqueue")}, queues, "offered to the agent hosts only")
 			assert.Equal(t, 1, looks, "asked once whether agent hosts poll")
 			assert.Equal(t, []string{"running", "failed"}, u.states)
 			assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
@@ -175,17 +152,17 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 // queue, and a claim attempt can wait there AgentClaimTimeout although
 // agent hosts poll it (the crash soak's one wrong answer in 400 kills).
 // While Temporal saw hosts poll within that time, the claim is offered to
-// them again, not given up to the shared queue.
+// them again.
 func TestAClaimPollingHostsDidNotTakeIsOfferedToThemAgain(t *testing.T) {
 	env := newBoundsEnv()
 	var queues []string
 	var asked []AgentHostsPollingInput
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context) (AgentHostClaim, error) {
 		queues = append(queues, activity.GetInfo(ctx).TaskQueue)
 		if len(queues) <= 2 {
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		}
-		return "host-q", nil
+		return hostClaim, nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(func(_ context.Context, in AgentHostsPollingInput) (int, error) {
 		asked = append(asked, in)
@@ -195,7 +172,7 @@ func TestAClaimPollingHostsDidNotTakeIsOfferedToThemAgain(t *testing.T) {
 	final := invocationResult(t, env)
 	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
 	hosts := AgentClaimQueue("default-test-taskqueue")
-	assert.Equal(t, []string{hosts, hosts, hosts}, queues, "never offered on the shared queue")
+	assert.Equal(t, []string{hosts, hosts, hosts}, queues, "offered to the agent hosts only")
 	want := AgentHostsPollingInput{Queue: hosts, Within: AgentClaimTimeout}
 	assert.Equal(t, []AgentHostsPollingInput{want, want}, asked)
 }
@@ -206,9 +183,9 @@ func TestAClaimPollingHostsDidNotTakeIsOfferedToThemAgain(t *testing.T) {
 func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
 	env := newBoundsEnv()
 	var queues []string
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context) (AgentHostClaim, error) {
 		queues = append(queues, activity.GetInfo(ctx).TaskQueue)
-		return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+		return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(hostsPollingStub(2), activity.RegisterOptions{Name: AgentHostsPollingActivity})
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
@@ -218,7 +195,7 @@ func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
 	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 15m0s: 2 agent host(s) polled its queue within 2m0s but none took the claim")
 	assert.Len(t, queues, 1+claimPollingRounds, "the rounds are capped even when no time passes between them")
-	assert.NotContains(t, queues, "default-test-taskqueue", "never offered on the shared queue")
+	assert.NotContains(t, queues, "default-test-taskqueue", "offered to the agent hosts only")
 }
 
 // On the workflow's clock, each offer to polling hosts that none takes
@@ -226,7 +203,7 @@ func TestAClaimPollingHostsNeverTakeEndsFailedSayingSo(t *testing.T) {
 // offers stop while AgentClaimCrashTimeout still holds a whole one.
 func TestOffersToPollingHostsEndWithinTheCrashBound(t *testing.T) {
 	env := newBoundsEnv()
-	env.RegisterActivityWithOptions(func(context.Context) (string, error) { return "", nil },
+	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return AgentHostClaim{}, nil },
 		activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	looks := 0
 	env.RegisterActivityWithOptions(func(context.Context, AgentHostsPollingInput) (int, error) {
@@ -240,9 +217,9 @@ func TestOffersToPollingHostsEndWithinTheCrashBound(t *testing.T) {
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 	offers := 0
 	env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(AgentClaimTimeout).
-		Return(func(context.Context) (string, error) {
+		Return(func(context.Context) (AgentHostClaim, error) {
 			offers++
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		})
 	start := env.Now()
 	final := invocationResult(t, env)
@@ -251,7 +228,7 @@ func TestOffersToPollingHostsEndWithinTheCrashBound(t *testing.T) {
 	assert.Contains(t, final.Error.Message, "1 agent host(s) polled its queue within 2m0s but none took the claim")
 	took := env.Now().Sub(start)
 	assert.LessOrEqual(t, took, AgentClaimCrashTimeout)
-	assert.Greater(t, took, AgentClaimCrashTimeout-AgentClaimTimeout-claimSharedOffer)
+	assert.Greater(t, took, AgentClaimCrashTimeout-AgentClaimTimeout-claimMargin)
 	assert.Equal(t, 7, offers, "the first and six more, each AgentClaimTimeout long")
 }
 
@@ -264,14 +241,14 @@ func TestAClaimLostWithItsHostsIsRetriedPastTheNoHostBound(t *testing.T) {
 	var claims int
 	start := env.Now()
 	var claimedAt time.Time
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context) (AgentHostClaim, error) {
 		claims++
 		if env.Now().Sub(start) < AgentClaimTimeout+time.Minute {
 			// The host that took this attempt died before answering.
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+			return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 		}
 		claimedAt = env.Now()
-		return "host-q", nil
+		return hostClaim, nil
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
 	final := invocationResult(t, env)
@@ -284,8 +261,8 @@ func TestAClaimLostWithItsHostsIsRetriedPastTheNoHostBound(t *testing.T) {
 // failed, and the message says the hosts kept dying, not that none exists.
 func TestAClaimLostWithItsHostsForeverEndsFailedSayingSo(t *testing.T) {
 	env := newBoundsEnv()
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
-		return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	env.RegisterActivityWithOptions(func(ctx context.Context) (AgentHostClaim, error) {
+		return AgentHostClaim{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 	start := env.Now()
@@ -295,65 +272,4 @@ func TestAClaimLostWithItsHostsForeverEndsFailedSayingSo(t *testing.T) {
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
 	assert.Contains(t, final.Error.Message, "no host claimed this invocation within 15m0s: agent hosts took the claim and were lost")
 	assert.GreaterOrEqual(t, env.Now().Sub(start), AgentClaimCrashTimeout-time.Minute)
-}
-
-// A rolling upgrade may bring the agent hosts last: a claim that no agent
-// host of this release takes from AgentClaimQueue within claimQueueWait is
-// offered on the shared queue, where an agent host of the previous release
-// takes it, and the invocation runs on that host.
-func TestAClaimNoNewAgentHostTakesGoesToTheSharedQueue(t *testing.T) {
-	env := newBoundsEnv()
-	var queues []string
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
-		queue := activity.GetInfo(ctx).TaskQueue
-		queues = append(queues, queue)
-		if len(queues) == 1 {
-			// No agent host of this release polls the claim queue.
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
-		}
-		return "old-host-queue", nil
-	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(hostsPollingStub(0), activity.RegisterOptions{Name: AgentHostsPollingActivity})
-	var ranOn string
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
-		ranOn = activity.GetInfo(ctx).TaskQueue
-		return AgentFinal{Status: AgentSucceeded, Output: "done"}, nil
-	}, activity.RegisterOptions{Name: RunAgentActivityName})
-	final := invocationResult(t, env)
-	assert.Equal(t, AgentSucceeded, final.Status)
-	require.Len(t, queues, 2)
-	assert.Equal(t, AgentClaimQueue("default-test-taskqueue"), queues[0], "offered to this release's agent hosts first")
-	assert.Equal(t, "default-test-taskqueue", queues[1], "then on the shared queue")
-	assert.Equal(t, "old-host-queue", ranOn)
-}
-
-// In a crash loop, a gap with no agent host polling can follow minutes of
-// lost attempts. It ends the hosts' queue phase only after AgentClaimTimeout
-// without a poller (the test environment reports that schedule-to-start
-// timeout at once), and the shared queue then still gets claimSharedOffer,
-// where the agent hosts, back up, take it. Before claimStormVersion the
-// shared queue got what was left of AgentClaimTimeout from the start:
-// nothing, and the invocation failed saying no agent host existed.
-func TestAClaimThatOutlivesAPollerGapInACrashLoopIsStillClaimed(t *testing.T) {
-	env := newBoundsEnv()
-	start := env.Now()
-	var queues []string
-	env.RegisterActivityWithOptions(func(ctx context.Context) (string, error) {
-		queues = append(queues, activity.GetInfo(ctx).TaskQueue)
-		switch {
-		case env.Now().Sub(start) < AgentClaimTimeout+time.Minute:
-			// The host that took this attempt died before answering.
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
-		case activity.GetInfo(ctx).TaskQueue == AgentClaimQueue("default-test-taskqueue"):
-			// Then no host polled the queue for a while.
-			return "", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
-		}
-		return "host-q", nil
-	}, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(hostsPollingStub(0), activity.RegisterOptions{Name: AgentHostsPollingActivity})
-	env.RegisterActivityWithOptions(runAgentSucceeds, activity.RegisterOptions{Name: RunAgentActivityName})
-	final := invocationResult(t, env)
-	assert.Equal(t, AgentSucceeded, final.Status, "error: %+v", final.Error)
-	require.NotEmpty(t, queues)
-	assert.Equal(t, "default-test-taskqueue", queues[len(queues)-1], "claimed on the shared queue")
 }

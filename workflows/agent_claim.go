@@ -10,68 +10,29 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// AgentClaimTimeout is how long a claim waits for an agent host to poll the
-// agent hosts' queue (ClaimAgentHostActivity, taken by a worker with agents
-// configured) before it is offered on the shared queue for
-// claimSharedOffer. Runs before claimStormVersion: the bound of the whole
-// claim when no host took it.
+// AgentClaimTimeout is how long a claim waits for an agent host to take
+// it from the agent hosts' queue (ClaimAgentHostActivity, polled by the
+// workers with agents configured) before it asks whether any polls it.
 const AgentClaimTimeout = 2 * time.Minute
 
-// AgentClaimCrashTimeout bounds a claim on the agent hosts' own queue
-// (AgentClaimQueue), where only agent hosts poll: an attempt there fails
-// only when the host that took it died before it answered. A crash loop of
-// the agent hosts delays the invocation by up to this long before it ends
-// failed, instead of using up AgentClaimTimeout, which stays the bound of
-// "no agent host at all" (no host polls within AgentClaimTimeout, then
-// none takes it on the shared queue).
+// AgentClaimCrashTimeout bounds a claim: an attempt on the agent hosts'
+// queue fails only when the host that took it died before it answered, or
+// when no host took it in AgentClaimTimeout while some polled (a storm of
+// restarts). A crash loop of the agent hosts delays the invocation by up
+// to this long before it ends failed; AgentClaimTimeout stays the bound of
+// "no agent host at all".
 const AgentClaimCrashTimeout = 15 * time.Minute
 
 // AgentClaimQueue is the task queue of the host claims of a durawait
 // whose workers poll taskQueue: only the workers with agents configured
-// poll it, so the first of them to take the claim runs the CLI, and no
-// attempt lands on a worker that cannot claim.
+// poll it, so the first of them to take the claim runs the CLI.
 func AgentClaimQueue(taskQueue string) string { return taskQueue + "-agent-hosts" }
 
-// claimQueueVersion is the change ID (workflow.GetVersion) under which the
-// claim is first offered on AgentClaimQueue; before it, the claim went to
-// the shared task queue, where an attempt taken by a worker without agents
-// failed and was retried (the workers of this release still take those).
-const claimQueueVersion = "durawait-agent-claim-queue"
-
-// claimQueueWait is how long a claim waits on AgentClaimQueue for an agent
-// host of this release before it is offered on the shared queue, where
-// agent hosts of the previous release take it: a rolling upgrade that
-// brings the agent hosts last loses no invocation. Runs before
-// claimStormVersion waited this long.
-const claimQueueWait = 30 * time.Second
-
-// claimStormVersion is the change ID (workflow.GetVersion) under which a
-// claim waits up to AgentClaimTimeout on AgentClaimQueue for an agent host
-// to poll (not claimQueueWait), then is offered on the shared queue for
-// claimSharedOffer. Before it, one gap of claimQueueWait without a poller
-// ended the hosts' queue phase, and the shared queue got what was left of
-// AgentClaimTimeout: in a crash loop of the agent hosts, after minutes of
-// lost attempts, nothing (the crash soak's one wrong agent answer after
-// the first fixes).
-const claimStormVersion = "durawait-agent-claim-storm"
-
-// claimSharedOffer is how long a claim no agent host of this release polled
-// for is offered on the shared queue (runs from claimStormVersion): agent
-// hosts of the previous release poll it all the time, so they take it at
-// once if there are any.
-const claimSharedOffer = 30 * time.Second
-
-// claimHostsPollingVersion is the change ID (workflow.GetVersion) under
-// which a claim no agent host took within AgentClaimTimeout asks Temporal
-// whether agent hosts poll the agent hosts' queue (AgentHostsPollingActivity)
-// before it gives up on them: while some did within AgentClaimTimeout, the
-// claim is offered there again, while AgentClaimCrashTimeout from its start
-// leaves room for a whole offer (hostsLostError). Before it, such a gap always went on to the shared queue
-// and, with no host of the previous release there, ended the invocation
-// saying no agent host existed: in a storm of engine restarts, where each
-// restart reloads the hosts' queue, an attempt could wait 2 minutes for
-// hosts that were there (the crash soak's one wrong answer in 400 kills).
-const claimHostsPollingVersion = "durawait-agent-claim-hosts-polling"
+// claimMargin is the room a claim keeps in AgentClaimCrashTimeout beyond a
+// whole offer, so that an offer's schedule-to-start timeout, not its
+// schedule-to-close, ends it when no host takes it (an engine restart
+// delays timers).
+const claimMargin = 30 * time.Second
 
 // claimPollingRounds caps the offers to polling agent hosts: as many as
 // AgentClaimCrashTimeout holds, a bound that holds even if an attempt's
@@ -86,77 +47,43 @@ type AgentHostsPollingInput struct {
 	Within time.Duration `json:"within"`
 }
 
-// claimHost has a host claim the invocation and returns the claiming
-// host's task queue. Runs of this release offer the claim to the agent
-// hosts' own queue, for up to AgentClaimCrashTimeout while agent hosts take
-// its attempts (and die before answering) or keep polling it
-// (hostsLostError); once no agent host took an attempt within
-// AgentClaimTimeout and none polled in that time, it is offered on the
-// shared queue for claimSharedOffer (noHostError).
-func claimHost(ctx workflow.Context, provider string) (string, error) {
-	var hostQueue string
-	if workflow.GetVersion(ctx, claimQueueVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		err := workflow.ExecuteActivity(claimOptions(ctx, provider, "", AgentClaimTimeout), ClaimAgentHostActivity).Get(ctx, &hostQueue)
-		return hostQueue, err
-	}
+// claimHost has an agent host claim the invocation and returns its claim.
+// The claim is offered on the agent hosts' queue; when no host took it
+// within AgentClaimTimeout, Temporal is asked whether agent hosts poll
+// that queue, and while some did (a storm of restarts reloads the queue)
+// it is offered again, for up to AgentClaimCrashTimeout (hostsLostError).
+// When none polled, no agent host is up (noHostError).
+func claimHost(ctx workflow.Context, provider string) (AgentHostClaim, error) {
+	var claim AgentHostClaim
 	started := workflow.Now(ctx)
-	stormProof := workflow.GetVersion(ctx, claimStormVersion, workflow.DefaultVersion, 1) >= 1
-	queueWait := claimQueueWait
-	if stormProof {
-		queueWait = AgentClaimTimeout
-	}
-	// The first attempt's bounds are activity options, not part of the
-	// command: runs scheduled with other bounds here replay the same. The
-	// offers to polling hosts below are counted from the bounds, so
-	// changing AgentClaimTimeout, AgentClaimCrashTimeout or
-	// claimSharedOffer needs a new change ID.
 	hostsQueue := AgentClaimQueue(workflow.GetInfo(ctx).TaskQueueName)
-	opts := claimOptions(ctx, provider, hostsQueue, AgentClaimCrashTimeout)
-	opts = workflow.WithScheduleToStartTimeout(opts, queueWait)
-	err := workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
+	offer := func(budget time.Duration) error {
+		opts := claimOptions(ctx, provider, hostsQueue, budget)
+		opts = workflow.WithScheduleToStartTimeout(opts, AgentClaimTimeout)
+		return workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &claim)
+	}
+	err := offer(AgentClaimCrashTimeout)
 	// seen is how many agent hosts polled at the last look that could
 	// tell (a look that cannot keeps the one before).
 	seen := 0
-	for round := 1; stormProof && notPolled(err) && ctx.Err() == nil; round++ {
-		if !offerAgain(ctx, started, round) ||
-			workflow.GetVersion(ctx, claimHostsPollingVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-			break
-		}
+	for round := 1; notPolled(err) && ctx.Err() == nil && offerAgain(ctx, started, round); round++ {
 		if n, known := agentHostsPolling(ctx, hostsQueue); known {
 			seen = n
 		}
 		if seen == 0 || !offerAgain(ctx, started, round) {
 			break
 		}
-		left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
-		opts := claimOptions(ctx, provider, hostsQueue, left)
-		opts = workflow.WithScheduleToStartTimeout(opts, AgentClaimTimeout)
-		err = workflow.ExecuteActivity(opts, ClaimAgentHostActivity).Get(ctx, &hostQueue)
+		err = offer(AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started))
 	}
 	switch {
 	case err == nil || ctx.Err() != nil:
-		return hostQueue, err
+		return claim, err
 	case !notPolled(err):
-		return "", &hostsLostError{err: err}
+		return claim, &hostsLostError{err: err}
 	case seen > 0:
-		return "", &hostsLostError{err: err, polling: seen}
+		return claim, &hostsLostError{err: err, polling: seen}
 	}
-	left := claimSharedOffer
-	if !stormProof {
-		left = AgentClaimTimeout - workflow.Now(ctx).Sub(started)
-		if left <= 0 {
-			return "", &noHostError{err: err, polled: AgentClaimTimeout}
-		}
-	}
-	err = workflow.ExecuteActivity(claimOptions(ctx, provider, "", left), ClaimAgentHostActivity).Get(ctx, &hostQueue)
-	if err != nil && ctx.Err() == nil {
-		none := &noHostError{err: err, polled: AgentClaimTimeout}
-		if stormProof {
-			none.shared = claimSharedOffer
-		}
-		return "", none
-	}
-	return hostQueue, err
+	return claim, &noHostError{err: err, polled: AgentClaimTimeout}
 }
 
 // notPolled reports whether a claim attempt failed because no worker took
@@ -174,7 +101,7 @@ func notPolled(err error) bool {
 // delays timers).
 func offerAgain(ctx workflow.Context, started time.Time, round int) bool {
 	left := AgentClaimCrashTimeout - workflow.Now(ctx).Sub(started)
-	return round <= claimPollingRounds && left > AgentClaimTimeout+claimSharedOffer
+	return round <= claimPollingRounds && left > AgentClaimTimeout+claimMargin
 }
 
 // agentHostsPolling returns how many agent hosts Temporal saw poll queue
@@ -183,7 +110,7 @@ func offerAgain(ctx workflow.Context, started time.Time, round int) bool {
 // this workflow code has it, whatever the release of the other workers.
 func agentHostsPolling(ctx workflow.Context, queue string) (int, bool) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: claimSharedOffer,
+		ScheduleToCloseTimeout: claimMargin,
 		StartToCloseTimeout:    claimAttemptTimeout,
 		Summary:                "are agent hosts polling " + queue + "?",
 		RetryPolicy:            claimRetryPolicy(),
@@ -200,11 +127,10 @@ func agentHostsPolling(ctx workflow.Context, queue string) (int, bool) {
 }
 
 // noHostError is a claim no agent host took: none polled the agent hosts'
-// queue for polled, and none took it on the shared queue in shared (0:
-// runs before claimStormVersion, where polled was the whole bound).
+// queue for polled.
 type noHostError struct {
-	err            error
-	polled, shared time.Duration
+	err    error
+	polled time.Duration
 }
 
 func (e *noHostError) Error() string { return e.err.Error() }
@@ -226,16 +152,13 @@ func (e *hostsLostError) Unwrap() error { return e.err }
 // time bound always reaches first.
 const claimMaxAttempts = int32(2 * AgentClaimCrashTimeout / time.Second)
 
-// claimAttemptTimeout bounds one claim attempt (an activity option, not a
-// command: no version needed).
+// claimAttemptTimeout bounds one claim attempt, which answers at once.
 const claimAttemptTimeout = 5 * time.Second
 
-// claimOptions are the options of a host claim on queue ("" is the
-// workflow's own) bounded by budget. Its retries are bounded by time, not
-// by a count: on the shared queue a worker without agents configured fails
-// an attempt at once (it has no such activity), so in a fleet where only
-// some workers run agents a few attempts may all land on the others, while
-// attempts every few seconds reach a claiming host if there is one.
+// claimOptions are the options of a host claim on queue bounded by
+// budget. Its retries are bounded by time, not by a count: an attempt
+// fails only when the host that took it died before it answered, and
+// attempts every few seconds reach a live host if there is one.
 func claimOptions(ctx workflow.Context, provider, queue string, budget time.Duration) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              queue,
@@ -262,18 +185,6 @@ func claimRetryPolicy() *temporal.RetryPolicy {
 	}
 }
 
-// unclaimedVersion is the change ID (workflow.GetVersion) under which an
-// invocation no host claimed completes with a failed payload; before it,
-// the claim retried without end, and a claim that failed failed the
-// workflow.
-const unclaimedVersion = "durawait-unclaimed-fails-payload"
-
-// unclaimedEndsFailed reports whether a failed host claim ends the
-// invocation with a failed payload (runs of this release and later).
-func unclaimedEndsFailed(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, unclaimedVersion, workflow.DefaultVersion, 1) >= 1
-}
-
 // unclaimedMessage is the error message of an invocation no host claimed,
 // err being the claim's failure (its cause, without the activity's IDs).
 func unclaimedMessage(err error) string {
@@ -289,11 +200,6 @@ func unclaimedMessage(err error) string {
 			AgentClaimCrashTimeout, claimCause(lost.err))
 	}
 	what := fmt.Sprintf("no host claimed this invocation within %s", AgentClaimTimeout)
-	var none *noHostError
-	if errors.As(err, &none) && none.shared > 0 {
-		what = fmt.Sprintf("no host claimed this invocation: no agent host polled its queue for %s, then none took it within %s on the shared queue",
-			none.polled, none.shared)
-	}
 	return fmt.Sprintf("%s: no durawait worker with [agents] configured took it and stayed up to answer (start one, "+
 		"add [agents] to a worker's config, or see why the agent hosts keep restarting); last error: %s", what, claimCause(err))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,10 +23,11 @@ import (
 
 // An operator's cancel of an agent's workflow, on the embedded engine (the
 // test environment drops a cancelled activity's details and cannot deliver
-// a success after a cancel request). With a wait_agent in flight, the wait
-// answers and the workflow ends Canceled with the payload, its output so
-// far, in the details. One that reaches a CLI as it succeeds leaves the
-// invocation Completed with its result.
+// a success after a cancel request). The cancel reaches the run's host as
+// a StopLoop on its queue. With a wait_agent in flight, the wait answers
+// and the workflow ends Canceled with the payload, its output so far, in
+// the details. One that reaches a CLI as it succeeds leaves the invocation
+// Completed with its result.
 func TestAnOperatorsCancelOfAnAgentOnTheEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded engine")
@@ -43,30 +45,40 @@ func TestAnOperatorsCancelOfAnAgentOnTheEngine(t *testing.T) {
 
 	const queue = "agent-cancel"
 	running := make(chan struct{}, 1)
-	// Heartbeats (which carry the cancel request) go out at once.
-	w := worker.New(c, queue, worker.Options{MaxHeartbeatThrottleInterval: 50 * time.Millisecond})
+	// The run's host: the run ends when its workflow stops it (StopLoop),
+	// as the host's runner stops the CLI.
+	var mu sync.Mutex
+	stops := map[string]chan struct{}{}
+	stopOf := func(id string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if stops[id] == nil {
+			stops[id] = make(chan struct{})
+		}
+		return stops[id]
+	}
+	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
 	claims := worker.New(c, AgentClaimQueue(queue), worker.Options{})
-	claims.RegisterActivityWithOptions(func(context.Context) (string, error) { return queue, nil },
+	claims.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return AgentHostClaim{Host: "h"}, nil },
 		activity.RegisterOptions{Name: ClaimAgentHostActivity})
 	require.NoError(t, claims.Start())
 	defer claims.Stop()
-	w.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
+	host := worker.New(c, HostQueue(queue, "h"), worker.Options{})
+	host.RegisterActivityWithOptions(func(ctx context.Context, in RunAgentInput) (AgentFinal, error) {
 		running <- struct{}{}
-		tick := time.NewTicker(100 * time.Millisecond) // heartbeats carry the cancel request
-		defer tick.Stop()
-		for ctx.Err() == nil {
-			activity.RecordHeartbeat(ctx, AgentLive{})
-			select {
-			case <-ctx.Done():
-			case <-tick.C:
-			}
-		}
+		<-stopOf(in.InvocationID)
 		if in.InvocationID == "agent/cancel-in-flight" {
 			return AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "half done", SessionID: "s2"})
 		}
 		return AgentFinal{Status: AgentSucceeded, Output: "all done"}, nil
 	}, activity.RegisterOptions{Name: RunAgentActivityName})
+	host.RegisterActivityWithOptions(func(_ context.Context, in StopLoopInput) error {
+		close(stopOf(in.WorkflowID))
+		return nil
+	}, activity.RegisterOptions{Name: StopLoopActivityName})
+	require.NoError(t, host.Start())
+	defer host.Stop()
 	require.NoError(t, w.Start())
 	defer w.Stop()
 

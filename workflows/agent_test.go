@@ -14,18 +14,34 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-func claimHostStub(context.Context) (string, error) { panic("mocked") }
+func claimHostStub(context.Context) (AgentHostClaim, error) { panic("mocked") }
 func runAgentStub(context.Context, RunAgentInput) (AgentFinal, error) {
 	panic("mocked")
+}
+func agentLiveStub(context.Context, AgentLiveInput) (AgentLive, error) { panic("mocked") }
+
+// hostClaim is the claim the test agent host answers.
+var hostClaim = AgentHostClaim{Host: "h1", Spool: "/var/spool/durawait"}
+
+// registerAgentActivities registers stand-ins for the invocation's
+// activities: a run that the mock decides, a stop that is taken, and a
+// host that cannot say what the CLI does.
+func registerAgentActivities(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(stopLoopStub, activity.RegisterOptions{Name: StopLoopActivityName})
+	env.RegisterActivityWithOptions(agentLiveStub, activity.RegisterOptions{Name: AgentLiveActivityName})
+	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).Return(nil).Maybe()
+	env.OnActivity(AgentLiveActivityName, mock.Anything, mock.Anything).
+		Return(AgentLive{}, temporal.NewApplicationError("the run does not follow its CLI on this worker now", "")).Maybe()
 }
 
 func newAgentEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return("host-q", nil)
+	registerAgentActivities(env)
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return(hostClaim, nil)
 	return env
 }
 
@@ -90,6 +106,71 @@ func TestWaitWindowElapses(t *testing.T) {
 	assert.Nil(t, got.Output)
 }
 
+// A wait whose window passes asks the run's host what the CLI is doing
+// now, and answers with it, aged at the answer.
+func TestWaitWindowElapsesWithWhatTheCLIIsDoing(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(agentLiveStub, activity.RegisterOptions{Name: AgentLiveActivityName})
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return(hostClaim, nil)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	var asked AgentLiveInput
+	var askedQueue string
+	env.OnActivity(AgentLiveActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, in AgentLiveInput) (AgentLive, error) {
+			asked, askedQueue = in, activity.GetInfo(ctx).TaskQueue
+			now := env.Now()
+			return AgentLive{SessionID: "s9", Reply: "editing main.go", ReplyAt: now.Add(-4 * time.Second),
+				Activity: &AgentActivity{Kind: "tool", ToolName: "Edit"}, ActivityAt: now.Add(-time.Second)}, nil
+		})
+	var got InvocationPayload
+	var done bool
+	waitAt(env, 0, 5*time.Minute, &got, &done)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, done)
+	assert.Equal(t, AgentReasonWaitElapsed, got.Reason)
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), askedQueue, "asked the run's host")
+	assert.Equal(t, "default-test-workflow-id", asked.InvocationID)
+	require.NotNil(t, got.Output)
+	assert.Equal(t, "editing main.go", *got.Output)
+	require.NotNil(t, got.OutputAgeMs)
+	assert.InDelta(t, 4000, *got.OutputAgeMs, 1000)
+	require.NotNil(t, got.Activity)
+	assert.Equal(t, "Edit", got.Activity.ToolName)
+	assert.Equal(t, "s9", got.SessionID)
+}
+
+// The run goes to the claiming host's queue with its spool and the
+// invocation's deadline, as one activity with no heartbeat: the host stops
+// the CLI at max_run_sec, and Temporal's bound (max_run_sec plus
+// LoopGrace) stands behind it.
+func TestTheRunGoesToTheClaimingHostWithItsSpoolAndDeadline(t *testing.T) {
+	env := newAgentEnv(t)
+	var in RunAgentInput
+	var info activity.Info
+	start := env.Now()
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, got RunAgentInput) (AgentFinal, error) {
+			in, info = got, activity.GetInfo(ctx)
+			return AgentFinal{Status: AgentSucceeded}, nil
+		})
+	u := recordUpserts(env)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), info.TaskQueue)
+	assert.Equal(t, time.Duration(0), info.HeartbeatTimeout)
+	assert.Equal(t, "/var/spool/durawait", in.Spool)
+	assert.WithinDuration(t, start.Add(agentInput.MaxRun), in.Deadline, time.Second)
+	assert.WithinDuration(t, start.Add(agentInput.MaxRun+LoopGrace), info.Deadline, time.Second)
+	assert.Contains(t, u.hosts, "h1", "the invocation says its host")
+}
+
 func TestEachBlockerCategoryWakesOnce(t *testing.T) {
 	env := newAgentEnv(t)
 	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
@@ -140,11 +221,24 @@ func TestABlockerBeforeTheWaitIsDeliveredToTheNextWait(t *testing.T) {
 }
 
 func TestCancelStopsTheRun(t *testing.T) {
-	env := newAgentEnv(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
+	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.RegisterActivityWithOptions(stopLoopStub, activity.RegisterOptions{Name: StopLoopActivityName})
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).Return(hostClaim, nil)
 	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
 		Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "partial work", SessionID: "s2"}))
+	var stopQueue string
+	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, _ StopLoopInput) error {
+			stopQueue = activity.GetInfo(ctx).TaskQueue
+			return nil
+		})
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, nil) }, 30*time.Second)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), stopQueue, "the run's host was asked to stop the CLI")
 
 	require.True(t, env.IsWorkflowCompleted())
 	var final InvocationPayload
@@ -195,10 +289,9 @@ func TestAnInvocationCancelledBeforeItsRunIsNotLeftRunning(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	env.RegisterActivityWithOptions(claimHostStub, activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	registerAgentActivities(env)
 	u := recordUpserts(env)
-	env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(time.Minute).Return("host-q", nil)
+	env.OnActivity(ClaimAgentHostActivity, mock.Anything).After(time.Minute).Return(hostClaim, nil)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 

@@ -19,6 +19,7 @@ func Definitions() []Definition {
 		{CallDownstreamTool, CallDownstreamToolWorkflowName},
 		{ListPanes, ListPanesWorkflowName},
 		{Catalog, CatalogWorkflowName},
+		{HostLease, HostLeaseWorkflowName},
 	}
 }
 

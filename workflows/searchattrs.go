@@ -37,6 +37,10 @@ const (
 	SearchAttrAgentStatus = "DurawaitAgentStatus"
 	// SearchAttrPane is wait_for_text's tmux pane.
 	SearchAttrPane = "DurawaitPane"
+	// SearchAttrHost is the host whose queue runs the wait's loop (see
+	// HostLease): its holder finds the wait by it after a restart or a
+	// move. A host's lease workflow carries its host's name too.
+	SearchAttrHost = "DurawaitHost"
 )
 
 // SearchAttributes lists every search attribute durawait upserts, with its
@@ -53,7 +57,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 // messages list them.
 var SearchAttributeNames = []string{
 	SearchAttrTool, SearchAttrState, SearchAttrProbeTool, SearchAttrCaller, SearchAttrClient,
-	SearchAttrSession, SearchAttrAgentProvider, SearchAttrAgentStatus, SearchAttrPane,
+	SearchAttrSession, SearchAttrAgentProvider, SearchAttrAgentStatus, SearchAttrPane, SearchAttrHost,
 }
 
 // The typed keys of the search attributes.
@@ -67,6 +71,7 @@ var (
 	KeyAgentProvider = temporal.NewSearchAttributeKeyKeyword(SearchAttrAgentProvider)
 	KeyAgentStatus   = temporal.NewSearchAttributeKeyKeyword(SearchAttrAgentStatus)
 	KeyPane          = temporal.NewSearchAttributeKeyKeyword(SearchAttrPane)
+	KeyHost          = temporal.NewSearchAttributeKeyKeyword(SearchAttrHost)
 )
 
 // WaitState is the value of SearchAttrState.
@@ -136,36 +141,6 @@ func TruncateUTF8(s string, max int) string {
 	return s[:cut] + ellipsis
 }
 
-// searchAttrsVersion is the change ID under which workflows upsert their
-// search attributes (workflow.GetVersion): histories of the previous
-// release, which upserted none, replay without them.
-const searchAttrsVersion = "durawait-search-attributes"
-
-// Versions of searchAttrsVersion.
-const (
-	// saUpserted: the run upserts its state, running at once, then how it
-	// ended.
-	saUpserted workflow.Version = 1
-	// saStartedRunning: a wait started with DurawaitState running
-	// (StartedRunning) skips its own first upsert. Recorded by wait_for and
-	// wait_for_text runs only.
-	saStartedRunning workflow.Version = 2
-)
-
-// observable reports whether this workflow run upserts search attributes
-// (a run begun by this release or later; not one recorded before).
-func observable(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, searchAttrsVersion, workflow.DefaultVersion, saUpserted) >= saUpserted
-}
-
-// waitObservability is observable for the waits a front starts with
-// StartedRunning: it reports whether the run upserts search attributes,
-// and whether it may skip its first upsert (see markRunning).
-func waitObservability(ctx workflow.Context) (upserts, mayStartRunning bool) {
-	v := workflow.GetVersion(ctx, searchAttrsVersion, workflow.DefaultVersion, saStartedRunning)
-	return v >= saUpserted, v >= saStartedRunning
-}
-
 // StartedRunning is the search attribute a front starts a wait with, so
 // the wait shows as running from its first moment without an upsert of its
 // own (one visibility write and one history event less per wait).
@@ -174,14 +149,9 @@ func StartedRunning() temporal.SearchAttributeUpdate {
 }
 
 // markRunning upserts DurawaitState: running unless the wait was started
-// with it (StartedRunning) and the run's recorded version allows the skip
-// (mayStartRunning, saStartedRunning). The attributes a run starts with
-// are in its history, but so is which release ran its first task: a wait
-// a front of this release started whose first task a worker of the
-// previous release ran has the upsert in its history (version
-// saUpserted), and replays with it.
-func markRunning(ctx workflow.Context, mayStartRunning bool) {
-	if state, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(KeyState); mayStartRunning && ok && state == string(StateRunning) {
+// with it (StartedRunning).
+func markRunning(ctx workflow.Context) {
+	if state, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(KeyState); ok && state == string(StateRunning) {
 		return
 	}
 	setState(ctx, StateRunning)

@@ -19,8 +19,9 @@ import (
 )
 
 // upserts records what a workflow upserts: its DurawaitState and
-// DurawaitAgentStatus after each upsert ("-" when unset).
-type upserts struct{ states, agentStatuses []string }
+// DurawaitAgentStatus after each upsert of them ("-" when unset), and each
+// DurawaitHost it says.
+type upserts struct{ states, agentStatuses, hosts []string }
 
 func recordUpserts(env *testsuite.TestWorkflowEnvironment) *upserts {
 	u := &upserts{}
@@ -32,6 +33,12 @@ func recordUpserts(env *testsuite.TestWorkflowEnvironment) *upserts {
 			}
 			return "-"
 		}
+		if host := get(KeyHost); host != "-" {
+			u.hosts = append(u.hosts, host)
+			if sa.Size() == 1 {
+				return
+			}
+		}
 		u.states = append(u.states, get(KeyState))
 		u.agentStatuses = append(u.agentStatuses, get(KeyAgentStatus))
 	}).Return(nil)
@@ -40,7 +47,7 @@ func recordUpserts(env *testsuite.TestWorkflowEnvironment) *upserts {
 
 func TestSearchAttributesAreKeywordsWithTheSharedNames(t *testing.T) {
 	want := []string{"DurawaitTool", "DurawaitState", "DurawaitProbeTool", "DurawaitCaller", "DurawaitClient",
-		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitPane"}
+		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitPane", "DurawaitHost"}
 	assert.Equal(t, want, SearchAttributeNames)
 	attrs := SearchAttributes()
 	assert.Len(t, attrs, len(want))
@@ -63,8 +70,7 @@ func TestWaitForUpsertsRunningThenHowItEnded(t *testing.T) {
 		{"timeout", WaitForResult{Reason: WaitReasonTimeout}, nil, StateTimeout},
 		{"failed", WaitForResult{Reason: WaitReasonFailed}, nil, StateFailed},
 		{"error", WaitForResult{}, temporal.NewNonRetryableApplicationError("probe failed", ErrTypeProbeReturnedError, nil), StateError},
-		{"lost loop timeout", WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil,
-			PollProgress{Samples: 2, HasObservation: true, LastObservation: "Pending"}), StateTimeout},
+		{"no host answered", WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil), StateError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
@@ -81,6 +87,7 @@ func TestAnOperatorsCancelEndsWaitForAsCanceledWithStateCancelled(t *testing.T) 
 	env := newEnv(t)
 	u := recordUpserts(env)
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).After(time.Minute).Return(WaitForResult{Reason: WaitReasonMatched}, nil)
+	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).Return(nil)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Second)
 	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
 	require.True(t, env.IsWorkflowCompleted())
@@ -90,6 +97,9 @@ func TestAnOperatorsCancelEndsWaitForAsCanceledWithStateCancelled(t *testing.T) 
 }
 
 func watchPaneStub(context.Context, WatchPaneInput) (TextWaitOutcome, error) { panic("mocked") }
+
+// claimPaneHostStub is the worker on the tmux host: host "tmux-host".
+func claimPaneHostStub(context.Context) (string, error) { return "tmux-host", nil }
 
 func TestWaitForTextUpsertsRunningThenHowItEnded(t *testing.T) {
 	spec := TextWaitSpec{Target: PaneTarget{PaneID: "%3", Generation: "g"}, Text: "ready"}
@@ -107,11 +117,13 @@ func TestWaitForTextUpsertsRunningThenHowItEnded(t *testing.T) {
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterWorkflowWithOptions(WaitForText, workflow.RegisterOptions{Name: WaitForTextWorkflowName})
 			env.RegisterActivityWithOptions(watchPaneStub, activity.RegisterOptions{Name: WatchPaneActivityName})
+			env.RegisterActivityWithOptions(claimPaneHostStub, activity.RegisterOptions{Name: ClaimPaneHostActivityName})
 			u := recordUpserts(env)
 			env.OnActivity(WatchPaneActivityName, mock.Anything, mock.Anything).Return(tc.out, nil)
 			env.ExecuteWorkflow(WaitForTextWorkflowName, WaitForTextInput{Spec: spec, HostQueue: "q", MaxWait: time.Minute})
 			require.True(t, env.IsWorkflowCompleted())
 			assert.Equal(t, []string{"running", string(tc.want)}, u.states)
+			assert.Equal(t, []string{"tmux-host"}, u.hosts, "the watch runs on the host that claimed it")
 		})
 	}
 }

@@ -39,10 +39,11 @@ type WaitForResult struct {
 	ProbeError string `json:"probe_error,omitempty"`
 }
 
-// PollProgress is the resumable state of a wait_for's probe loop. The
-// activity records it in every heartbeat, in its bounded form
-// (PollCheckpoint), so a retried attempt (after a crash or on another
-// worker) continues the same wait instead of starting over.
+// PollProgress is the state of a wait_for's probe loop as its host runs
+// it. It lives in the host's memory: what a loop resumed on another host
+// (or after a restart) needs of it is the quiet window, which the loop
+// records as a QuietRecord when it matters; the sample count is carried
+// approximately (ResumeProgress).
 type PollProgress struct {
 	// Samples counts successful probe calls.
 	Samples int `json:"samples"`
@@ -58,49 +59,57 @@ type PollProgress struct {
 	// LastError is the unavailability error of the most recent attempt, or
 	// empty when it succeeded.
 	LastError string `json:"last_error,omitempty"`
-	// AttemptOpen is set while the most recent attempt has neither an
-	// observation nor an error: in a heartbeat a loop resumes from, the
-	// call the worker had in flight when it was lost.
-	AttemptOpen bool `json:"attempt_open,omitempty"`
-	// resumed, when set, stands for the last observation, of which
-	// LastObservation is then only an excerpt (a loop resumed from a
-	// PollCheckpoint that has not sampled since).
-	resumed *resumedObservation
+	// resumedHash, set in a loop resumed from a QuietRecord until it
+	// samples, stands for the last observation (the hash of the output
+	// the record's quiet window began with).
+	resumedHash string
+}
+
+// ResumeProgress is the progress a loop resumed at now continues from:
+// samples estimated from the schedule (the samples a loop that had run
+// without a break would have taken before now: the count a resumed wait
+// reports is approximate), and the quiet window of record when it has one
+// (a zero record: none, so the window starts again at the next sample,
+// which settles later, never earlier).
+func ResumeProgress(s PollSchedule, record QuietRecord, now time.Time) PollProgress {
+	p := PollProgress{Samples: s.SamplesBefore(now)}
+	if record.Hash != "" {
+		p.QuietSince = record.Since
+		p.resumedHash = record.Hash
+	}
+	return p
 }
 
 // sameObservation reports whether observation is the last one.
 func (p PollProgress) sameObservation(observation string) bool {
-	if p.resumed != nil {
-		return observationHash(observation) == p.resumed.hash
+	if p.resumedHash != "" {
+		return ObservationHash(observation) == p.resumedHash
 	}
-	return observation == p.LastObservation
+	return p.HasObservation && observation == p.LastObservation
 }
 
 // RecordAttempt notes that a probe call started at at.
 func (p *PollProgress) RecordAttempt(at time.Time) {
 	p.Attempts++
 	p.LastAttemptAt = at
-	p.AttemptOpen = true
 }
 
 // RecordObservation notes a successful sample taken at at.
 func (p *PollProgress) RecordObservation(observation string, at time.Time) {
-	if !p.HasObservation || !p.sameObservation(observation) {
+	if !p.sameObservation(observation) {
 		p.QuietSince = at
 	}
 	p.Samples++
 	p.HasObservation = true
 	p.LastObservation = observation
-	p.resumed = nil
+	p.resumedHash = ""
 	p.LastError = ""
-	p.AttemptOpen = false
 }
 
 // RecordUnavailable notes an attempt that failed because the probe's server
 // could not be reached.
 func (p *PollProgress) RecordUnavailable(err error) {
 	p.LastError = err.Error()
-	p.AttemptOpen = false
 }
 
 // Result builds the wait's result from the progress so far.

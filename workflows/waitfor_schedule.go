@@ -26,18 +26,12 @@ func NewPollSchedule(spec WaitForSpec, start time.Time) PollSchedule {
 // NextAttemptAt returns when the next probe call is due after the attempts
 // recorded in p: now for the first, then every poll after the previous
 // attempt, trimmed to the deadline. ok is false once a call made at (or
-// after) the deadline has answered: the wait is over. A call on the
-// deadline that was still open when its worker was lost (p.AttemptOpen, in
-// the heartbeat a loop resumes from) is made again, now: its answer, not
-// the sample before it, decides the wait.
+// after) the deadline has answered: the wait is over.
 func (s PollSchedule) NextAttemptAt(p PollProgress, now time.Time) (at time.Time, ok bool) {
 	if p.Attempts == 0 {
 		return now, true
 	}
 	if !p.LastAttemptAt.Before(s.Deadline) {
-		if p.AttemptOpen {
-			return now, true
-		}
 		return time.Time{}, false
 	}
 	next := p.LastAttemptAt.Add(s.Poll)
@@ -75,4 +69,22 @@ func (s PollSchedule) ExpectedSamples() int {
 		n++
 	}
 	return n + 1
+}
+
+// SamplesBefore is how many samples a loop that ran without a break took
+// before the latest sampling time due by now: one at the start and one
+// per poll, before the deadline. A loop resumed at now counts them as
+// taken (ResumeProgress) and takes the sample due now itself, so a wait
+// resumed after a restart reports as many samples as its schedule takes.
+func (s PollSchedule) SamplesBefore(now time.Time) int {
+	if !now.After(s.Start) {
+		return 0
+	}
+	if !now.Before(s.Deadline) {
+		return s.ExpectedSamples() - 1 // all but the one on the bound
+	}
+	if s.Poll <= 0 {
+		return 1
+	}
+	return int(now.Sub(s.Start) / s.Poll)
 }

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -41,12 +40,8 @@ func TestNextAttemptAtAfterALateAttempt(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, s.Deadline, at)
 
-	p.RecordAttempt(s.Deadline)
 	later := s.Deadline.Add(20 * time.Second)
-	at, ok = s.NextAttemptAt(p, later)
-	require.True(t, ok, "a call on the bound that never answered (its worker was lost) is made again")
-	assert.Equal(t, later, at)
-
+	p.RecordAttempt(s.Deadline)
 	p.RecordObservation("pending", s.Deadline)
 	_, ok = s.NextAttemptAt(p, later)
 	assert.False(t, ok, "a sample on the bound is the last")
@@ -95,17 +90,15 @@ func TestPollScheduleIsDerivedFromTheSpecAndTheStart(t *testing.T) {
 		PollInput{Spec: spec, StartedAt: t0}.Schedule())
 }
 
-// An input recorded by an earlier version carries the schedule besides the
-// spec and the start; it decodes, and derives the same schedule it carried.
-func TestPollInputOfAnEarlierVersionDecodes(t *testing.T) {
-	recorded := `{"spec":{"probe":{"tool":"k8s.kubectl_get","args":{}},"until":{"kind":"quiet_for_sec","quiet_for_sec":30},` +
-		`"poll_sec":2,"max_wait_sec":300},"started_at":"2026-11-29T12:00:00Z","deadline":"2026-11-29T12:05:00Z",` +
-		`"poll":2000000000,"quiet_for":30000000000}`
-	var in PollInput
-	require.NoError(t, json.Unmarshal([]byte(recorded), &in))
-	s := in.Schedule()
-	assert.Equal(t, t0, s.Start)
-	assert.Equal(t, time.Date(2026, 11, 29, 12, 5, 0, 0, time.UTC), s.Deadline)
-	assert.Equal(t, 2*time.Second, s.Poll)
-	assert.Equal(t, 30*time.Second, in.Spec.QuietFor())
+// A loop resumed at now counts the samples its schedule took before the
+// sample due now, which it takes itself.
+func TestSamplesBeforeCountsTheScheduleUpToTheSampleDueNow(t *testing.T) {
+	s := scheduleOf(2, 10) // samples at 0, 2, 4, 6, 8, 10
+	for _, tc := range []struct {
+		at   float64
+		want int
+	}{{0, 0}, {0.5, 0}, {2, 1}, {2.5, 1}, {5, 2}, {9.9, 4}, {10, 5}, {40, 5}} {
+		assert.Equal(t, tc.want, s.SamplesBefore(t0.Add(time.Duration(tc.at*float64(time.Second)))), "at %v s", tc.at)
+	}
+	assert.Equal(t, s.ExpectedSamples(), s.SamplesBefore(t0.Add(5*time.Second))+4, "resumed at 5 s: that sample, 7, 9 and 10 s")
 }

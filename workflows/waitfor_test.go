@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,11 +29,20 @@ func pollProbeStub(context.Context, PollInput) (WaitForResult, error) {
 	panic("mocked")
 }
 
+// stopLoopStub stands in for StopLoop; the mock decides what it does.
+func stopLoopStub(context.Context, StopLoopInput) error { panic("mocked") }
+
+// pickHostStub stands in for the local activity PickHost: the worker that
+// runs the workflow task is on host "picked".
+func pickHostStub(context.Context) (string, error) { return "picked", nil }
+
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(WaitFor, workflow.RegisterOptions{Name: WaitForWorkflowName})
 	env.RegisterActivityWithOptions(pollProbeStub, activity.RegisterOptions{Name: PollProbeActivityName})
+	env.RegisterActivityWithOptions(stopLoopStub, activity.RegisterOptions{Name: StopLoopActivityName})
+	env.RegisterActivityWithOptions(pickHostStub, activity.RegisterOptions{Name: PickHostActivityName})
 	return env
 }
 
@@ -66,76 +74,84 @@ func TestWaitForPassesTheScheduleAndReturnsTheLoopsResult(t *testing.T) {
 	assert.Equal(t, 151, schedule.ExpectedSamples())
 }
 
-func TestWaitForEndsFromTheLastHeartbeatWhenTheLoopIsLost(t *testing.T) {
+// The probe loop runs on the host the front named, as one activity with no
+// heartbeat, bounded by the wait's bound plus LoopGrace, never retried by
+// Temporal.
+func TestWaitForRunsItsLoopOnTheNamedHostsQueue(t *testing.T) {
 	env := newEnv(t)
-	last := PollProgress{Samples: 7, HasObservation: true, LastObservation: "Pending", Attempts: 8}
+	var info activity.Info
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
-		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, last))
+		Return(func(ctx context.Context, _ PollInput) (WaitForResult, error) {
+			info = activity.GetInfo(ctx)
+			return WaitForResult{Reason: WaitReasonMatched}, nil
+		})
+	u := recordUpserts(env)
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60), Host: "h1"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), info.TaskQueue)
+	assert.Equal(t, time.Duration(0), info.HeartbeatTimeout, "no heartbeat: the host's lease stands for the loop")
+	assert.Equal(t, int32(1), info.Attempt)
+	assert.Equal(t, []string{"h1"}, u.hosts, "started without it, the wait says its host")
+}
+
+// A wait whose front named no host (a front without a worker) runs its
+// loop on the host of the worker that runs its first workflow task.
+func TestWaitForWithNoHostNamedRunsOnTheWorkersHost(t *testing.T) {
+	env := newEnv(t)
+	var queue string
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, _ PollInput) (WaitForResult, error) {
+			queue = activity.GetInfo(ctx).TaskQueue
+			return WaitForResult{Reason: WaitReasonMatched}, nil
+		})
 	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
 
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res WaitForResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	assert.Equal(t, WaitReasonTimeout, res.Reason)
-	assert.Equal(t, 7, res.Samples)
-	assert.Equal(t, "Pending", res.LastObservation)
-	assert.Equal(t, 60, res.EffectiveMaxWaitSec)
+	assert.Equal(t, HostQueue("default-test-taskqueue", "picked"), queue)
 }
 
-// A loop whose worker died right after a sample that met the condition,
-// and that no worker resumed before the bound ran out, answers with that
-// sample's verdict, not timeout (the crash soak found such waits answering
-// timeout with a matching last observation).
-func TestWaitForJudgesTheLastHeartbeatsSampleWhenTheLoopIsLost(t *testing.T) {
-	at := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
-	quiet := testSpec(60)
-	quiet.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 10}
-	failing := testSpec(60)
-	failing.Until.FailPattern = "CrashLoop"
-	long := strings.Repeat("x", MaxCheckpointExcerptBytes) + " Running"
-	cases := []struct {
-		name   string
-		spec   WaitForSpec
-		last   PollProgress
-		reason WaitReason
-	}{
-		{"matching sample", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: "pod Running"}, WaitReasonMatched},
-		{"failing sample", failing, PollProgress{Samples: 3, HasObservation: true, LastObservation: "CrashLoop Running"}, WaitReasonFailed},
-		{"sample that does not match", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: "Pending"}, WaitReasonTimeout},
-		{"observation cut in the heartbeat", testSpec(60), PollProgress{Samples: 3, HasObservation: true, LastObservation: long}, WaitReasonTimeout},
-		{"quiet long enough at the last attempt", quiet, PollProgress{Samples: 9, HasObservation: true, LastObservation: "same",
-			QuietSince: at, LastAttemptAt: at.Add(10 * time.Second)}, WaitReasonSettled},
-		{"quiet not yet long enough", quiet, PollProgress{Samples: 9, HasObservation: true, LastObservation: "same",
-			QuietSince: at, LastAttemptAt: at.Add(9 * time.Second)}, WaitReasonTimeout},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			env := newEnv(t)
-			env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
-				Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, tc.last.Checkpoint()))
-			env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: tc.spec})
-
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var res WaitForResult
-			require.NoError(t, env.GetWorkflowResult(&res))
-			assert.Equal(t, tc.reason, res.Reason)
-			assert.Equal(t, tc.last.Samples, res.Samples)
-		})
-	}
-}
-
-func TestWaitForFailsWhenNoSampleWasEverTaken(t *testing.T) {
+// When no host answers the loop by its bound plus LoopGrace (every worker
+// that could run it was down), Temporal's timer ends the wait with an
+// error that says so, not a timeout that claims a last sample.
+func TestWaitForWhoseHostNeverAnswersFailsSayingSo(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
 		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
-	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60)})
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60), Host: "h1"})
 
 	require.True(t, env.IsWorkflowCompleted())
-	err := env.GetWorkflowError()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "no sample of k8s.kubectl_get was taken within max_wait_sec 60")
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	assert.Equal(t, ErrTypeNoHost, appErr.Type())
+	assert.Contains(t, appErr.Message(), "no worker answered the probe loop of k8s.kubectl_get within max_wait_sec 60 + 30 s: host h1")
+}
+
+// A cancelled wait asks its loop's host to stop the loop (the cancel of an
+// activity with no heartbeat reaches no worker by itself), then ends
+// cancelled.
+func TestACancelledWaitForStopsItsLoopOnItsHost(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(WaitForResult{}, nil)
+	var stop StopLoopInput
+	var stopQueue string
+	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, in StopLoopInput) error {
+			stop, stopQueue = in, activity.GetInfo(ctx).TaskQueue
+			return nil
+		})
+	env.RegisterDelayedCallback(env.CancelWorkflow, 5*time.Second)
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(60), Host: "h1"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, env.GetWorkflowError(), &canceled)
+	assert.Equal(t, "default-test-workflow-id", stop.WorkflowID)
+	assert.NotEmpty(t, stop.RunID)
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), stopQueue)
 }
 
 func TestWaitForSurfacesProbeErrors(t *testing.T) {

@@ -174,8 +174,12 @@ func utf8Field(obj map[string]json.RawMessage, field string, max int, errs *fiel
 // WaitForTextInput is the input of the WaitForText workflow.
 type WaitForTextInput struct {
 	Spec TextWaitSpec `json:"spec"`
-	// HostQueue is the task queue of the host that owns the tmux server.
+	// HostQueue is the task queue of the workers on the machine that runs
+	// the tmux server (the tmux host): one of them claims the watch.
 	HostQueue string `json:"host_queue"`
+	// Host, when set, is the host that watches the pane (the front's own
+	// worker, on the tmux host), with no claim.
+	Host string `json:"host,omitempty"`
 	// Socket selects the tmux server; empty is the user's default.
 	Socket  string        `json:"socket,omitempty"`
 	MaxWait time.Duration `json:"max_wait"`
@@ -188,26 +192,28 @@ type WatchPaneInput struct {
 	Deadline time.Time    `json:"deadline"`
 }
 
-// TmuxHeartbeatTimeout bounds how long a lost pane watch goes unnoticed.
-const TmuxHeartbeatTimeout = 5 * time.Second
+// ClaimPaneHostActivityName is the activity a worker on the tmux host
+// answers with its host, to watch a pane (WaitForText).
+const ClaimPaneHostActivityName = "ClaimPaneHost"
 
-// WaitForText is the workflow behind one wait_for_text call. The watch runs
-// in one heartbeating activity on the task queue of the host that owns the
-// tmux server. A watch retried after a restart starts over with a fresh
-// baseline (continuity "reset"), so text printed meanwhile is still found.
+// paneClaimTimeout bounds how long a wait_for_text waits for a worker on
+// the tmux host to claim its watch, at most its bound.
+const paneClaimTimeout = 30 * time.Second
+
+// WaitForText is the workflow behind one wait_for_text call. The watch is
+// one activity (WatchPane) on the queue of a host on the machine that owns
+// the tmux server (see loops.go): the front's own worker, or the one that
+// claims it first. A watch resumed after a restart or a move starts over
+// with a fresh baseline (continuity "reset"), so text printed meanwhile is
+// still found.
 //
-// A run begun by this release shows DurawaitState: running from the start
-// (its front starts it so; started without it, it upserts it at once),
-// then matched, timeout (the bound passed without the text), error (the
-// pane or tmux failed) or cancelled.
-//
-// The end state is upserted on the way out, not in a defer (see WaitFor).
+// A run shows DurawaitState: running from the start (its front starts it
+// so; started without it, it upserts it at once), then matched, timeout
+// (the bound passed without the text), error (the pane or tmux failed) or
+// cancelled. The end state is upserted on the way out, not in a defer (see
+// WaitFor).
 func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, error) {
-	upserts, mayStartRunning := waitObservability(ctx)
-	if !upserts {
-		return waitForText(ctx, in)
-	}
-	markRunning(ctx, mayStartRunning)
+	markRunning(ctx)
 	out, err := waitForText(ctx, in)
 	setState(ctx, textEndState(out, err))
 	return out, err
@@ -216,25 +222,57 @@ func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, er
 // waitForText is WaitForText's body.
 func waitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome, err error) {
 	started := workflow.Now(ctx)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              in.HostQueue,
-		ScheduleToCloseTimeout: in.MaxWait + deadlineGrace(TmuxHeartbeatTimeout),
-		HeartbeatTimeout:       TmuxHeartbeatTimeout,
-		WaitForCancellation:    true,
-		Summary:                WatchPaneSummary(in.Spec),
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
-	})
-	err = workflow.ExecuteActivity(actx, WatchPaneActivityName, WatchPaneInput{
+	host := in.Host
+	if host == "" {
+		if host, err = claimPaneHost(ctx, in); err != nil {
+			return out, err
+		}
+		if host == "" {
+			return TextWaitOutcome{Error: &TextWaitError{
+				Code: TextErrTmuxUnavailable, Effects: "none", Retryable: true,
+				Message: fmt.Sprintf("no worker on the tmux host (task queue %s) took the watch of pane %s within %s", in.HostQueue, in.Spec.Target.PaneID, min(paneClaimTimeout, in.MaxWait)),
+			}}, nil
+		}
+	}
+	setHost(ctx, host)
+	left := in.MaxWait - workflow.Now(ctx).Sub(started)
+	lctx := loopOptions(ctx, host, max(left, 0), WatchPaneSummary(in.Spec), false)
+	err = workflow.ExecuteActivity(lctx, WatchPaneActivityName, WatchPaneInput{
 		Spec: in.Spec, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
 	}).Get(ctx, &out)
 	var timeoutErr *temporal.TimeoutError
-	if errors.As(err, &timeoutErr) {
+	switch {
+	case err == nil:
+		return out, nil
+	case ctx.Err() != nil:
+		stopLoop(ctx, host)
+		return out, err
+	case errors.As(err, &timeoutErr):
 		return TextWaitOutcome{Error: &TextWaitError{
 			Code: TextErrTmuxUnavailable, Effects: "none", Retryable: true,
-			Message: fmt.Sprintf("no worker on the tmux host (task queue %s) watched pane %s within the bound", in.HostQueue, in.Spec.Target.PaneID),
+			Message: fmt.Sprintf("no worker on the tmux host answered the watch of pane %s within the bound: host %s was down", in.Spec.Target.PaneID, host),
 		}}, nil
 	}
 	return out, err
+}
+
+// claimPaneHost has a worker on the tmux host claim the watch, and returns
+// its host, or "" when none claimed it in time.
+func claimPaneHost(ctx workflow.Context, in WaitForTextInput) (string, error) {
+	wait := min(paneClaimTimeout, in.MaxWait)
+	cctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              in.HostQueue,
+		ScheduleToCloseTimeout: wait,
+		StartToCloseTimeout:    claimAttemptTimeout,
+		Summary:                "claim a worker on the tmux host",
+		RetryPolicy:            claimRetryPolicy(),
+	})
+	var host string
+	err := workflow.ExecuteActivity(cctx, ClaimPaneHostActivityName).Get(ctx, &host)
+	if err != nil && ctx.Err() == nil {
+		return "", nil
+	}
+	return host, err
 }
 
 // textEndState is the DurawaitState of a wait_for_text that returned out

@@ -128,6 +128,8 @@ type process struct {
 	temporal client.Client
 
 	// Set by startWorker, when the process runs a worker.
+	// host is the worker's host (its waits' loops run there).
+	host       string
 	manager    *downstream.Manager
 	downstream *activities.Downstream
 	hub        *samplehub.Hub
@@ -368,7 +370,19 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	p.downstream = &activities.Downstream{Servers: p.manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
 	p.hub = samplehub.New()
 
-	runner, err := agentRunner(cfg, p.temporal, logger)
+	host, err := hostID(cfg)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	hostLock, err := datadir.AcquireHost(cfg.DataDir)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	stops = append(stops, hostLock.Release)
+	p.host = host
+	runner, err := agentRunner(cfg, p.temporal, host, logger)
 	if err != nil {
 		stop()
 		return nil, err
@@ -379,8 +393,10 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	// Waits of the same probe on this worker share its calls (one per tick).
 	prober := activities.NewSharedProber(p.manager)
 	w, err := worker.New(worker.Options{
-		Client: p.temporal, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
+		Client: p.temporal, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
 		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
+		Host: host, Instance: newInstance(host), Group: hostGroup(cfg, tmuxQueue != ""), Lease: cfg.HostLease(),
+		Logger: logger.With("component", "host"),
 	})
 	if err == nil {
 		err = w.Start()
@@ -418,8 +434,7 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 		TaskQueue: cfg.TaskQueue,
 		Workers:   workers,
 		Events:    feed,
-		Heartbeats: mcpfront.HeartbeatPolicy{Min: cfg.HeartbeatTimeout(),
-			Max: cfg.MaxHeartbeatTimeout(), PerSecond: cfg.WaitFor.HeartbeatsPerSec},
+		Host:      p.host,
 		Agents: mcpfront.AgentOptions{
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
 			WaitWindow: cfg.Agents.WaitWindow(),

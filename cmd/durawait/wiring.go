@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode"
 
 	"go.temporal.io/sdk/client"
 
@@ -21,7 +23,7 @@ import (
 
 // agentRunner builds the runner of agent CLIs on this host, or nil when no
 // provider is configured.
-func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*activities.AgentRunner, error) {
+func agentRunner(cfg config.Config, tc client.Client, host string, logger *slog.Logger) (*activities.AgentRunner, error) {
 	if len(cfg.Agents.Providers) == 0 {
 		return nil, nil
 	}
@@ -33,19 +35,80 @@ func agentRunner(cfg config.Config, tc client.Client, logger *slog.Logger) (*act
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	sum := sha256.Sum256([]byte(spool))
 	return &activities.AgentRunner{
 		Providers:    agentProviders(cfg.Agents),
 		AllowedRoots: cfg.Agents.AllowedRoots,
 		SpoolDir:     spool,
-		// One queue per host and spool: the run's output lives on this disk.
-		HostQueue:   fmt.Sprintf("durawait-agents-%s-%s", host, hex.EncodeToString(sum[:4])),
-		Supervisor:  []string{self, "agent-supervise"},
-		Signals:     tc,
-		CancelGrace: cfg.Agents.CancelGrace(),
-		Logger:      logger.With("component", "agents"),
+		Host:         host,
+		Supervisor:   []string{self, "agent-supervise"},
+		Signals:      tc,
+		CancelGrace:  cfg.Agents.CancelGrace(),
+		Logger:       logger.With("component", "agents"),
 	}, nil
+}
+
+// hostID is this worker's host: host.id, or the machine's name and a hash
+// of the data dir (one worker per data dir holds its host.lock).
+func hostID(cfg config.Config) (string, error) {
+	if cfg.Host.ID != "" {
+		return cfg.Host.ID, nil
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return queueSafe(machineName()) + "-" + hex.EncodeToString(sum[:4]), nil
+}
+
+// newInstance names this process: its host and a random suffix, new at
+// each start.
+func newInstance(host string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// hostGroup is the adoption group of this worker's host: the workers that
+// can run each other's waits. A worker with neither agents nor tmux runs
+// only probe loops, which any worker can ("probes"); one with agents or
+// tmux runs loops tied to its machine (its CLIs' spool, its tmux server),
+// which only a worker on the same machine with the same agents and tmux
+// settings can adopt.
+func hostGroup(cfg config.Config, tmuxEnabled bool) string {
+	if len(cfg.Agents.Providers) == 0 && !tmuxEnabled {
+		return "probes"
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "machine %s\x00tmux %v %s %s\x00", machineName(), tmuxEnabled, cfg.Tmux.Host, cfg.Tmux.Socket)
+	for _, name := range cfg.Agents.ProviderNames() {
+		p := cfg.Agents.ResolvedProviders()[name]
+		fmt.Fprintf(h, "agent %s %s %q\x00", name, p.Format, p.Command)
+	}
+	return queueSafe(machineName()) + "-" + hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// machineName is the machine's host name ("localhost" when it has none).
+func machineName() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return "localhost"
+	}
+	return name
+}
+
+// queueSafe keeps what a task queue name and a workflow ID take of a
+// machine's name: letters, digits, '.', '_' and '-'.
+func queueSafe(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-') {
+			out = append(out, r)
+		} else {
+			out = append(out, '_')
+		}
+	}
+	return string(out)
 }
 
 // agentProviders maps the configured providers, presets applied, onto the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ type Config struct {
 	// when http is not a loopback address.
 	Auth Auth `toml:"auth"`
 
-	WaitFor    WaitFor     `toml:"wait_for"`
+	Host       Host        `toml:"host"`
 	MCPServers []MCPServer `toml:"mcp_servers"`
 	Agents     Agents      `toml:"agents"`
 	Tmux       Tmux        `toml:"tmux"`
@@ -153,22 +154,18 @@ func (c Config) ToolEnabled(name string) bool { return slices.Contains(c.Tools, 
 // TmuxWaitMax is wait_for_text's bound.
 func (c Config) TmuxWaitMax() time.Duration { return time.Duration(c.Tmux.WaitMaxSec) * time.Second }
 
-// WaitFor tunes the wait_for tool.
-type WaitFor struct {
-	// HeartbeatTimeoutSec bounds how long a probe loop may be silent before
-	// Temporal retries it; it bounds the recovery time after a crash. It is
-	// the timeout while few loops run (see HeartbeatsPerSec).
-	HeartbeatTimeoutSec int `toml:"heartbeat_timeout_sec"`
-	// MaxHeartbeatTimeoutSec caps the timeout HeartbeatsPerSec lengthens;
-	// 0 is DefaultMaxHeartbeatTimeoutSec, or HeartbeatTimeoutSec when that
-	// is longer.
-	MaxHeartbeatTimeoutSec int `toml:"max_heartbeat_timeout_sec"`
-	// HeartbeatsPerSec is the heartbeat budget of the probe loops a front
-	// holds: as loops grow past it, new loops get longer timeouts (up to
-	// MaxHeartbeatTimeoutSec), so holding waits does not spend the engine
-	// on heartbeats. 0 keeps HeartbeatTimeoutSec for every loop (or its
-	// poll_sec when longer, up to MaxHeartbeatTimeoutSec).
-	HeartbeatsPerSec int `toml:"heartbeats_per_sec"`
+// Host is this worker's host: the identity under which its waits'
+// loops run, and the lease that proves it alive (docs/hosts.md).
+type Host struct {
+	// ID names the host; empty derives it from the machine's name and the
+	// data dir (one worker per data dir). Two workers must never share
+	// one.
+	ID string `toml:"id"`
+	// LeaseSec is how long the worker may go unheard (a crash, a stall)
+	// before its waits and agents move to another worker of its group, or
+	// wait for it to come back. The worker renews its lease about every
+	// third of it, one engine action each time, whatever it holds.
+	LeaseSec int `toml:"lease_sec"`
 }
 
 // MCPServer is one downstream MCP server.
@@ -212,7 +209,7 @@ func Default() Config {
 		LogLevel:           "info",
 		LogFormat:          "text",
 		EventResultMaxLen:  16384,
-		WaitFor:            WaitFor{HeartbeatTimeoutSec: 5, HeartbeatsPerSec: DefaultHeartbeatsPerSec},
+		Host:               Host{LeaseSec: DefaultHostLeaseSec},
 		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10},
 		Tmux:               Tmux{WaitMaxSec: 60},
 	}
@@ -318,15 +315,11 @@ func (c Config) Validate() error {
 	if c.EventResultMaxLen < 1 {
 		bad("tool_result_max_length: must be at least 1 (characters), got %d", c.EventResultMaxLen)
 	}
-	if c.WaitFor.HeartbeatTimeoutSec < 1 {
-		bad("wait_for.heartbeat_timeout_sec: must be at least 1, got %d", c.WaitFor.HeartbeatTimeoutSec)
+	if c.Host.LeaseSec < MinHostLeaseSec || c.Host.LeaseSec > MaxHostLeaseSec {
+		bad("host.lease_sec: must be %d to %d, got %d", MinHostLeaseSec, MaxHostLeaseSec, c.Host.LeaseSec)
 	}
-	if m := c.WaitFor.MaxHeartbeatTimeoutSec; m < 0 || m > 0 && m < c.WaitFor.HeartbeatTimeoutSec {
-		bad("wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (%d), got %d",
-			c.WaitFor.HeartbeatTimeoutSec, c.WaitFor.MaxHeartbeatTimeoutSec)
-	}
-	if c.WaitFor.HeartbeatsPerSec < 0 {
-		bad("wait_for.heartbeats_per_sec: must be 0 (no budget) or more, got %d", c.WaitFor.HeartbeatsPerSec)
+	if id := c.Host.ID; id != "" && !hostIDPattern.MatchString(id) {
+		bad("host.id: %q must be 1 to 100 letters, digits, '.', '_' or '-'", id)
 	}
 	seen := map[string]bool{}
 	for i, s := range c.MCPServers {
@@ -398,28 +391,16 @@ func (c Config) SlogLevel() (slog.Level, error) {
 	return l, nil
 }
 
-// HeartbeatTimeout of wait_for probe loops while few run.
-func (c Config) HeartbeatTimeout() time.Duration {
-	return time.Duration(c.WaitFor.HeartbeatTimeoutSec) * time.Second
-}
-
-// Defaults of the wait_for heartbeat policy.
+// Bounds and default of host.lease_sec.
 const (
-	// DefaultMaxHeartbeatTimeoutSec caps a probe loop's heartbeat timeout
-	// (and so its recovery after a crash) under load.
-	DefaultMaxHeartbeatTimeoutSec = 60
-	// DefaultHeartbeatsPerSec is the heartbeat budget of the loops one
-	// front holds: what the embedded engine on two cores persists beside
-	// starting waits without its heartbeat calls timing out
-	// (docs/performance.md).
-	DefaultHeartbeatsPerSec = 100
+	DefaultHostLeaseSec = 6
+	MinHostLeaseSec     = 2
+	MaxHostLeaseSec     = 300
 )
 
-// MaxHeartbeatTimeout of wait_for probe loops however many run.
-func (c Config) MaxHeartbeatTimeout() time.Duration {
-	sec := c.WaitFor.MaxHeartbeatTimeoutSec
-	if sec == 0 {
-		sec = max(DefaultMaxHeartbeatTimeoutSec, c.WaitFor.HeartbeatTimeoutSec)
-	}
-	return time.Duration(sec) * time.Second
-}
+// hostIDPattern is what a host.id may hold: it names task queues and
+// workflow IDs.
+var hostIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+
+// HostLease is host.lease_sec.
+func (c Config) HostLease() time.Duration { return time.Duration(c.Host.LeaseSec) * time.Second }

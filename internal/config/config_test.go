@@ -48,7 +48,7 @@ transport = "sse"
 	assert.Equal(t, filepath.Join(dir, "state"), cfg.DataDir)
 	assert.Equal(t, 0, cfg.UIPort)
 	assert.Equal(t, "127.0.0.1:8765", cfg.HTTP, "defaults stay")
-	assert.Equal(t, 5, cfg.WaitFor.HeartbeatTimeoutSec)
+	assert.Equal(t, DefaultHostLeaseSec, cfg.Host.LeaseSec)
 	require.Len(t, cfg.MCPServers, 3)
 	assert.Equal(t, []string{"kubectl-mcp", "--read-only"}, cfg.MCPServers[0].Command, "a bare program name is looked up on PATH")
 	assert.Equal(t, filepath.Join(dir, "../bin/demoprobe"), cfg.MCPServers[1].Command[0])
@@ -75,7 +75,7 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 	cfg.LogFormat = "xml"
 	cfg.EventResultMaxLen = 0
 	cfg.UIPort = 70000
-	cfg.WaitFor.HeartbeatTimeoutSec = 0
+	cfg.Host.LeaseSec = 0
 	cfg.MCPServers = []MCPServer{
 		{Name: "", Command: []string{"x"}},
 		{Name: "a.b", Command: []string{"x"}},
@@ -92,7 +92,7 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 		`log_format: must be text or json, got "xml"`,
 		"tool_result_max_length: must be at least 1 (characters), got 0",
 		"ui_port: must be a TCP port or 0 to disable the UI, got 70000",
-		"wait_for.heartbeat_timeout_sec: must be at least 1, got 0",
+		"host.lease_sec: must be 2 to 300, got 0",
 		"mcp_servers[0].name: must not be empty",
 		`mcp_servers[1].name: "a.b" must not contain dots or spaces`,
 		`mcp_servers[3].name: "dup" is used by another server`,
@@ -307,30 +307,28 @@ server_name = "cluster.example"
 
 // The heartbeat policy's keys: each broken rule is named, and the max
 // defaults to 60 s, or the minimum when that is longer.
-func TestHeartbeatPolicyKeys(t *testing.T) {
+func TestHostKeys(t *testing.T) {
 	cfg := Default()
-	assert.Equal(t, 60*time.Second, cfg.MaxHeartbeatTimeout())
-	assert.Equal(t, DefaultHeartbeatsPerSec, cfg.WaitFor.HeartbeatsPerSec)
-	cfg.WaitFor.HeartbeatTimeoutSec = 90
-	assert.Equal(t, 90*time.Second, cfg.MaxHeartbeatTimeout(), "a minimum past the default max is the max")
+	assert.Equal(t, 6*time.Second, cfg.HostLease())
+	assert.Empty(t, cfg.Host.ID, "derived from the machine and the data dir unless set")
 	require.NoError(t, cfg.Validate())
 
 	for _, tc := range []struct {
-		min, max, perSec int
-		msg              string
+		host Host
+		msg  string
 	}{
-		{5, -1, 100, "wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (5), got -1"},
-		{10, 9, 100, "wait_for.max_heartbeat_timeout_sec: must be 0 (the default) or at least wait_for.heartbeat_timeout_sec (10), got 9"},
-		{5, 0, -1, "wait_for.heartbeats_per_sec: must be 0 (no budget) or more, got -1"},
+		{Host{LeaseSec: 1}, "host.lease_sec: must be 2 to 300, got 1"},
+		{Host{LeaseSec: 301}, "host.lease_sec: must be 2 to 300, got 301"},
+		{Host{LeaseSec: 6, ID: "laptop 1"}, `host.id: "laptop 1" must be 1 to 100 letters, digits, '.', '_' or '-'`},
 	} {
 		cfg := Default()
-		cfg.WaitFor = WaitFor{HeartbeatTimeoutSec: tc.min, MaxHeartbeatTimeoutSec: tc.max, HeartbeatsPerSec: tc.perSec}
+		cfg.Host = tc.host
 		err := cfg.Validate()
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), tc.msg)
 	}
 	cfg = Default()
-	cfg.WaitFor = WaitFor{HeartbeatTimeoutSec: 10, MaxHeartbeatTimeoutSec: 10}
-	assert.NoError(t, cfg.Validate(), "a max equal to the minimum is a fixed timeout")
-	assert.Equal(t, 10*time.Second, cfg.MaxHeartbeatTimeout())
+	cfg.Host = Host{ID: "laptop-1.dev_2", LeaseSec: 2}
+	assert.NoError(t, cfg.Validate())
+	assert.Equal(t, 2*time.Second, cfg.HostLease())
 }

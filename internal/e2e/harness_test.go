@@ -171,7 +171,7 @@ func (w *workspace) writeConfigWith(extra string, servers ...server) string {
 func (w *workspace) writeConfigAt(name, dataDir, extra string, servers ...server) string {
 	w.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[wait_for]\nheartbeat_timeout_sec = 2\n", dataDir, extra)
+	fmt.Fprintf(&b, "data_dir = %q\nlog_level = \"debug\"\n%s\n\n[host]\nlease_sec = 2\n", dataDir, extra)
 	for _, s := range servers {
 		fmt.Fprintf(&b, "\n[[mcp_servers]]\nname = %q\n", s.name)
 		if s.url != "" {

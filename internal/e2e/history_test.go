@@ -23,8 +23,8 @@ import (
 
 // The frequent-polling pattern holds with the search attributes upserted:
 // a wait_for's history has the same number of events for 10, 100 and 300
-// samples (on the real engine; the probe loop stands in for the activity
-// and heartbeats once per sample, as the real one does).
+// samples (on the real engine; a stand-in takes the probe loop's activity
+// on its host's queue).
 func TestWaitForHistoryIsTheSameFor10_100And300Samples(t *testing.T) {
 	e, err := engine.Start(engine.Options{DataDir: t.TempDir(), Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
@@ -35,17 +35,19 @@ func TestWaitForHistoryIsTheSameFor10_100And300Samples(t *testing.T) {
 	defer tc.Close()
 	w := sdkworker.New(tc, "history", sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.WaitFor, workflow.RegisterOptions{Name: workflows.WaitForWorkflowName})
-	w.RegisterActivityWithOptions(func(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
+	w.RegisterActivityWithOptions(func(context.Context) (string, error) { return "h", nil },
+		activity.RegisterOptions{Name: workflows.PickHostActivityName})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+	host := sdkworker.New(tc, workflows.HostQueue("history", "h"), sdkworker.Options{})
+	host.RegisterActivityWithOptions(func(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
 		var samples int
 		_ = jsonNumber(in.Spec.Probe.Args, &samples)
-		for i := 1; i <= samples; i++ {
-			activity.RecordHeartbeat(ctx, workflows.PollProgress{Samples: i, HasObservation: true, LastObservation: "Pending"})
-		}
 		return workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Condition: workflows.ConditionMatches,
 			LastObservation: "Running", Samples: samples, EffectiveMaxWaitSec: in.Spec.MaxWaitSec}, nil
 	}, activity.RegisterOptions{Name: workflows.PollProbeActivityName})
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	require.NoError(t, host.Start())
+	defer host.Stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -97,7 +97,7 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	worker := w.startServe(workerConfig)
 	engine := w.owner().Engine
 	frontConfig := w.path("front.toml")
-	require.NoError(t, os.WriteFile(frontConfig, []byte(fmt.Sprintf("data_dir = %q\nlog_level = \"debug\"\n%s\n[wait_for]\nheartbeat_timeout_sec = 2\n",
+	require.NoError(t, os.WriteFile(frontConfig, []byte(fmt.Sprintf("data_dir = %q\nlog_level = \"debug\"\n%s\n[host]\nlease_sec = 2\n",
 		w.path("front-data"), tmuxConfig)), 0o644))
 	front := w.startFront(frontConfig, engine)
 	c := front.client(t)

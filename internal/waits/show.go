@@ -100,16 +100,19 @@ func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
 	return d, nil
 }
 
-// heartbeatOf is what a pending activity's last heartbeat says: a probe
-// loop's progress, its bounded checkpoint read back (the last
-// observation's excerpt, marked when it was cut), or any other activity's
-// details as they are.
+// heartbeatOf is what a pending activity's heartbeat details say: a
+// probe loop's recorded quiet window (workflows.QuietRecord; a loop keeps
+// its samples in its host's memory, so a running wait_for shows no last
+// observation), or any other activity's details as they are.
 func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
 	details := pa.GetHeartbeatDetails()
-	if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && len(details.GetPayloads()) > 0 {
-		var cp workflows.PollCheckpoint
-		if err := converter.GetDefaultDataConverter().FromPayloads(details, &cp); err == nil {
-			return cp.Progress()
+	if len(details.GetPayloads()) == 0 {
+		return nil
+	}
+	if pa.GetActivityType().GetName() == workflows.PollProbeActivityName {
+		var record workflows.QuietRecord
+		if err := converter.GetDefaultDataConverter().FromPayloads(details, &record); err == nil {
+			return record
 		}
 	}
 	return decodeAll(details)

@@ -1,0 +1,230 @@
+package hosting
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
+)
+
+// Why a loop's context ends, besides its own end (context.Cause). A loop
+// stopped by its workflow answers its activity as cancelled; a loop that
+// is dropped (its host released to another holder, or this worker
+// stopping) answers nothing: the host's next holder resumes it.
+var (
+	errReleased = errors.New("the host was released to another holder")
+	errStopping = errors.New("the worker is stopping")
+)
+
+// loopRef names one loop: the wait's workflow run, and the activity that
+// stands for the loop in it.
+type loopRef struct {
+	WorkflowID string
+	RunID      string
+	ActivityID string
+	// Host is the host whose queue the loop's activity is on.
+	Host string
+}
+
+// key is what loops are told apart by: one loop per workflow run.
+func (r loopRef) key() loopKey { return loopKey{r.WorkflowID, r.RunID} }
+
+type loopKey struct{ workflowID, runID string }
+
+// loopFunc runs a loop to its end; its result or error is the activity's
+// answer.
+type loopFunc func(ctx context.Context) (any, error)
+
+// completer answers an activity by its IDs: the Temporal client.
+type completer interface {
+	CompleteActivityByID(ctx context.Context, namespace, workflowID, runID, activityID string, result any, err error) error
+}
+
+// loops are the loops this worker runs, of its own host and of the hosts
+// it adopted. Each runs in a goroutine; its end is answered to Temporal by
+// the activity's IDs (so a loop resumed after a restart answers the very
+// activity its first run began), and then, for the in-process feed, told
+// to the observer: an answer a call sees is always the one Temporal
+// recorded.
+type loops struct {
+	namespace string
+	client    completer
+	observer  activities.Observer
+	logger    *slog.Logger
+
+	mu      sync.Mutex
+	running map[loopKey]*runningLoop
+	// stopped are the runs whose stop arrived before their loop (a
+	// StopLoop overtaking a resumed loop), until stoppedTTL.
+	stopped map[loopKey]time.Time
+	// wg counts the loop goroutines.
+	wg sync.WaitGroup
+}
+
+// stoppedTTL is how long a stop that found no loop is remembered.
+const stoppedTTL = 2 * time.Minute
+
+type runningLoop struct {
+	ref    loopRef
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func newLoops(namespace string, c completer, observer activities.Observer, logger *slog.Logger) *loops {
+	return &loops{namespace: namespace, client: c, observer: observer, logger: logger,
+		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}}
+}
+
+// start runs the loop of ref unless one of its run is already running
+// here (a resume racing the activity's own delivery): false then. A run
+// whose stop came first starts stopped.
+func (l *loops) start(ref loopRef, run loopFunc) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.running[ref.key()]; ok {
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	lp := &runningLoop{ref: ref, cancel: cancel, done: make(chan struct{})}
+	l.running[ref.key()] = lp
+	if at, ok := l.stopped[ref.key()]; ok && time.Since(at) < stoppedTTL {
+		delete(l.stopped, ref.key())
+		cancel(activities.ErrLoopStopped)
+	}
+	l.wg.Add(1)
+	go l.run(ctx, lp, run)
+	return true
+}
+
+// run runs one loop and answers its activity.
+func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
+	defer l.wg.Done()
+	defer close(lp.done)
+	defer func() {
+		l.mu.Lock()
+		if l.running[lp.ref.key()] == lp {
+			delete(l.running, lp.ref.key())
+		}
+		l.mu.Unlock()
+	}()
+	result, err := run(ctx)
+	cause := context.Cause(ctx)
+	switch {
+	case ctx.Err() != nil && !errors.Is(cause, activities.ErrLoopStopped):
+		return // dropped: the host's next holder resumes it
+	case ctx.Err() != nil:
+		// Stopped by its workflow: answered as cancelled. An agent run
+		// answers with its partial output (a CanceledError with details).
+		var canceled *temporal.CanceledError
+		if !errors.As(err, &canceled) {
+			err = temporal.NewCanceledError()
+		}
+		result = nil
+	}
+	if !l.answer(lp.ref, result, err) {
+		return
+	}
+	if event, ok := result.(workflows.WaitEvent); ok && err == nil && l.observer != nil {
+		l.observer.Observe(lp.ref.WorkflowID, event)
+	}
+}
+
+// answerRetry bounds the delays between the attempts to answer an
+// activity while Temporal cannot be reached.
+const (
+	answerRetryInitial = 100 * time.Millisecond
+	answerRetryMax     = 2 * time.Second
+)
+
+// answer records the loop's end in Temporal, trying until Temporal takes
+// it or says the activity is gone (its wait was cancelled, or timed out).
+// It reports whether Temporal recorded this answer.
+func (l *loops) answer(ref loopRef, result any, err error) bool {
+	delay := answerRetryInitial
+	for {
+		cerr := l.client.CompleteActivityByID(context.Background(), l.namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, result, err)
+		if cerr == nil {
+			return true
+		}
+		if gone(cerr) {
+			l.logger.Debug("the loop's activity is gone; its answer is dropped", "workflow", ref.WorkflowID, "error", cerr)
+			return false
+		}
+		l.logger.Warn("could not answer a loop's activity; trying again", "workflow", ref.WorkflowID, "error", cerr)
+		time.Sleep(delay)
+		delay = min(2*delay, answerRetryMax)
+	}
+}
+
+// gone reports whether Temporal refused an answer because the activity or
+// its workflow no longer exists (or no longer takes it).
+func gone(err error) bool {
+	var notFound *serviceerror.NotFound
+	var invalid *serviceerror.InvalidArgument
+	var failed *serviceerror.FailedPrecondition
+	return errors.As(err, &notFound) || errors.As(err, &invalid) || errors.As(err, &failed)
+}
+
+// stop ends the loop of a workflow run, as its workflow asked: it answers
+// cancelled. A stop that finds no loop is remembered for a while, so a
+// loop resumed just after starts stopped.
+func (l *loops) stop(key loopKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lp, ok := l.running[key]; ok {
+		lp.cancel(activities.ErrLoopStopped)
+		return
+	}
+	now := time.Now()
+	for k, at := range l.stopped {
+		if now.Sub(at) >= stoppedTTL {
+			delete(l.stopped, k)
+		}
+	}
+	l.stopped[key] = now
+}
+
+// has reports whether the loop of a workflow run runs here.
+func (l *loops) has(key loopKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.running[key]
+	return ok
+}
+
+// of lists the loops running here on host's queue.
+func (l *loops) of(host string) []loopRef {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var refs []loopRef
+	for _, lp := range l.running {
+		if lp.ref.Host == host {
+			refs = append(refs, lp.ref)
+		}
+	}
+	return refs
+}
+
+// drop ends, without an answer, the loops of host (all hosts: "") for
+// cause, and waits for them to return.
+func (l *loops) drop(host string, cause error) {
+	l.mu.Lock()
+	var dropped []*runningLoop
+	for _, lp := range l.running {
+		if host == "" || lp.ref.Host == host {
+			lp.cancel(cause)
+			dropped = append(dropped, lp)
+		}
+	}
+	l.mu.Unlock()
+	for _, lp := range dropped {
+		<-lp.done
+	}
+}

@@ -1,0 +1,236 @@
+package hosting
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
+)
+
+// resumeParallelism bounds the waits a sweep reads from Temporal at once.
+const resumeParallelism = 8
+
+// sweep looks up the running waits of host (DurawaitHost) and makes this
+// worker's loops match them: a wait whose loop does not run here is
+// resumed (the first sweep of a lease is the resume of a restarted or
+// adopted host), and a loop whose wait no longer runs is stopped (its
+// stop did not reach it: the wait was terminated, or timed out while its
+// host was down; an agent's CLI then stops with its invocation).
+func (r *Runtime) sweep(ctx context.Context, host string) {
+	running, err := r.runningWaits(ctx, host)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.logger.Warn("could not look up a host's waits; the next sweep tries again", "of", host, "error", err)
+		}
+		return
+	}
+	seen := map[loopKey]bool{}
+	sem := make(chan struct{}, resumeParallelism)
+	var wg sync.WaitGroup
+	resumed := 0
+	for _, e := range running {
+		key := loopKey{e.GetWorkflowId(), e.GetRunId()}
+		seen[key] = true
+		if r.loops.has(key) {
+			continue
+		}
+		resumed++
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.resume(ctx, host, key); err != nil && ctx.Err() == nil {
+				r.logger.Warn("could not resume a wait's loop; the next sweep tries again", "workflow", key.workflowID, "error", err)
+			}
+		})
+	}
+	wg.Wait()
+	if resumed > 0 {
+		r.logger.Info("resumed the loops of a host's waits", "of", host, "waits", len(running), "resumed", resumed)
+	}
+	for _, ref := range r.loops.of(host) {
+		if !seen[ref.key()] && r.closed(ctx, ref.key()) {
+			r.loops.stop(ref.key())
+		}
+	}
+}
+
+// runningWaits lists the running waits whose loops are on host's queue.
+func (r *Runtime) runningWaits(ctx context.Context, host string) ([]*commonpb.WorkflowExecution, error) {
+	query := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running' AND WorkflowType != '%s'",
+		workflows.SearchAttrHost, host, workflows.HostLeaseWorkflowName)
+	var out []*commonpb.WorkflowExecution
+	var token []byte
+	for {
+		resp, err := r.opts.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: r.opts.Namespace, Query: query, PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.GetExecutions() {
+			out = append(out, e.GetExecution())
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// closed reports whether a wait's run is no longer running (false when
+// Temporal cannot say).
+func (r *Runtime) closed(ctx context.Context, key loopKey) bool {
+	desc, err := r.opts.Client.DescribeWorkflowExecution(ctx, key.workflowID, key.runID)
+	if err != nil {
+		return gone(err)
+	}
+	return desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// pendingLoop is the loop activity a wait's history shows open.
+type pendingLoop struct {
+	activityID   string
+	activityType string
+	taskQueue    string
+	input        *commonpb.Payloads
+	// cancelRequested: the wait asked to stop it.
+	cancelRequested bool
+	// blockers are the blocker categories an agent invocation was
+	// signalled.
+	blockers []string
+}
+
+// loopActivities are the activity types that are a wait's loop.
+var loopActivities = map[string]bool{
+	workflows.PollProbeActivityName: true, workflows.WatchPaneActivityName: true, workflows.RunAgentActivityName: true,
+}
+
+// pendingLoopOf reads a wait's history for its open loop activity (nil:
+// none).
+func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop, error) {
+	open := map[int64]*pendingLoop{}
+	var blockers []string
+	iter := r.opts.Client.GetWorkflowHistory(ctx, key.workflowID, key.runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read the history of %s: %w", key.workflowID, err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			if loopActivities[a.GetActivityType().GetName()] {
+				open[ev.GetEventId()] = &pendingLoop{activityID: a.GetActivityId(), activityType: a.GetActivityType().GetName(),
+					taskQueue: a.GetTaskQueue().GetName(), input: a.GetInput()}
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+			if p := open[ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId()]; p != nil {
+				p.cancelRequested = true
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			delete(open, ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+			delete(open, ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			delete(open, ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+			delete(open, ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			a := ev.GetWorkflowExecutionSignaledEventAttributes()
+			if a.GetSignalName() == workflows.AgentBlockerSignal {
+				var b workflows.AgentError
+				if converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &b) == nil {
+					blockers = append(blockers, b.Code)
+				}
+			}
+		}
+	}
+	var latest *pendingLoop
+	var latestID int64
+	for id, p := range open {
+		if id > latestID {
+			latest, latestID = p, id
+		}
+	}
+	if latest != nil {
+		latest.blockers = blockers
+	}
+	return latest, nil
+}
+
+// resume starts the loop of a wait of host that runs no loop here, from
+// what Temporal recorded: its loop activity's input, and the quiet window
+// of a quiet_for_sec wait.
+func (r *Runtime) resume(ctx context.Context, host string, key loopKey) error {
+	p, err := r.pendingLoopOf(ctx, key)
+	if err != nil || p == nil {
+		return err
+	}
+	if p.taskQueue != workflows.HostQueue(r.opts.TaskQueue, host) {
+		return nil // not on this host's queue (moved, or not yet)
+	}
+	ref := loopRef{WorkflowID: key.workflowID, RunID: key.runID, ActivityID: p.activityID, Host: host}
+	if p.cancelRequested {
+		r.loops.stop(key) // it starts stopped, and answers cancelled
+	}
+	dc := converter.GetDefaultDataConverter()
+	switch p.activityType {
+	case workflows.PollProbeActivityName:
+		var in workflows.PollInput
+		if err := dc.FromPayloads(p.input, &in); err != nil {
+			return fmt.Errorf("decode the probe loop's input: %w", err)
+		}
+		record, err := r.quietRecord(ctx, key, p.activityID, in)
+		if err != nil {
+			return err
+		}
+		r.startProbe(ref, in, &record)
+	case workflows.WatchPaneActivityName:
+		if r.opts.Panes == nil {
+			return nil
+		}
+		var in workflows.WatchPaneInput
+		if err := dc.FromPayloads(p.input, &in); err != nil {
+			return fmt.Errorf("decode the pane watch's input: %w", err)
+		}
+		r.startWatch(ref, in)
+	case workflows.RunAgentActivityName:
+		if r.opts.Agents == nil {
+			return nil
+		}
+		var in workflows.RunAgentInput
+		if err := dc.FromPayloads(p.input, &in); err != nil {
+			return fmt.Errorf("decode the agent run's input: %w", err)
+		}
+		r.startAgent(ref, activities.AgentRun{Input: in, Signalled: p.blockers})
+	}
+	return nil
+}
+
+// quietRecord is the quiet window a quiet_for_sec wait's loop recorded
+// (its activity's heartbeat details); a zero record for other waits and
+// for a loop that recorded none.
+func (r *Runtime) quietRecord(ctx context.Context, key loopKey, activityID string, in workflows.PollInput) (workflows.QuietRecord, error) {
+	var record workflows.QuietRecord
+	if in.Spec.Until.Kind != workflows.ConditionQuietForSec {
+		return record, nil
+	}
+	desc, err := r.opts.Client.DescribeWorkflowExecution(ctx, key.workflowID, key.runID)
+	if err != nil {
+		return record, fmt.Errorf("describe %s: %w", key.workflowID, err)
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		if pa.GetActivityId() == activityID && pa.GetHeartbeatDetails() != nil {
+			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &record); err != nil {
+				return workflows.QuietRecord{}, nil // unreadable: start the window again
+			}
+		}
+	}
+	return record, nil
+}
