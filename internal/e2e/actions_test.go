@@ -91,13 +91,18 @@ func (a actionCounts) metricOnly() actionCounts {
 }
 
 // historyVisible is a without its metricOnly actions and per-marker
-// counts: what historyActions can count too.
+// counts: what historyActions can count too. A signal-with-start counts
+// as a signal: a history cannot tell one that found its workflow running
+// from a signal.
 func (a actionCounts) historyVisible() actionCounts {
 	only := a.metricOnly()
 	out := actionCounts{}
 	for k, v := range a {
+		if k == actionSignalWithStart {
+			k = actionSignal
+		}
 		if _, skip := only[k]; !skip && !strings.HasPrefix(k, perMarkerPrefix) && v != 0 {
-			out[k] = v
+			out[k] += v
 		}
 	}
 	return out
@@ -318,8 +323,9 @@ func measureActions(t testing.TB, src actionSource, run func()) (_ actionCounts,
 // workflow task, signals from clients (a workflow's signal is billed to
 // the sender's command), accepted updates, start options updated on an
 // attach, and activity retries (an ActivityTaskStarted's attempt - 1: the
-// attempts before it). Not there: heartbeats, queries, rejected updates
-// (see metricOnly).
+// attempts before it); a start whose next event is a client's signal is a
+// signal-with-start, one action. Not there: heartbeats, queries, rejected
+// updates (see metricOnly).
 func historyActions(t testing.TB, tc client.Client, workflowID, runID string, from, to time.Time) actionCounts {
 	t.Helper()
 	out := actionCounts{}
@@ -332,7 +338,16 @@ func historyActions(t testing.TB, tc client.Client, workflowID, runID string, fr
 		if (!from.IsZero() && at.Before(from)) || (!to.IsZero() && at.After(to)) {
 			continue
 		}
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); ev.GetEventId() == 2 && out[actionStart] == 1 && a != nil && a.GetExternalWorkflowExecution() == nil {
+			// Started by a signal-with-start: one action for both.
+			out[actionStart] = 0
+			out[actionSignalWithStart]++
+			continue
+		}
 		countEvent(out, batches, ev)
+	}
+	if out[actionStart] == 0 {
+		delete(out, actionStart)
 	}
 	if len(batches) > 0 {
 		out[actionBatchMarkers] += int64(len(batches))
@@ -440,5 +455,6 @@ action_total{action_type="message_UpdateWorkflowExecution:Acceptance",namespace=
 	require.Equal(t, int64(7), a.billable(), "markers count as their batch")
 	require.Equal(t, actionCounts{actionHeartbeat: 5}, a.metricOnly())
 	require.Equal(t, actionCounts{actionBatchMarkers: 1, actionStart: 1}, a.historyVisible())
+	require.Equal(t, actionCounts{actionSignal: 3}, actionCounts{actionSignal: 1, actionSignalWithStart: 2}.historyVisible())
 	require.Equal(t, "7 = 5 grpc_RecordActivityTaskHeartbeat + 1 command_BatchMarkers + 1 grpc_StartWorkflowExecution (not billed: 3 command_RecordMarker_SideEffect)", a.String())
 }
