@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster cluster-bins soak screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
 
 all: build
 
@@ -127,6 +127,21 @@ bench-cluster: cluster-bins
 	DURAWAIT_BENCH_CLUSTER=1 DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-1000,5000} \
 		DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool \
 		$(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
+
+## bench-actions: billable Temporal actions per wait at the issue's scale
+## (docs/observability.md): wait_for 10 s against 300 s at poll_sec 1, an
+## agent run of 1 min against ACTIONS_AGENT_SEC (600; 3600 is the issue's
+## hour) with the default 300 s wait_agent window, wait_for_text 10 s against
+## 60 s, on the embedded engine; then wait_for on the production
+## temporal-server and PostgreSQL 15 of make e2e-cluster. The table goes to
+## actions-report.txt
+ACTIONS_AGENT_SEC ?= 600
+bench-actions: cluster-bins
+	@rm -f $(CURDIR)/actions-report.txt; status=0; \
+	DURAWAIT_ACTIONS_LONG=1 DURAWAIT_ACTIONS_AGENT_SEC=$(ACTIONS_AGENT_SEC) DURAWAIT_ACTIONS_REPORT=$(CURDIR)/actions-report.txt \
+		DURAWAIT_E2E_CLUSTER=1 DURAWAIT_TEMPORAL_SERVER=$(CURDIR)/$(BIN)/temporal-server DURAWAIT_TEMPORAL_SQL_TOOL=$(CURDIR)/$(BIN)/temporal-sql-tool \
+		$(GO) test -count=1 -timeout 3h -run '^TestActionsPerWait' -v ./internal/e2e/ || status=$$?; \
+	cat $(CURDIR)/actions-report.txt 2>/dev/null; exit $$status
 
 # SOAK_WAITS, SOAK_KILLS: the crash soak's size (make test runs a small one).
 SOAK_WAITS ?= 200

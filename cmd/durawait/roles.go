@@ -244,6 +244,8 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		Logger:           p.logger,
 		LogLevel:         max(p.level, slog.LevelWarn),
 		SpanExporter:     spans,
+		// Its billable actions, on /metrics (durawait.engine.actions).
+		MeterProvider: p.engineMeters(),
 	})
 	if err != nil {
 		// An engine that did not start does not shut its exporter down.

@@ -92,6 +92,15 @@ func (p *process) engineSpans() sdktrace.SpanExporter {
 	return exp
 }
 
+// engineMeters is where the embedded engine's action counter goes: the
+// process's MeterProvider, so /metrics shows durawait_engine_actions_total.
+func (p *process) engineMeters() metric.MeterProvider {
+	if p.telemetry == nil {
+		return nil
+	}
+	return p.telemetry.MeterProvider
+}
+
 // shutdownExporter shuts down an exporter nobody else will (nil: none).
 func shutdownExporter(exp sdktrace.SpanExporter, logger *slog.Logger) {
 	if exp == nil {

@@ -78,9 +78,13 @@ func setUpTemporalSchema(t testing.TB, sqlTool string, pg *postgres) {
 type temporalServer struct {
 	// Addr is the frontend's gRPC address.
 	Addr string
-	log  *syncBuffer
-	cmd  *exec.Cmd
-	done chan struct{}
+	// Metrics is the address of its Prometheus listener (GET /metrics):
+	// the server's own metrics, its billable "action" counter among them
+	// (temporalServerActions reads it).
+	Metrics string
+	log     *syncBuffer
+	cmd     *exec.Cmd
+	done    chan struct{}
 }
 
 // temporalServerTLS are the certificates of the server: its own, the one
@@ -106,6 +110,7 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 		// under Linux's ephemeral range.
 		ports[name+"Membership"] = freeLowPort(t)
 	}
+	_, ports["metrics"], _ = net.SplitHostPort(freeAddr(t))
 	dynamic := filepath.Join(dir, "dynamicconfig.yaml")
 	// The namespace registry is re-read every second instead of every
 	// 10 s, so a namespace and its search attributes are in use soon after
@@ -114,7 +119,8 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 	config := filepath.Join(dir, "temporal.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(temporalServerConfig(pg, certs, ports, dynamic, shards)), 0o644))
 
-	s := &temporalServer{Addr: net.JoinHostPort("127.0.0.1", ports["frontend"]), log: &syncBuffer{}, done: make(chan struct{})}
+	s := &temporalServer{Addr: net.JoinHostPort("127.0.0.1", ports["frontend"]), Metrics: net.JoinHostPort("127.0.0.1", ports["metrics"]),
+		log: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(serverBin, "--config-file", config, "--allow-no-auth", "start")
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
@@ -151,7 +157,9 @@ func startTemporalServer(t testing.TB, serverBin, dir string, pg *postgres, cert
 // history shards, one cluster, every
 // service on 127.0.0.1, the frontend requiring client certificates, and
 // the server's own clients of its frontend (the system worker's SDK
-// clients, the services' frontend clients) presenting certificates too.
+// clients, the services' frontend clients) presenting certificates too;
+// its metrics on a Prometheus listener on 127.0.0.1 (the OpenTelemetry
+// framework: counters end in _total).
 func temporalServerConfig(pg *postgres, certs temporalServerTLS, ports map[string]string, dynamic string, shards int) string {
 	store := func(db string, conns int) string {
 		return fmt.Sprintf(`      sql:
@@ -190,6 +198,11 @@ global:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: 127.0.0.1
+  metrics:
+    prometheus:
+      framework: opentelemetry
+      listenAddress: 127.0.0.1:` + ports["metrics"] + `
+      handlerPath: /metrics
   tls:
     frontend:
       server:

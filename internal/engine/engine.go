@@ -21,6 +21,7 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
@@ -68,6 +69,10 @@ type Options struct {
 	// SpanExporter receives the engine's own spans; nil exports none,
 	// whatever the OTEL_* environment says (see serverModule).
 	SpanExporter trace.SpanExporter
+	// MeterProvider receives the engine's billable actions as the counter
+	// ActionsMetric (the server's action counter, by action_type; nothing
+	// else of the hundreds of metrics the server emits); nil records none.
+	MeterProvider metric.MeterProvider
 
 	// pickPort picks a free port; freePort when nil (a seam for tests).
 	pickPort func(ip string) (int, error)
@@ -335,8 +340,7 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
-	building.Store(true)
-	server, err := temporal.NewServerFx(serverModule(opts.SpanExporter),
+	serverOpts := []temporal.ServerOption{
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
@@ -349,7 +353,16 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dyn),
-	)
+	}
+	if opts.MeterProvider != nil {
+		actions, err := newActionHandler(opts.MeterProvider)
+		if err != nil {
+			return nil, nil, err
+		}
+		serverOpts = append(serverOpts, temporal.WithCustomMetricsHandler(actions))
+	}
+	building.Store(true)
+	server, err := temporal.NewServerFx(serverModule(opts.SpanExporter), serverOpts...)
 	building.Store(false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("engine: build server: %w", err)
