@@ -171,6 +171,8 @@ type judge struct {
 	excused, excusedRuns []string
 	inProcess            []string
 	classes              map[string]*soakClass
+	// cliEnds counts how the agent CLI's runs ended (its ends.log).
+	cliEnds map[string]int
 }
 
 // soakClass is one class of failed calls: whether the contract tells a
@@ -189,7 +191,7 @@ func (j *judge) fail(rule string, sw *soakWait, format string, args ...any) {
 func (s *soak) judge() soakVerdict {
 	wall := time.Since(s.began)
 	j := &judge{s: s, tc: temporalClient(s.t, s.w.owner().Engine), right: map[soakKind]int{},
-		rightByProtocol: map[string]int{}, classes: map[string]*soakClass{}}
+		rightByProtocol: map[string]int{}, classes: map[string]*soakClass{}, cliEnds: map[string]int{}}
 	j.collectRuns()
 	for _, sw := range s.snapshot() {
 		j.judgeWait(sw)
@@ -472,6 +474,12 @@ func (j *judge) readHistory(r *soakRun) {
 			f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
 			r.failure, r.failureType = f.GetMessage(), f.GetApplicationFailureInfo().GetType()
+			for c := f.GetCause(); c != nil; c = c.GetCause() {
+				r.failure += "; cause: " + c.GetMessage()
+				if typ := c.GetApplicationFailureInfo().GetType(); typ != "" {
+					r.failure += " (" + typ + ")"
+				}
+			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
@@ -929,10 +937,20 @@ func (j *judge) judgeAgents() {
 		if invocations[p] > 1 || cliRuns[p] > 1 {
 			j.fail(ruleTwice, sw, "%d invocations with prompt %s and %d runs of its CLI, want one of each", invocations[p], p, cliRuns[p])
 		}
+		// Its CLI must have ended on its own, as planned: a run killed by
+		// SIGTERM (durawait's stop of a run) records the signal, one
+		// killed by SIGKILL records nothing.
+		want := map[soakKind]string{kindAgentOK: "exit 0", kindAgentBlocked: "exit 1"}[sw.kind]
 		for _, how := range ends[p] {
-			if strings.HasPrefix(how, "signal") {
-				j.fail(ruleCLIKilled, sw, "its CLI (prompt %s) ended by %s%s", p, how, j.evidence(sw, nil))
+			j.cliEnds[how]++
+			if how != want {
+				j.fail(ruleCLIKilled, sw, "its CLI (prompt %s) ended by %q, want %q%s", p, how, want, j.evidence(sw, nil))
 			}
+		}
+		if cliRuns[p] > len(ends[p]) && sw.done.Load() {
+			j.cliEnds["no end recorded (SIGKILL?)"]++
+			j.fail(ruleCLIKilled, sw, "%d runs of its CLI (prompt %s), %d ends recorded: a run died without a word (SIGKILL?)%s",
+				cliRuns[p], p, len(ends[p]), j.evidence(sw, nil))
 		}
 	}
 }
@@ -1005,6 +1023,13 @@ func (j *judge) classify(f soakCallFailure) (string, bool) {
 			// agents.md, limits.md: an overloaded start_agent answers
 			// "call again with the same request_id".
 			return "start_agent isError: overloaded, call again with the same request_id", true
+		case f.tool == "wait_agent" && strings.Contains(f.msg, "the invocation is running but did not answer; call again") && overlaps(f.sent):
+			// durawait's own "call again" when the wait update could not
+			// be answered (its Temporal call failed), here because the
+			// process was killed or stopped while the call was in
+			// flight. Not written in agents.md; allowed only when the call
+			// met a kill or stall.
+			return "wait_agent isError: running but did not answer, call again (the call met a kill or stall; not in agents.md)", true
 		case strings.Contains(f.msg, "durawait is shutting down") && overlaps(f.sent):
 			// operations.md: a draining durawait answers "call again
 			// with the same arguments"; only a process going down drains.
@@ -1053,6 +1078,11 @@ func (j *judge) report(wall time.Duration) string {
 	fmt.Fprintf(&b, "  stalls (SIGSTOP, then SIGCONT) %d of %d\n", len(s.stalls), len(s.knobs.stalls))
 	j.reportStalls(&b)
 	fmt.Fprintf(&b, "  start_agent calls answered when repeated with their request_id after a failed call %d\n", s.startsRepeated)
+	fmt.Fprintf(&b, "  agent CLI runs ended (the fake CLI's record):")
+	for _, how := range sortedKeys(j.cliEnds) {
+		fmt.Fprintf(&b, " %s %d;", how, j.cliEnds[how])
+	}
+	b.WriteString("\n")
 	total := 0
 	for k := soakKind(0); k < soakKinds; k++ {
 		fmt.Fprintf(&b, "  right: %-22s %d\n", k, j.right[k])

@@ -24,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // The crash soak (issue 12, "A thousand crashes"): N waits of all three
@@ -725,7 +727,15 @@ func (s *soak) stallCycle(d time.Duration) {
 	s.stalls = append(s.stalls, st)
 	s.downs = append(s.downs, soakDown{from: st.from, to: st.to, what: fmt.Sprintf("stall %d (%s)", len(s.stalls), d)})
 	s.t.Logf("soak: stall %d: durawait stopped %s with %v open, %d flipped meanwhile", len(s.stalls), d, st.open, st.flipped)
+	s.gap(stallAftermath)
 }
+
+// stallAftermath is how long durawait runs on after a SIGCONT before the
+// next kill: the engine's timers that came due while it was stopped (the
+// heartbeat timeouts: agents 10 s, pane watches 5 s, probe loops 2 s here)
+// fire at once, and what they do (retry an attempt, cancel the old one)
+// must happen before a kill would wipe it out.
+const stallAftermath = workflows.AgentHeartbeatTimeout + 5*time.Second
 
 // refill replaces the finished waits with new ones.
 func (s *soak) refill() {
