@@ -119,7 +119,7 @@ type soakRun struct {
 }
 
 func (r *soakRun) String() string {
-	out := fmt.Sprintf("%s run %.8s started %s", r.typ, r.runID, clock(r.start))
+	out := fmt.Sprintf("%s run %s started %s", r.typ, shortRun(r.runID), clock(r.start))
 	if !r.attemptStart.IsZero() {
 		out += ", last attempt " + clock(r.attemptStart)
 	}
@@ -134,6 +134,12 @@ func (r *soakRun) String() string {
 		out += fmt.Sprintf(": %s %q", r.failureType, r.failure)
 	}
 	return out
+}
+
+// shortRun is a run ID's tail: its head (UUIDv7) is a timestamp, which
+// runs begun close together share.
+func shortRun(id string) string {
+	return id[max(0, len(id)-8):]
 }
 
 func clock(t time.Time) string {
@@ -649,9 +655,9 @@ func (j *judge) judgeWaitForRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 		switch problem, excuse := j.waitForOutcome(sw, rec, r); {
 		case problem == "":
 		case excuse != "":
-			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %.8s: %s: %s", sw.id, sw.kind, r.runID, problem, excuse))
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: %s: %s", sw.id, sw.kind, shortRun(r.runID), problem, excuse))
 		default:
-			j.fail(ruleWrongRun, sw, "run %.8s: %s%s", r.runID, problem, j.evidence(sw, runs))
+			j.fail(ruleWrongRun, sw, "run %s: %s%s", shortRun(r.runID), problem, j.evidence(sw, runs))
 		}
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
 		// "no sample of ... was taken within max_wait_sec: no worker ran
@@ -659,14 +665,14 @@ func (j *judge) judgeWaitForRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 		// run the loop; checked against when durawait was up.
 		bound := r.start.Add(time.Duration(sw.maxWait) * time.Second)
 		if r.failureType == workflows.ErrTypeNoSample && j.s.noWorkerFor(r, r.start, bound) {
-			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %.8s: no sample within its bound; durawait up and running at most %s at a time in it",
-				sw.id, sw.kind, r.runID, j.s.longestUp(r.start, bound).Round(time.Millisecond)))
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: no sample within its bound; durawait up and running at most %s at a time in it",
+				sw.id, sw.kind, shortRun(r.runID), j.s.longestUp(r.start, bound).Round(time.Millisecond)))
 			return
 		}
-		j.fail(ruleWrongRun, sw, "run %.8s failed %s %q; durawait was up and running %s at a stretch within its bound%s",
-			r.runID, r.failureType, r.failure, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s failed %s %q; durawait was up and running %s at a stretch within its bound%s",
+			shortRun(r.runID), r.failureType, r.failure, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
 	default:
-		j.fail(ruleWrongRun, sw, "run %.8s ended %s%s", r.runID, r.status, j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s ended %s%s", shortRun(r.runID), r.status, j.evidence(sw, runs))
 	}
 }
 
@@ -801,7 +807,7 @@ func (j *judge) judgeTextRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 	}
 	var rec textOutcome
 	if r.status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED || json.Unmarshal([]byte(r.result), &rec) != nil {
-		j.fail(ruleWrongRun, sw, "run %.8s ended %s without a result%s", r.runID, r.status, j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s ended %s without a result%s", shortRun(r.runID), r.status, j.evidence(sw, runs))
 		return
 	}
 	if rec.Error != nil {
@@ -810,12 +816,12 @@ func (j *judge) judgeTextRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 		// could watch; checked against when durawait was up.
 		bound := r.start.Add(j.textMaxWait(r))
 		if rec.Error.Code == string(workflows.TextErrTmuxUnavailable) && rec.Error.Retryable && j.s.noWorkerFor(r, r.start, bound) {
-			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %.8s: tmux_unavailable; durawait up and running at most %s at a time in its bound",
-				sw.id, sw.kind, r.runID, j.s.longestUp(r.start, bound).Round(time.Millisecond)))
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: tmux_unavailable; durawait up and running at most %s at a time in its bound",
+				sw.id, sw.kind, shortRun(r.runID), j.s.longestUp(r.start, bound).Round(time.Millisecond)))
 			return
 		}
-		j.fail(ruleWrongRun, sw, "run %.8s answered the error %s %q; durawait was up and running %s at a stretch within its bound%s",
-			r.runID, rec.Error.Code, rec.Error.Message, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s answered the error %s %q; durawait was up and running %s at a stretch within its bound%s",
+			shortRun(r.runID), rec.Error.Code, rec.Error.Message, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
 		return
 	}
 	watchFrom := r.start
@@ -825,9 +831,9 @@ func (j *judge) judgeTextRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 	switch problem, excuse := j.textOutcome(sw, *rec.Result, watchFrom, true, r, r.closed); {
 	case problem == "":
 	case excuse != "":
-		j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %.8s: %s: %s", sw.id, sw.kind, r.runID, problem, excuse))
+		j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: %s: %s", sw.id, sw.kind, shortRun(r.runID), problem, excuse))
 	default:
-		j.fail(ruleWrongRun, sw, "run %.8s: %s%s", r.runID, problem, j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s: %s%s", shortRun(r.runID), problem, j.evidence(sw, runs))
 	}
 }
 
