@@ -350,7 +350,7 @@ func (j *judge) collectRuns() {
 			if m := pattern.FindStringSubmatch(r.input); m != nil {
 				id = atoi(m[1])
 			}
-			if sw, ok := byID[id]; ok && soakFamily(sw.kind) == map[string]string{workflows.WaitForWorkflowName: "wait_for", workflows.WaitForTextWorkflowName: "wait_for_text"}[r.typ] {
+			if sw, ok := byID[id]; ok && soakFamily(sw.kind) == soakFamilyOfType[r.typ] {
 				j.runs[id] = append(j.runs[id], r)
 			} else {
 				j.strays = append(j.strays, r)
@@ -360,6 +360,11 @@ func (j *judge) collectRuns() {
 	for _, rs := range j.runs {
 		sort.Slice(rs, func(a, b int) bool { return rs[a].start.Before(rs[b].start) })
 	}
+}
+
+// soakFamilyOfType is the tool family of a wait's workflow type.
+var soakFamilyOfType = map[string]string{
+	workflows.WaitForWorkflowName: "wait_for", workflows.WaitForTextWorkflowName: "wait_for_text", workflows.AgentWorkflowName: "agent",
 }
 
 // listRuns lists the runs of the soak's three workflow types.
@@ -396,12 +401,6 @@ func (j *judge) everyAnsweredWaitListed(runs []*soakRun, agentWait map[string]*s
 	listed := map[string]bool{}
 	for _, r := range runs {
 		listed[r.id] = true
-		switch r.typ {
-		case workflows.WaitForWorkflowName:
-			if m := soakProbeInput.FindStringSubmatch(r.input); m != nil {
-				listed["w"+m[1]] = true
-			}
-		}
 	}
 	for id := range agentWait {
 		if !listed[id] {
@@ -687,7 +686,7 @@ func (j *judge) waitForOutcome(sw *soakWait, res waitResult, r *soakRun) (proble
 		(res.LastObservation == pending || (res.Samples == 0 && res.LastObservation == ""))
 	switch {
 	case sw.kind == kindMatch && res.Reason == "matched" && res.Condition == "matches" && res.LastObservation == ready:
-		if flip := nsTime(sw.flipAt.Load()); flip.IsZero() || r.closed.Before(flip) && !r.closed.IsZero() {
+		if flip := nsTime(sw.flipAt.Load()); flip.IsZero() || (!r.closed.IsZero() && r.closed.Before(flip)) {
 			return fmt.Sprintf("matched %q, but its run closed %s, before the flip %s", ready, clock(r.closed), clock(flip)), ""
 		}
 		return "", ""
