@@ -144,15 +144,19 @@ bench-actions: cluster-bins
 	cat $(CURDIR)/actions-report.txt 2>/dev/null; exit $$status
 
 # SOAK_WAITS, SOAK_KILLS: the crash soak's size (make test runs a small one).
+# SOAK_STALLS: the SIGSTOPs of durawait, spread over the run (three each of
+# 5 s, 30 s and 120 s).
 SOAK_WAITS ?= 200
 SOAK_KILLS ?= 1000
+SOAK_STALLS ?= 5s,30s,120s,5s,30s,120s,5s,30s,120s
 
 ## soak: the crash soak: SOAK_WAITS waits of all three kinds in flight while
 ## durawait is killed -9 SOAK_KILLS times (and its downstream server at
-## random); every wait must end right, once (docs/soak.md). Report in
-## soak-report.txt; DURAWAIT_SOAK_SEED=<seed> replays a run
+## random) and stopped for SOAK_STALLS; every wait must end right, once, and
+## the judge counts every answer, run and failed call (docs/soak.md). Report
+## in soak-report.txt; DURAWAIT_SOAK_SEED=<seed> replays a run
 soak:
-	{ DURAWAIT_SOAK_WAITS=$(SOAK_WAITS) DURAWAIT_SOAK_KILLS=$(SOAK_KILLS) \
+	{ DURAWAIT_SOAK_WAITS=$(SOAK_WAITS) DURAWAIT_SOAK_KILLS=$(SOAK_KILLS) DURAWAIT_SOAK_STALLS=$(SOAK_STALLS) \
 		$(GO) test -count=1 -timeout 6h -run '^TestSoakCrashes$$' -v ./internal/e2e/ 2>&1; echo "exit status $$?"; } | tee soak-report.txt
 	@grep -q '^exit status 0$$' soak-report.txt
 

@@ -33,7 +33,8 @@ func newAgentWorkspace(t testing.TB, windowSec int) *agentWorkspace {
 
 // agentsTOML makes the workspace's scripts and work folders and returns the
 // [agents] tables: the fake agent CLI as four providers, one per output
-// format, with a wait window of windowSec.
+// format, with a wait window of windowSec. Each run of the CLI is logged
+// in the workspace's argv.log, and how it ended in ends.log.
 func agentsTOML(w *workspace, windowSec int) string {
 	t := w.t
 	require.NoError(t, os.MkdirAll(w.path("scripts"), 0o755))
@@ -43,7 +44,7 @@ func agentsTOML(w *workspace, windowSec int) string {
 	for name, format := range map[string]string{
 		"fake": "claude-stream-json", "fakecodex": "codex-json", "fakegemini": "gemini-stream-json", "faketext": "text",
 	} {
-		cmd, _ := json.Marshal([]string{bin.fakeagent, "--scripts", w.path("scripts"), "--argv-log", w.path("argv.log"), "{prompt}"})
+		cmd, _ := json.Marshal([]string{bin.fakeagent, "--scripts", w.path("scripts"), "--argv-log", w.path("argv.log"), "--end-log", w.path("ends.log"), "{prompt}"})
 		fmt.Fprintf(&b, "\n[agents.providers.%s]\nformat = %q\ncommand = %s\nresume = [\"--resume\", \"{session_id}\"]\nmodel = [\"--model\", \"{model}\"]\n", name, format, cmd)
 	}
 	return b.String()

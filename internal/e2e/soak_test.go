@@ -23,12 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
-	sdkclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -37,16 +32,30 @@ import (
 // kinds in flight against one `durawait serve`, which is killed with
 // SIGKILL M times at random moments (among them mid-start and mid-result)
 // and restarted, every client calling again after each crash; the
-// downstream probe server is killed at random too. Each wait's outcome is
-// planned up front, and at the end every wait must have finished with
-// exactly that outcome, none twice, none lost. docs/soak.md describes it;
-// `make soak` runs the big one (DURAWAIT_SOAK_WAITS=200,
-// DURAWAIT_SOAK_KILLS=1000), `make test` this small default.
+// downstream probe server is killed at random too, and durawait is stopped
+// (SIGSTOP, then SIGCONT) for the stalls asked. Each wait's outcome is
+// planned up front; the soak records what it did and what it saw, and its
+// judge (soak_judge_test.go) holds every answer, every run of every wait
+// in the engine and every failed call to the contract. docs/soak.md
+// describes it; `make soak` runs the big one (DURAWAIT_SOAK_WAITS=200,
+// DURAWAIT_SOAK_KILLS=1000, stalls of 5, 30 and 120 s), `make test` this
+// small default.
 func TestSoakCrashes(t *testing.T) {
-	knobs := soakKnobsFromEnv(t)
-	s := newSoak(t, knobs)
+	v := runSoak(t, soakKnobsFromEnv(t), bin.durawait)
+	t.Log(v.report)
+	for _, f := range v.failures {
+		t.Errorf("%s", f)
+	}
+}
+
+// runSoak runs the soak against the durawait binary and returns the
+// judge's verdict. The soak's own machinery failing (a tmux command, the
+// engine unreachable) fails t; what durawait did is only in the verdict,
+// so a test can run the soak expecting it to fail.
+func runSoak(t *testing.T, knobs soakKnobs, durawait string) soakVerdict {
+	s := newSoak(t, knobs, durawait)
 	s.run()
-	s.verify()
+	return s.judge()
 }
 
 // soakKnobs are the soak's size and randomness.
@@ -55,10 +64,36 @@ type soakKnobs struct {
 	seed         int64
 	// budget, when set, stops the kills early (the summary says so).
 	budget time.Duration
+	// stalls are the SIGSTOPs of durawait, each this long, spread over the
+	// kill cycles.
+	stalls []time.Duration
+	// matchMaxWait is the max_wait_sec of a wait_for whose file flips;
+	// 0 is flippedMaxWait's default.
+	matchMaxWait int
 }
 
+// Defaults of the knobs the environment does not set. A flipped
+// wait_for's bound is long enough that no storm reaches it: 240 s in the
+// big soak, whose storms last an hour; 60 s in one of at most
+// smallSoakKills kills, whose storm is over within a minute (so a wait
+// wrongly left to its bound answers within the test's time: see
+// TestSoakJudgeFailsAnInjectedFault).
+const (
+	bigSoakMatchMaxWait   = 240
+	smallSoakMatchMaxWait = 60
+	smallSoakKills        = 20
+)
+
+// defaultSoakKnobs are the small soak of make test: N = 12, M = 6, one
+// 5 s stall.
+func defaultSoakKnobs() soakKnobs {
+	return soakKnobs{waits: 12, kills: 6, seed: time.Now().UnixNano(), stalls: []time.Duration{5 * time.Second}}
+}
+
+// soakKnobsFromEnv are the knobs the environment sets, on top of the
+// defaults.
 func soakKnobsFromEnv(t *testing.T) soakKnobs {
-	k := soakKnobs{waits: 12, kills: 6, seed: time.Now().UnixNano()}
+	k := defaultSoakKnobs()
 	envInt := func(name string, into *int) {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -78,7 +113,30 @@ func soakKnobsFromEnv(t *testing.T) soakKnobs {
 		require.NoError(t, err, "DURAWAIT_SOAK_BUDGET")
 		k.budget = d
 	}
+	if v := os.Getenv("DURAWAIT_SOAK_STALLS"); v != "" {
+		k.stalls = nil
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" || f == "none" {
+				continue
+			}
+			d, err := time.ParseDuration(f)
+			require.NoError(t, err, "DURAWAIT_SOAK_STALLS")
+			k.stalls = append(k.stalls, d)
+		}
+	}
+	envInt("DURAWAIT_SOAK_MATCH_MAX_WAIT", &k.matchMaxWait)
 	return k
+}
+
+// flippedMaxWait is the bound of a wait_for whose file flips.
+func (k soakKnobs) flippedMaxWait() int {
+	switch {
+	case k.matchMaxWait > 0:
+		return k.matchMaxWait
+	case k.kills <= smallSoakKills:
+		return smallSoakMatchMaxWait
+	}
+	return bigSoakMatchMaxWait
 }
 
 // soakKind is what a wait waits for and how it is planned to end.
@@ -109,15 +167,53 @@ type soakWait struct {
 
 	startedAt atomic.Int64 // unix ns of the first call, 0 before
 	flipped   atomic.Bool
-	// flipLog is the probe's call log size just before a wait_for's flip.
-	flipLog atomic.Int64
-	done    atomic.Bool
-	// wrong says how the result differed from the plan ("" when right).
-	wrong      string
+	// flipAt is when the wait's condition was made true (unix ns, taken
+	// just before the file was written, the release file made or the
+	// keys typed); 0 while not flipped.
+	flipAt atomic.Int64
+	// appearedAt is, for wait_for_text, when the soak saw the text in the
+	// pane after typing its printf (unix ns): the text was printed
+	// between flipAt and appearedAt.
+	appearedAt atomic.Int64
+	done       atomic.Bool
+
+	mu         sync.Mutex
 	invocation string // the agent invocation the client waited on
 	// calls are the client's calls, with their time and failure, for the
-	// report of a wait that ran twice.
+	// judge's evidence.
 	calls []string
+	// answer is the client's final answer (the text of the result), and
+	// when the call that got it was sent and answered.
+	answer               string
+	answerSent, answerAt time.Time
+}
+
+// setAnswer records the client's final answer.
+func (sw *soakWait) setAnswer(text string, sent, at time.Time) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.answer, sw.answerSent, sw.answerAt = text, sent, at
+}
+
+// note records one of the client's calls.
+func (sw *soakWait) note(call string) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.calls = append(sw.calls, call)
+}
+
+// callLog is the client's calls, one a line, for evidence.
+func (sw *soakWait) callLog() string {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return strings.Join(sw.calls, "\n          ")
+}
+
+func nsTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 func (sw *soakWait) path(s *soak) string { return s.w.path(fmt.Sprintf("probe/w%d", sw.id)) }
@@ -132,13 +228,14 @@ func (sw *soakWait) text() string { return fmt.Sprintf("SOAK%dZ", sw.id) }
 // soak is one run: the workspace, the server, the population of waits and
 // the figures of the report.
 type soak struct {
-	t     *testing.T
-	knobs soakKnobs
-	rng   *rand.Rand // the kill loop's only: plans, moments, choices
-	w     *tmuxWorld
-	addr  string
-	pane  paneInfo
-	srv   *soakServer
+	t        *testing.T
+	knobs    soakKnobs
+	durawait string     // the binary under test
+	rng      *rand.Rand // the kill loop's only: plans, moments, choices
+	w        *tmuxWorld
+	addr     string
+	pane     paneInfo
+	srv      *soakServer
 
 	typing sync.Mutex // one line typed into the pane at a time
 
@@ -146,7 +243,9 @@ type soak struct {
 	waits   []*soakWait
 	pending int // finished waits not yet replaced
 	errs    map[string]int
-	wg      sync.WaitGroup
+	// failures are every failed client call (and connect), for the judge.
+	failures []soakCallFailure
+	wg       sync.WaitGroup
 
 	inflightStarts atomic.Int64 // first calls sent, not yet answered or failed
 	stopRefill     bool
@@ -166,30 +265,61 @@ type soak struct {
 	watch            recoveryWatch
 	killTimes        []time.Time
 	startsRepeated   int // start_agent answered after a failed call, by repeating it with its request_id
-	// unsampledTimeouts are wait_for waits that flipped but answered
-	// timeout with no probe call of theirs between the flip and the bound.
-	unsampledTimeouts int
-	// serverTimeouts are wait_for waits that flipped but were answered by
-	// Temporal's timeout of their loop, from its last heartbeat.
-	serverTimeouts int
-	startFailures  map[string]int // durawait exits during start-up, by their last lines
-	// settleFrom is when the judge began waiting for runs listed open to
-	// close; lateCloses counts those that closed after their client's
-	// answer (settleOpen).
+	// startExits are durawait's exits during start-up, each with its last
+	// log lines: every one fails the run.
+	startExits []string
+	// downs are the stretches in which no durawait process was up and
+	// running: from just before each kill (or the first start) to the
+	// /healthz 200 after the restart, and each stall from just before its
+	// SIGSTOP to just after its SIGCONT. downFrom is the start of the
+	// stretch in progress (zero while durawait is up).
+	downs    []soakDown
+	downFrom time.Time
+	stalls   []soakStall
+	// settleFrom is when the judge began waiting for runs still open to
+	// close.
 	settleFrom time.Time
-	lateCloses int
 	cleanup    sync.Once
 }
 
-func newSoak(t *testing.T, knobs soakKnobs) *soak {
+// soakDown is a stretch in which no durawait process was up and running.
+type soakDown struct {
+	from, to time.Time
+	what     string // "kill 3", "stall 1 (30s)", "first start"
+}
+
+// soakStall is one SIGSTOP of durawait: when it was stopped and continued,
+// and which kinds of waits were open then.
+type soakStall struct {
+	d        time.Duration
+	from, to time.Time
+	open     map[string]int // open waits by family (wait_for, wait_for_text, agent) at the SIGSTOP
+	flipped  int            // waits flipped during the stall by the stall itself
+}
+
+// soakCallFailure is one failed client call: a transport error, an
+// isError answer, or a failed connect (tool "connect"). The judge sorts
+// each into the classes the contract tells a client to retry, or not.
+type soakCallFailure struct {
+	wait *soakWait
+	tool string
+	// conn is when the caller's connection (its MCP session or client) was
+	// made; sent and failed when the call went out and failed.
+	conn, sent, failed time.Time
+	msg                string
+	isError            bool
+}
+
+func newSoak(t *testing.T, knobs soakKnobs, durawait string) *soak {
 	w := newWorkspace(t)
 	require.NoError(t, os.MkdirAll(w.path("probe"), 0o755))
 	tw := newTmuxWorldIn(w, 300, "\n"+agentsTOML(w, 20))
 	s := &soak{
-		t: t, knobs: knobs, rng: rand.New(rand.NewSource(knobs.seed)), w: tw, addr: freeAddr(t),
-		errs: map[string]int{}, killsByKind: map[string]int{}, startFailures: map[string]int{},
+		t: t, knobs: knobs, durawait: durawait, rng: rand.New(rand.NewSource(knobs.seed)), w: tw, addr: freeAddr(t),
+		errs: map[string]int{}, killsByKind: map[string]int{},
 	}
-	t.Logf("soak: N=%d waits, M=%d kills, seed %d (DURAWAIT_SOAK_SEED=%d replays it)", knobs.waits, knobs.kills, knobs.seed, knobs.seed)
+	t.Logf("soak: N=%d waits, M=%d kills, stalls %v, flipped wait_for bound %d s, seed %d (DURAWAIT_SOAK_SEED=%d replays it); durawait %s",
+		knobs.waits, knobs.kills, knobs.stalls, knobs.flippedMaxWait(), knobs.seed, knobs.seed, durawait)
 	return s
 }
 
@@ -201,19 +331,30 @@ type soakServer struct {
 }
 
 // startServer starts durawait and waits for /healthz 200. A durawait that
-// exits during start-up is started again, as a supervisor would (at most
-// five times in a row); each such exit is counted with its last error.
+// exits during start-up fails the run (the judge quotes its last log
+// lines); it is started again, as a supervisor would, so that the rest of
+// the run can still be judged, but five exits in a row end the soak.
 func (s *soak) startServer() {
 	s.t.Helper()
 	for attempt := 1; ; attempt++ {
 		failure := s.tryStart()
 		if failure == "" {
+			s.downs = append(s.downs, soakDown{from: s.downFrom, to: time.Now(), what: s.downWhat()})
+			s.downFrom = time.Time{}
 			return
 		}
-		s.startFailures[failure]++
+		s.startExits = append(s.startExits, failure)
 		s.t.Logf("soak: durawait exited during start-up (attempt %d): %s", attempt, failure)
 		require.Less(s.t, attempt, 5, "durawait failed to start five times in a row; see the lines above")
 	}
+}
+
+// downWhat names the stretch that a start ends.
+func (s *soak) downWhat() string {
+	if len(s.killTimes) == 0 {
+		return "first start"
+	}
+	return fmt.Sprintf("kill %d", len(s.killTimes))
 }
 
 // tryStart starts durawait once; it answers "" once /healthz is 200, or
@@ -223,7 +364,7 @@ func (s *soak) tryStart() string {
 	logf, err := os.OpenFile(s.w.path("durawait.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	require.NoError(s.t, err)
 	fmt.Fprintf(logf, "=== soak: start %d at %s\n", len(s.healthz), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(bin.durawait, serveArgs(s.w.config, s.addr)...)
+	cmd := exec.Command(s.durawait, serveArgs(s.w.config, s.addr)...)
 	cmd.Env = append(os.Environ(), s.w.env()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	began := time.Now()
@@ -261,12 +402,18 @@ func (s *soak) lastErrors() string {
 	return strings.Join(errs, "\n    ")
 }
 
-// killServer kills durawait with SIGKILL, as a crash would.
+// killServer kills durawait with SIGKILL, as a crash would. The kill's
+// time is taken before the signal, so the judge's record of when durawait
+// was down holds the whole of it.
 func (s *soak) killServer() {
 	s.markKill()
+	at := time.Now()
+	if s.downFrom.IsZero() {
+		s.downFrom = at
+	}
 	_ = s.srv.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.srv.done
-	s.killTimes = append(s.killTimes, time.Now())
+	s.killTimes = append(s.killTimes, at)
 }
 
 // probePID is the demo probe server durawait runs (a stdio child, found
@@ -294,6 +441,7 @@ func (s *soak) probePID() int {
 // every wait finish.
 func (s *soak) run() {
 	s.began = time.Now()
+	s.downFrom = s.began
 	s.startServer()
 	c, err := s.connectMCPGo(context.Background())
 	require.NoError(s.t, err)
@@ -305,10 +453,14 @@ func (s *soak) run() {
 	go func() { defer close(flipsDone); s.flipper(stopFlips) }()
 
 	s.launch(s.knobs.waits)
+	stallsAt := s.stallSchedule()
 	for i := 0; i < s.knobs.kills; i++ {
 		if s.knobs.budget > 0 && time.Since(s.began) > s.knobs.budget {
 			s.budgetHit = true
 			break
+		}
+		for _, d := range stallsAt[i] {
+			s.stallCycle(d)
 		}
 		s.killCycle(i)
 		s.killsDone++
@@ -324,12 +476,16 @@ func (s *soak) run() {
 	go func() { s.wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(6 * time.Minute):
-		s.t.Errorf("soak: waits still unfinished 6 minutes after the last kill (lost): %s", s.progress())
+	case <-time.After(soakLostAfter):
+		s.t.Logf("soak: waits still unfinished %s after the last kill (lost): %s", soakLostAfter, s.progress())
 	}
 	close(stopFlips)
 	<-flipsDone
 }
+
+// soakLostAfter is how long after the last kill every client must have
+// its answer; a wait without one is lost.
+const soakLostAfter = 6 * time.Minute
 
 // progress is a one-line count of the waits by state.
 func (s *soak) progress() string {
@@ -401,18 +557,6 @@ type recoveryWatch struct {
 	killedAt time.Time
 	size     int64
 	active   bool
-}
-
-// readsBetween counts the probe calls of sw's file logged between the call
-// log offsets from and to; -1 when from is unknown (never flipped).
-func (s *soak) readsBetween(sw *soakWait, from, to int64) int {
-	b, err := os.ReadFile(s.w.path("calls.log"))
-	if err != nil || from <= 0 || from > int64(len(b)) {
-		return -1
-	}
-	to = min(to, int64(len(b)))
-	needle := fmt.Sprintf("probe/w%d\"", sw.id)
-	return strings.Count(string(b[from:max(from, to)]), needle)
 }
 
 func (s *soak) callLogSize() int64 {
@@ -507,6 +651,92 @@ func (s *soak) killMidResult() {
 	}
 }
 
+// stallSchedule spreads the stalls evenly over the kill cycles: the
+// stalls to make before each cycle's kill, by cycle.
+func (s *soak) stallSchedule() map[int][]time.Duration {
+	at := map[int][]time.Duration{}
+	n := len(s.knobs.stalls)
+	for j, d := range s.knobs.stalls {
+		i := (j + 1) * s.knobs.kills / (n + 1)
+		at[i] = append(at[i], d)
+	}
+	return at
+}
+
+// soakFamily is the tool family of a kind: what "waits of all three kinds
+// open" counts.
+func soakFamily(k soakKind) string {
+	switch k {
+	case kindMatch, kindTimeout:
+		return "wait_for"
+	case kindText:
+		return "wait_for_text"
+	}
+	return "agent"
+}
+
+// openByFamily counts the waits whose first call went out and whose
+// client has no answer yet, by family.
+func (s *soak) openByFamily() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := map[string]int{}
+	for _, sw := range s.waits {
+		if sw.startedAt.Load() != 0 && !sw.done.Load() {
+			open[soakFamily(sw.kind)]++
+		}
+	}
+	return open
+}
+
+// stallCycle stops durawait (SIGSTOP) for d with waits of all three kinds
+// open, flips a few of them while it is stopped (their answers are due
+// during the stall), then lets it go on (SIGCONT). An agent CLI must live
+// through it, every wait must still end right, and the judge reports how
+// soon after the SIGCONT the due answers came.
+func (s *soak) stallCycle(d time.Duration) {
+	s.gap(time.Duration(200+s.rng.Intn(1800)) * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for open := s.openByFamily(); len(open) < 3 && time.Now().Before(deadline); open = s.openByFamily() {
+		s.gap(50 * time.Millisecond)
+	}
+	quota := map[soakKind]int{kindMatch: 2, kindText: 2, kindAgentOK: 1, kindAgentBlocked: 1}
+	var picked []*soakWait
+	s.mu.Lock()
+	for _, sw := range s.waits {
+		if quota[sw.kind] > 0 && sw.startedAt.Load() != 0 && !sw.flipped.Load() && !sw.done.Load() {
+			quota[sw.kind]--
+			if sw.kind == kindAgentOK || sw.kind == kindAgentBlocked {
+				// one agent released; the others stay running through the stall
+				quota[kindAgentOK], quota[kindAgentBlocked] = 0, 0
+			}
+			picked = append(picked, sw)
+		}
+	}
+	s.mu.Unlock()
+	st := soakStall{d: d, open: s.openByFamily(), flipped: len(picked)}
+	st.from = time.Now()
+	require.NoError(s.t, s.srv.cmd.Process.Signal(syscall.SIGSTOP))
+	s.gap(min(time.Second, d/2))
+	for _, sw := range picked {
+		s.flip(sw)
+	}
+	s.gap(time.Until(st.from.Add(d)))
+	require.NoError(s.t, s.srv.cmd.Process.Signal(syscall.SIGCONT))
+	st.to = time.Now()
+	s.stalls = append(s.stalls, st)
+	s.downs = append(s.downs, soakDown{from: st.from, to: st.to, what: fmt.Sprintf("stall %d (%s)", len(s.stalls), d)})
+	s.t.Logf("soak: stall %d: durawait stopped %s with %v open, %d flipped meanwhile", len(s.stalls), d, st.open, st.flipped)
+	s.gap(stallAftermath)
+}
+
+// stallAftermath is how long durawait runs on after a SIGCONT before the
+// next kill: the engine's timers that came due while it was stopped (the
+// heartbeat timeouts: agents 10 s, pane watches 5 s, probe loops 2 s here)
+// fire at once, and what they do (retry an attempt, cancel the old one)
+// must happen before a kill would wipe it out.
+const stallAftermath = workflows.AgentHeartbeatTimeout + 5*time.Second
+
 // refill replaces the finished waits with new ones.
 func (s *soak) refill() {
 	s.mu.Lock()
@@ -556,7 +786,7 @@ func (s *soak) plan() *soakWait {
 	if id < int(soakKinds) {
 		kind = soakKind(id) // the first waits cover every planned outcome, whatever the seed
 	}
-	sw := &soakWait{id: id, kind: kind, maxWait: 240,
+	sw := &soakWait{id: id, kind: kind, maxWait: s.knobs.flippedMaxWait(),
 		flipAfter: time.Duration(1000+s.rng.Intn(11000)) * time.Millisecond,
 		// Both protocol eras, each for every planned outcome (ids 0-4 one,
 		// 5-9 the other, and so on).
@@ -617,9 +847,14 @@ func (s *soak) flip(sw *soakWait) {
 	if sw.flipped.Swap(true) {
 		return
 	}
+	if sw.kind == kindText {
+		// The time is taken once it is this flip's turn to type.
+		s.typing.Lock()
+		defer s.typing.Unlock()
+	}
+	sw.flipAt.Store(time.Now().UnixNano())
 	switch sw.kind {
 	case kindMatch:
-		sw.flipLog.Store(s.callLogSize())
 		if err := os.WriteFile(sw.path(s), []byte(fmt.Sprintf("READY %d", sw.id)), 0o644); err != nil {
 			s.t.Errorf("flip %d: %v", sw.id, err)
 		}
@@ -628,15 +863,30 @@ func (s *soak) flip(sw *soakWait) {
 			s.t.Errorf("flip %d: %v", sw.id, err)
 		}
 	case kindText:
-		s.typing.Lock()
-		defer s.typing.Unlock()
 		// The command line typed does not hold the text; its output does.
 		out, err := exec.Command("tmux", "-S", s.w.socket, "send-keys", "-t", s.pane.PaneID, "-l",
 			fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id), ";", "send-keys", "-t", s.pane.PaneID, "Enter").CombinedOutput()
 		if err != nil {
 			s.t.Errorf("flip %d: tmux: %v: %s", sw.id, err, out)
+			return
 		}
+		s.notePrinted(sw)
 	}
+}
+
+// notePrinted records when the text of sw is in the pane: the shell ran
+// the printf between the flip and then.
+func (s *soak) notePrinted(sw *soakWait) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command("tmux", "-S", s.w.socket, "capture-pane", "-p", "-J", "-S", "-50", "-t", s.pane.PaneID).Output()
+		if err == nil && strings.Contains(string(out), sw.text()) {
+			sw.appearedAt.Store(time.Now().UnixNano())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.t.Errorf("flip %d: %s not in the pane 10 s after its printf was typed", sw.id, sw.text())
 }
 
 // soakProtocols are the MCP protocol versions the soak's clients speak.
@@ -735,25 +985,42 @@ func (s *soak) connectGoSDK(ctx context.Context, protocol string) (soakConn, err
 }
 
 // soakCaller is one wait's client: it calls again, reconnecting, after
-// any failure, as real clients do, and counts each failure by message.
+// any failure, as real clients do, and records each failure for the judge.
 type soakCaller struct {
 	s  *soak
 	sw *soakWait
 	c  soakConn
+	// connected is when c was made.
+	connected time.Time
 	// onSend runs once, as the first call is sent.
 	onSend  func()
 	backoff time.Duration
+	// sent and answered are the times of the last call that succeeded.
+	sent, answered time.Time
 }
 
 var soakNumbers = regexp.MustCompile(`[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+|[0-9a-f]{12,}|[0-9]{4,}`)
 
-func (s *soak) countErr(tool, msg string) {
+// soakMessage is a failure's message with its numbers, addresses and IDs
+// replaced by N, cut to 160 characters: failures of one kind read alike.
+func soakMessage(msg string) string {
 	msg = soakNumbers.ReplaceAllString(msg, "N")
 	if len(msg) > 160 {
 		msg = msg[:160] + "…"
 	}
+	return msg
+}
+
+// recordFailure keeps a failed call for the judge and counts it by
+// message for the report.
+func (s *soak) recordFailure(f soakCallFailure) {
+	kind := f.tool
+	if f.isError {
+		kind += " (isError)"
+	}
 	s.mu.Lock()
-	s.errs[tool+": "+msg]++
+	s.errs[kind+": "+soakMessage(f.msg)]++
+	s.failures = append(s.failures, f)
 	s.mu.Unlock()
 }
 
@@ -771,15 +1038,16 @@ func (c *soakCaller) retry() {
 }
 
 // once makes one attempt: connected if need be, one call; a failure or
-// an isError answer is counted and returned as an error.
+// an isError answer is recorded and returned as an error.
 func (c *soakCaller) once(tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	if c.c == nil {
+		began := time.Now()
 		cl, err := c.s.connect(context.Background(), c.sw.protocol)
 		if err != nil {
-			c.s.countErr("connect", err.Error())
+			c.s.recordFailure(soakCallFailure{wait: c.sw, tool: "connect", conn: began, sent: began, failed: time.Now(), msg: err.Error()})
 			return nil, err
 		}
-		c.c = cl
+		c.c, c.connected = cl, began
 	}
 	if c.onSend != nil {
 		c.onSend()
@@ -789,21 +1057,29 @@ func (c *soakCaller) once(tool string, args map[string]any) (*mcp.CallToolResult
 	sent := time.Now()
 	res, err := c.c.call(ctx, tool, args)
 	cancel()
-	note := fmt.Sprintf("%s %s sent, answered %s", tool, sent.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
-	if err != nil {
+	answered := time.Now()
+	note := fmt.Sprintf("%s %s sent, answered %s", tool, sent.Format("15:04:05.000"), answered.Format("15:04:05.000"))
+	switch {
+	case err != nil:
 		note += ": " + err.Error()
+	case res.IsError:
+		note += ": isError " + resultText(res)
 	}
-	c.sw.calls = append(c.sw.calls, note)
+	c.sw.note(note)
+	failure := soakCallFailure{wait: c.sw, tool: tool, conn: c.connected, sent: sent, failed: answered}
 	if err != nil {
-		c.s.countErr(tool, err.Error())
+		failure.msg = err.Error()
+		c.s.recordFailure(failure)
 		c.close()
 		return nil, err
 	}
 	if res.IsError {
-		c.s.countErr(tool+" (isError)", resultText(res))
+		failure.msg, failure.isError = resultText(res), true
+		c.s.recordFailure(failure)
 		return nil, fmt.Errorf("%s", resultText(res))
 	}
 	c.backoff = 0
+	c.sent, c.answered = sent, answered
 	return res, nil
 }
 
@@ -843,66 +1119,37 @@ func (s *soak) runWait(sw *soakWait) {
 	}
 }
 
-// soakLoopMargin is how far past max_wait_sec a probe loop's own answer
-// can be: it answers within max_wait_sec + 1 s (limits.md). A later
-// elapsed time is Temporal's timeout of the loop answered by the workflow
-// from the last heartbeat.
-const soakLoopMargin = 5 * time.Second
-
-func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
-	args := map[string]any{
-		"probe":        map[string]any{"tool": "read_file", "args": map[string]any{"path": sw.path(s)}},
-		"until":        map[string]any{"matches": "^READY"},
-		"poll_sec":     1,
-		"max_wait_sec": sw.maxWait,
-	}
+// startedAfterASecond makes c's first send end the start a second later.
+func startedAfterASecond(c *soakCaller, started func()) {
 	sent := c.onSend
 	c.onSend = func() {
 		sent()
 		go func() { time.Sleep(time.Second); started() }()
 	}
-	res := c.call("wait_for", args)
-	var r waitResult
-	if err := json.Unmarshal([]byte(resultText(res)), &r); err != nil {
-		sw.wrong = "undecodable result: " + resultText(res)
-		return
-	}
-	switch sw.kind {
-	case kindMatch:
-		// The contract's answer when no probe call of this file was
-		// logged from just before the flip to the answer (a window that
-		// holds the flip-to-bound one): the storm left no worker up to
-		// sample it. Any call in that window makes the timeout wrong,
-		// unless the answer came from Temporal's timeout of the loop (its
-		// elapsed time is past the bound plus the activity's margin, which
-		// no loop reaches): no worker lived to record that call, and the
-		// workflow answered from the last heartbeat, as wait_for.md says.
-		pending := r.Reason == "timeout" && r.LastObservation == fmt.Sprintf("pending %d", sw.id) && r.ElapsedSec >= float64(sw.maxWait)-0.5
-		switch {
-		case pending && s.readsBetween(sw, sw.flipLog.Load(), s.callLogSize()) == 0:
-			s.mu.Lock()
-			s.unsampledTimeouts++
-			s.mu.Unlock()
-			s.t.Logf("wait %d (wait_for matched) answered timeout with no probe call of its file after its flip: %+v", sw.id, r)
-			return
-		case pending && r.ElapsedSec > float64(sw.maxWait)+soakLoopMargin.Seconds():
-			s.mu.Lock()
-			s.serverTimeouts++
-			s.mu.Unlock()
-			s.t.Logf("wait %d (wait_for matched) answered by Temporal's timeout of its loop from the last heartbeat (no worker finished it): %+v", sw.id, r)
-			return
-		}
-		if r.Reason != "matched" || r.LastObservation != fmt.Sprintf("READY %d", sw.id) {
-			sw.wrong = fmt.Sprintf("want matched on %q, got %+v", fmt.Sprintf("READY %d", sw.id), r)
-		}
-	case kindTimeout:
-		pending := fmt.Sprintf("pending %d", sw.id)
-		if r.Reason != "timeout" || (r.LastObservation != pending && r.Samples > 0) || r.ElapsedSec < float64(sw.maxWait)-0.5 {
-			sw.wrong = fmt.Sprintf("want timeout after %d s on %q, got %+v", sw.maxWait, pending, r)
-		}
+}
+
+// waitForArgs are the arguments of sw's wait_for call.
+func (sw *soakWait) waitForArgs(s *soak) map[string]any {
+	return map[string]any{
+		"probe":        map[string]any{"tool": "read_file", "args": map[string]any{"path": sw.path(s)}},
+		"until":        map[string]any{"matches": "^READY"},
+		"poll_sec":     soakPollSec,
+		"max_wait_sec": sw.maxWait,
 	}
 }
 
+// soakPollSec is every soak wait_for's poll_sec.
+const soakPollSec = 1
+
+// runWaitFor calls wait_for until it answers; the judge reads the answer.
+func (s *soak) runWaitFor(c *soakCaller, sw *soakWait, started func()) {
+	startedAfterASecond(c, started)
+	res := c.call("wait_for", sw.waitForArgs(s))
+	sw.setAnswer(resultText(res), c.sent, c.answered)
+}
+
+// runAgent starts the agent and calls wait_agent until it answers
+// finished; the judge reads that answer.
 func (s *soak) runAgent(c *soakCaller, sw *soakWait, started func()) {
 	provider := "fake"
 	if sw.kind == kindAgentBlocked {
@@ -912,28 +1159,16 @@ func (s *soak) runAgent(c *soakCaller, sw *soakWait, started func()) {
 	args := map[string]any{"provider": provider, "prompt": sw.prompt(), "request_id": fmt.Sprintf("soak-%d-%d", s.knobs.seed, sw.id)}
 	id := s.startAgent(c, args)
 	started()
+	sw.mu.Lock()
 	sw.invocation = id
+	sw.mu.Unlock()
 	for {
 		res := c.call("wait_agent", map[string]any{"invocation_id": id})
 		var p payload
-		if err := json.Unmarshal([]byte(resultText(res)), &p); err != nil {
-			sw.wrong = "undecodable wait_agent result: " + resultText(res)
+		if err := json.Unmarshal([]byte(resultText(res)), &p); err != nil || p.Reason == "finished" {
+			sw.setAnswer(resultText(res), c.sent, c.answered)
 			return
 		}
-		if p.Reason != "finished" {
-			continue
-		}
-		switch sw.kind {
-		case kindAgentOK:
-			if p.Status != "succeeded" || p.output() != fmt.Sprintf("done %d", sw.id) {
-				sw.wrong = fmt.Sprintf("want succeeded with %q, got %s", fmt.Sprintf("done %d", sw.id), resultText(res))
-			}
-		case kindAgentBlocked:
-			if p.Status != "blocked" || p.Error == nil || p.Error.Code != "auth_failed" {
-				sw.wrong = "want blocked with auth_failed, got " + resultText(res)
-			}
-		}
-		return
 	}
 }
 
@@ -954,355 +1189,20 @@ func (s *soak) startAgent(c *soakCaller, args map[string]any) string {
 				}
 				return p.InvocationID
 			}
-			s.countErr("start_agent", "undecodable answer: "+resultText(res))
+			s.recordFailure(soakCallFailure{wait: c.sw, tool: "start_agent", conn: c.connected, sent: c.sent, failed: c.answered,
+				msg: "undecodable answer: " + resultText(res), isError: true})
 		}
 		c.retry()
 	}
 }
 
+// runText calls wait_for_text until it answers; the judge reads the answer.
 func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
-	sent := c.onSend
-	c.onSend = func() {
-		sent()
-		go func() { time.Sleep(time.Second); started() }()
-	}
+	startedAfterASecond(c, started)
 	res := c.call("wait_for_text", map[string]any{
 		"target": map[string]any{"paneId": s.pane.PaneID, "generation": s.pane.Generation}, "text": sw.text(),
 	})
-	var r textResult
-	if err := json.Unmarshal([]byte(resultText(res)), &r); err != nil {
-		sw.wrong = "undecodable result: " + resultText(res)
-		return
-	}
-	if !r.Matched || r.Text != sw.text() {
-		sw.wrong = fmt.Sprintf("want matched %q, got %s", sw.text(), resultText(res))
-	}
-}
-
-// verify checks every wait against its plan, the engine's record of the
-// workflows (each closed, none left open) and the fake agent's own record
-// of its runs, and logs the report.
-func (s *soak) verify() {
-	t := s.t
-	wall := time.Since(s.began)
-	byKind := map[soakKind]int{}
-	s.rightByProtocol = map[string]int{}
-	wrong, lost := 0, 0
-	for _, sw := range s.waits {
-		switch {
-		case !sw.done.Load():
-			lost++
-			t.Errorf("lost: wait %d (%s) never finished", sw.id, sw.kind)
-		case sw.wrong != "":
-			wrong++
-			t.Errorf("wrong: wait %d (%s): %s", sw.id, sw.kind, sw.wrong)
-		default:
-			byKind[sw.kind]++
-			s.rightByProtocol[sw.protocol]++
-		}
-	}
-	// Waits 0-4 and 5-9 speak one era each, every planned outcome: both
-	// eras must have carried waits to their right answer.
-	if len(s.waits) >= len(soakProtocols)*int(soakKinds) {
-		for _, p := range soakProtocols {
-			assert.Positive(t, s.rightByProtocol[p], "no wait of a client speaking %s finished right", p)
-		}
-	}
-	runs := s.workflowRuns()
-	twice := s.checkRuns(runs)
-	s.explainReruns(runs)
-	s.report(wall, byKind, wrong, twice, lost, runs)
-}
-
-// wfRuns are the engine's runs of one workflow type: per workflow ID, the
-// closed runs and the open ones; for agents, the prompt of each ID.
-type wfRuns struct {
-	closed, open map[string]int
-	prompt       map[string]string
-}
-
-func (s *soak) workflowRuns() map[string]*wfRuns {
-	t := s.t
-	tc := temporalClient(t, s.w.owner().Engine)
-	out := map[string]*wfRuns{}
-	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName} {
-		var r *wfRuns
-		// Visibility trails the closes a little: wait until no run of
-		// ours is listed open, or the limit passes.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			r = &wfRuns{closed: map[string]int{}, open: map[string]int{}, prompt: map[string]string{}}
-			var token []byte
-			for {
-				resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-					Query: fmt.Sprintf("WorkflowType = '%s'", typ), NextPageToken: token, PageSize: 1000,
-				})
-				require.NoError(t, err)
-				for _, e := range resp.Executions {
-					id := e.Execution.WorkflowId
-					if e.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-						r.open[id]++
-					} else {
-						r.closed[id]++
-					}
-					if p, ok := e.GetMemo().GetFields()["prompt"]; ok {
-						var str string
-						if converter.GetDefaultDataConverter().FromPayload(p, &str) == nil {
-							r.prompt[id] = str
-						}
-					}
-				}
-				token = resp.NextPageToken
-				if len(token) == 0 {
-					break
-				}
-			}
-			if len(r.open) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		out[typ] = r
-	}
-	return out
-}
-
-// checkRuns counts what ran twice: an agent CLI run more often than its
-// invocations (the fake agent's argv log), and asserts that no workflow
-// is left open and every wait has a closed workflow.
-func (s *soak) checkRuns(runs map[string]*wfRuns) int {
-	t := s.t
-	twice := 0
-	tc := temporalClient(t, s.w.owner().Engine)
-	for typ, r := range runs {
-		for id, n := range r.open {
-			if s.settleOpen(tc, typ, id) {
-				// History closed it: count it with the closed ones.
-				delete(r.open, id)
-				r.closed[id] += n
-			}
-		}
-	}
-	want := map[string]int{}
-	for _, sw := range s.waits {
-		switch sw.kind {
-		case kindMatch, kindTimeout:
-			want[workflows.WaitForWorkflowName]++
-		case kindText:
-			want[workflows.WaitForTextWorkflowName]++
-		}
-	}
-	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
-		// Each planned wait has its own arguments, so its own workflow ID.
-		assert.Equal(t, want[typ], len(runs[typ].closed), "%s: one workflow ID closed per planned wait", typ)
-	}
-	// The fake agent CLI's own record: one run per invocation.
-	cliRuns := map[string]int{}
-	for _, line := range strings.Split(readFile(s.w.path("argv.log")), "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			cliRuns[f[len(f)-1]]++
-		}
-	}
-	invocations := map[string]int{}
-	for id, prompt := range runs[workflows.AgentWorkflowName].prompt {
-		if runs[workflows.AgentWorkflowName].closed[id] > 0 {
-			invocations[prompt]++
-		}
-	}
-	for _, sw := range s.waits {
-		if sw.kind != kindAgentOK && sw.kind != kindAgentBlocked {
-			continue
-		}
-		p := sw.prompt()
-		// None twice; a wait whose CLI never ran is already wrong (its
-		// planned output is missing), so it is not counted here again.
-		if invocations[p] > 1 || cliRuns[p] > 1 {
-			twice++
-			t.Errorf("agent wait %d: %d invocations with prompt %s and %d runs of its CLI, want one of each", sw.id, invocations[p], p, cliRuns[p])
-		}
-		if cliRuns[p] == 0 && sw.wrong == "" {
-			t.Errorf("agent wait %d: its CLI never ran, yet its result was right", sw.id)
-		}
-	}
-	return twice
-}
-
-// openSettleLimit bounds how long the judge waits, after every client had
-// its answer, for a run the engine still lists open: an answer delivered
-// in process (the probe loop's observer) can precede its run's close by a
-// kill, and the run closes once a restarted worker re-runs its activity
-// (after the heartbeat timeout), within the wait's 300 s cap.
-const openSettleLimit = 6 * time.Minute
-
-// settleOpen waits, up to openSettleLimit from the first call, for the
-// history of workflow id (listed open by visibility) to close, and reports
-// whether it did. Either way it logs what the history says and the client
-// calls of its wait, so a run left open is explained, not just counted.
-func (s *soak) settleOpen(tc sdkclient.Client, typ, id string) bool {
-	if s.settleFrom.IsZero() {
-		s.settleFrom = time.Now()
-	}
-	var desc *workflowservice.DescribeWorkflowExecutionResponse
-	for {
-		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
-		if err == nil {
-			desc = d
-			if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				break
-			}
-		}
-		if time.Since(s.settleFrom) > openSettleLimit {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
-	info := desc.GetWorkflowExecutionInfo()
-	what := fmt.Sprintf("%s %s: history says %s, started %s, %d events", typ, id, info.GetStatus(),
-		info.GetStartTime().AsTime().Local().Format("15:04:05.000"), info.GetHistoryLength())
-	if ct := info.GetCloseTime(); ct != nil {
-		what += ", closed " + ct.AsTime().Local().Format("15:04:05.000")
-	}
-	for _, a := range desc.GetPendingActivities() {
-		what += fmt.Sprintf("; pending %s attempt %d %s, last heartbeat %s, last failure %q", a.GetActivityType().GetName(),
-			a.GetAttempt(), a.GetState(), a.GetLastHeartbeatTime().AsTime().Local().Format("15:04:05.000"), a.GetLastFailure().GetMessage())
-	}
-	lines, sw := s.runsOf(tc, id)
-	closed := desc != nil && info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-	client := "no wait matches its input"
-	if sw != nil {
-		client = fmt.Sprintf("wait %d (%s), client: %s", sw.id, sw.kind, strings.Join(sw.calls, "\n          "))
-	}
-	switch {
-	case closed && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		s.lateCloses++
-		s.t.Logf("closed after its client's answer: %s\n  %s\n  %s", what, strings.Join(lines, "\n  "), client)
-	case closed:
-		s.t.Errorf("closed, but not completed, after its client's answer: %s\n  %s\n  %s", what, strings.Join(lines, "\n  "), client)
-	default:
-		s.t.Errorf("still open %s after every client had its result: %s\n  %s\n  %s",
-			time.Since(s.settleFrom).Round(time.Second), what, strings.Join(lines, "\n  "), client)
-	}
-	return closed
-}
-
-// runsOf lists the runs of workflow id (visibility) and finds the planned
-// wait its input names (nil: none).
-func (s *soak) runsOf(tc sdkclient.Client, id string) ([]string, *soakWait) {
-	resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("WorkflowId = '%s'", id),
-	})
-	if err != nil {
-		return []string{"list runs: " + err.Error()}, nil
-	}
-	var lines []string
-	input := ""
-	for _, e := range resp.Executions {
-		lines = append(lines, fmt.Sprintf("run %s started %s closed %s %s", e.Execution.RunId[:8],
-			e.StartTime.AsTime().Local().Format("15:04:05.000"), e.CloseTime.AsTime().Local().Format("15:04:05.000"), e.Status))
-		it := tc.GetWorkflowHistory(context.Background(), id, e.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		if ev, err := it.Next(); err == nil {
-			for _, p := range ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads() {
-				input = string(p.GetData())
-			}
-		}
-	}
-	for _, w := range s.waits {
-		if (w.kind == kindText && strings.Contains(input, w.text())) ||
-			((w.kind == kindMatch || w.kind == kindTimeout) && strings.Contains(input, fmt.Sprintf("probe/w%d\"", w.id))) {
-			return lines, w
-		}
-	}
-	return append(lines, "input "+input), nil
-}
-
-// explainReruns logs, for each wait whose workflow ID has more than one
-// run, the runs and the client's calls, next to the kills.
-func (s *soak) explainReruns(runs map[string]*wfRuns) {
-	tc := temporalClient(s.t, s.w.owner().Engine)
-	var kills []string
-	for _, k := range s.killTimes {
-		kills = append(kills, k.Format("15:04:05.000"))
-	}
-	logged := 0
-	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
-		for id, n := range runs[typ].closed {
-			if n < 2 {
-				continue
-			}
-			logged++
-			if logged > 5 {
-				continue
-			}
-			lines, sw := s.runsOf(tc, id)
-			if sw == nil {
-				s.t.Logf("rerun %s %s: %s", typ, id, strings.Join(lines, "; "))
-				continue
-			}
-			s.t.Logf("rerun: wait %d (%s), %s:\n  %s\n  client: %s\n  kills: %s", sw.id, sw.kind, id,
-				strings.Join(lines, "\n  "), strings.Join(sw.calls, "\n          "), strings.Join(kills, " "))
-		}
-	}
-}
-
-func (s *soak) report(wall time.Duration, byKind map[soakKind]int, wrong, twice, lost int, runs map[string]*wfRuns) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "soak report (seed %d)\n", s.knobs.seed)
-	fmt.Fprintf(&b, "  N (waits in flight)         %d\n", s.knobs.waits)
-	fmt.Fprintf(&b, "  M (kills of durawait)       %d of %d", s.killsDone, s.knobs.kills)
-	if s.budgetHit {
-		fmt.Fprintf(&b, " (DURAWAIT_SOAK_BUDGET %s reached)", s.knobs.budget)
-	}
-	b.WriteString("\n")
-	for _, k := range sortedKeys(s.killsByKind) {
-		fmt.Fprintf(&b, "    %-44s %d\n", k, s.killsByKind[k])
-	}
-	fmt.Fprintf(&b, "  mid-start: first calls in flight at the kill  p50 %d, max %d\n", p50i(s.midStartInFlight), maxi(s.midStartInFlight))
-	fmt.Fprintf(&b, "  mid-result: flipped waits undelivered at the kill  p50 %d, max %d\n", p50i(s.midResultPending), maxi(s.midResultPending))
-	fmt.Fprintf(&b, "  downstream probe server kills %d\n", s.downstreamKills)
-	fmt.Fprintf(&b, "  start_agent calls answered when repeated with their request_id after a failed call %d\n", s.startsRepeated)
-	fmt.Fprintf(&b, "  runs listed open after every answer that then closed (answered in process, then a kill) %d\n", s.lateCloses)
-	fmt.Fprintf(&b, "  wait_for flipped but answered timeout, no probe call of it between flip and bound (the contract's answer) %d\n", s.unsampledTimeouts)
-	fmt.Fprintf(&b, "  wait_for flipped but answered timeout by Temporal's timeout of its loop, from the last heartbeat (the contract's answer) %d\n", s.serverTimeouts)
-	total := 0
-	for k := soakKind(0); k < soakKinds; k++ {
-		fmt.Fprintf(&b, "  finished right: %-22s %d\n", k, byKind[k])
-		total += byKind[k]
-	}
-	fmt.Fprintf(&b, "  waits planned %d, finished right %d\n", len(s.waits), total)
-	fmt.Fprintf(&b, "  finished right by protocol: %s %d (mcp-go, sessions), %s %d (official Go SDK, stateless)\n",
-		soakProtocols[0], s.rightByProtocol[soakProtocols[0]], soakProtocols[1], s.rightByProtocol[soakProtocols[1]])
-	fmt.Fprintf(&b, "  wrong %d, twice %d, lost %d\n", wrong, twice, lost)
-	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName} {
-		r := runs[typ]
-		extra := 0
-		for _, n := range r.closed {
-			extra += n - 1
-		}
-		fmt.Fprintf(&b, "  %s workflows: %d IDs closed, %d more runs (an identical call after a close whose answer the kill cut off starts anew)\n", typ, len(r.closed), extra)
-	}
-	fmt.Fprintf(&b, "  wall time %s\n", time.Since(s.began).Round(time.Second))
-	fmt.Fprintf(&b, "  restart -> /healthz 200  p50 %s, max %s (%d starts)\n", p50d(s.healthz), maxd(s.healthz), len(s.healthz))
-	fmt.Fprintf(&b, "  kill -> probes sampling again  p50 %s, max %s (%d measured; %d kills came before sampling resumed)\n",
-		p50d(s.recovery), maxd(s.recovery), len(s.recovery), s.notRecovered)
-	fmt.Fprintf(&b, "  durawait exits during start-up (started again): %d\n", sumValues(s.startFailures))
-	for _, k := range sortedKeys(s.startFailures) {
-		fmt.Fprintf(&b, "    %d x %s\n", s.startFailures[k], k)
-	}
-	b.WriteString("  client call failures (each retried), by message:\n")
-	errKeys := sortedKeys(s.errs)
-	sort.SliceStable(errKeys, func(i, j int) bool { return s.errs[errKeys[i]] > s.errs[errKeys[j]] })
-	for _, k := range errKeys {
-		fmt.Fprintf(&b, "    %6d  %s\n", s.errs[k], k)
-	}
-	s.t.Log(b.String())
-}
-
-func sumValues(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
+	sw.setAnswer(resultText(res), c.sent, c.answered)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,7 +1,13 @@
 // Command fakeagent stands in for an agent CLI in durawait's tests: it
 // replays a recorded output stream with controlled timing.
 //
-//	fakeagent --scripts DIR [--argv-log FILE] [--resume ID] [--model M] NAME [words...]
+//	fakeagent --scripts DIR [--argv-log FILE] [--end-log FILE] [--resume ID] [--model M] NAME [words...]
+//
+// --end-log records how each run ended, one line "NAME exit CODE" or "NAME
+// signal SIGNAL" (SIGTERM, SIGINT or SIGHUP, by Go's name, e.g.
+// "terminated": recorded, then the run dies of that signal as it would
+// have without the record; a SIGKILL leaves no line), so a test can tell a
+// CLI that finished from one that was killed.
 //
 // It plays DIR/NAME.script line by line. A line is printed as it is (with
 // {session} replaced by the --resume ID, or "sess-new"), except directives:
@@ -35,6 +41,7 @@ import (
 func main() {
 	scripts := flag.String("scripts", "", "folder of the scripts")
 	argvLog := flag.String("argv-log", "", "append this run's arguments to this file")
+	endLog := flag.String("end-log", "", "append how this run ended to this file")
 	resume := flag.String("resume", "", "session to resume")
 	_ = flag.String("model", "", "model name")
 	flag.Parse()
@@ -49,6 +56,7 @@ func main() {
 		os.Exit(2)
 	}
 	name := strings.Fields(flag.Arg(0))[0]
+	ended := recordEnd(*endLog, name)
 	session := "sess-new"
 	if *resume != "" {
 		session = *resume
@@ -91,10 +99,36 @@ func main() {
 		case "@exit":
 			out.Flush()
 			code, _ := strconv.Atoi(arg)
+			ended("exit " + strconv.Itoa(code))
 			os.Exit(code)
 		default:
 			fmt.Fprintln(out, strings.ReplaceAll(line, "{session}", session))
 		}
 		out.Flush()
 	}
+	ended("exit 0")
+}
+
+// recordEnd returns the function that appends "name how" to the end log
+// (none when path is empty), and records a run killed by SIGTERM, SIGINT or
+// SIGHUP there before letting the signal kill it.
+func recordEnd(path, name string) func(how string) {
+	if path == "" {
+		return func(string) {}
+	}
+	record := func(how string) {
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, name, how)
+			f.Close()
+		}
+	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		sig := <-signals
+		record("signal " + sig.String())
+		signal.Reset(sig)
+		_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+	}()
+	return record
 }

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// soakFault is a bug built into a copy of durawait to prove that the
+// soak's judge catches it: in file (relative to the repository root), the
+// snippet, which must occur exactly once, becomes replacement. The tree is
+// not copied: `go build -overlay` swaps the file for the changed one.
+type soakFault struct {
+	name        string
+	file        string
+	snippet     string
+	replacement string
+}
+
+// soakInjectedFaults are the bugs TestSoakJudgeFailsAnInjectedFault builds
+// into durawait. Each must make the small soak (seed 42) fail.
+//
+// "A probe loop resumed after a crash never samples again" (a reviewer
+// proved with it that the old judge counted wrong answers as right). What
+// the fault means, whatever the code that resumes loops looks like: where
+// a wait_for probe loop continues a wait that an earlier attempt began on
+// a worker that died (today: PollProbe retried by Temporal after its
+// heartbeat timeout, resuming from the last heartbeat's checkpoint; after
+// the per-host lease rewrite: whatever takes over the loops of a host
+// whose lease lapsed), the resumed loop takes no sample any more: it only
+// keeps itself alive (here: heartbeats) until the wait's deadline and then
+// answers timeout with the observation it resumed with. A loop that was
+// never interrupted is unchanged. Under the soak's kills, flipped wait_for
+// waits then answer timeout with their pre-flip observation while
+// durawait was up, which the judge must count as wrong answers. When that
+// code moves, retarget the snippet to the new resume path; the helper
+// fails loudly until then, so the proof is never skipped silently.
+var soakInjectedFaults = []soakFault{{
+	name:    "a probe loop resumed after a crash never samples again",
+	file:    "activities/pollprobe.go",
+	snippet: "\t\tprogress = checkpoint.Progress()\n\t}\n",
+	replacement: `		progress = checkpoint.Progress()
+		// INJECTED FAULT (internal/e2e/soak_inject_test.go): a resumed loop never samples again.
+		for schedule := in.Schedule(); time.Now().Before(schedule.Deadline); {
+			activity.RecordHeartbeat(ctx, progress.Checkpoint())
+			select {
+			case <-ctx.Done():
+				return workflows.WaitForResult{}, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		return progress.Result(in.Spec, workflows.WaitReasonTimeout, "", time.Since(in.Schedule().Start)), nil
+	}
+`,
+}}
+
+// TestSoakJudgeFailsAnInjectedFault proves the soak's judge the way a
+// reviewer did: durawait built with soakInjectedFaults runs the small soak
+// of make test (seed 42), and the judge must fail it with wrong wait_for
+// answers. (The same soak passes on durawait as it is: TestSoakCrashes.)
+func TestSoakJudgeFailsAnInjectedFault(t *testing.T) {
+	durawait := buildWithFaults(t, soakInjectedFaults...)
+	knobs := defaultSoakKnobs()
+	knobs.seed = 42
+	v := runSoak(t, knobs, durawait)
+	t.Log(v.report)
+	for _, f := range v.failures {
+		t.Logf("the judge found (as it should): %s", f)
+	}
+	require.True(t, v.failed(ruleWrongAnswer, kindMatch),
+		"the judge passed a durawait built with %q: no wait_for matched wait was found wrong (see the report above)", soakInjectedFaults[0].name)
+}
+
+// TestSoakFaultNeedsItsSnippetOnce: a fault whose snippet is missing, or
+// found more than once, is refused, never skipped.
+func TestSoakFaultNeedsItsSnippetOnce(t *testing.T) {
+	f := soakFault{name: "x", file: "f.go", snippet: "b()\n", replacement: "c()\n"}
+	got, err := f.apply("a()\nb()\n")
+	require.NoError(t, err)
+	require.Equal(t, "a()\nc()\n", got)
+	_, err = f.apply("a()\n")
+	require.ErrorContains(t, err, "0 times")
+	_, err = f.apply("b()\nb()\n")
+	require.ErrorContains(t, err, "2 times")
+}
+
+// apply returns src with the fault injected, or why it cannot be.
+func (f soakFault) apply(src string) (string, error) {
+	if n := strings.Count(src, f.snippet); n != 1 {
+		return "", fmt.Errorf("fault %q: its snippet is in %s %d times, want exactly once; retarget it (soakInjectedFaults) to the code as it is now. The snippet:\n%s",
+			f.name, f.file, n, f.snippet)
+	}
+	return strings.Replace(src, f.snippet, f.replacement, 1), nil
+}
+
+// buildWithFaults builds durawait with the faults injected (go build
+// -overlay) and returns the binary's path.
+func buildWithFaults(t *testing.T, faults ...soakFault) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	changed := map[string]string{} // file -> its text with the faults so far
+	for _, f := range faults {
+		path := filepath.Join(root, f.file)
+		src, ok := changed[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err, "fault %q", f.name)
+			src = string(b)
+		}
+		src, err = f.apply(src)
+		require.NoError(t, err)
+		changed[path] = src
+	}
+	overlay := map[string]map[string]string{"Replace": {}}
+	i := 0
+	for path, src := range changed {
+		i++
+		swapped := filepath.Join(dir, fmt.Sprintf("%d-%s", i, filepath.Base(path)))
+		require.NoError(t, os.WriteFile(swapped, []byte(src), 0o644))
+		overlay["Replace"][path] = swapped
+	}
+	b, err := json.Marshal(overlay)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "overlay.json"), b, 0o644))
+	out := filepath.Join(dir, "durawait-with-faults")
+	cmd := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", out, "./cmd/durawait")
+	cmd.Dir = root
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build durawait with the faults injected:\n%s", msg)
+	return out
+}
