@@ -37,8 +37,9 @@ type AgentRunner struct {
 	AllowedRoots []string
 	// SpoolDir holds one folder per invocation this host claims.
 	SpoolDir string
-	// Host is this worker's host, which its claims name.
-	Host string
+	// Host is this worker's host, which its claims name, and Machine the
+	// machine it runs on.
+	Host, Machine string
 	// Supervisor is the command that runs agentproc.Supervise.
 	Supervisor []string
 	// Signals reach the invocation's workflow (blockers).
@@ -87,7 +88,7 @@ var ErrLoopStopped = errors.New("stopped by its workflow")
 // ClaimAgentHost answers a claim with this host and its spool folder: the
 // run and its output stay here.
 func (r *AgentRunner) ClaimAgentHost(context.Context) (workflows.AgentHostClaim, error) {
-	return workflows.AgentHostClaim{Host: r.Host, Spool: r.SpoolDir}, nil
+	return workflows.AgentHostClaim{Host: r.Host, Machine: r.Machine, Spool: r.SpoolDir}, nil
 }
 
 // AgentRun is one run for this host to start or follow.
@@ -551,4 +552,12 @@ func describeActivity(act *workflows.AgentActivity) string {
 		msg += " (" + act.State + ")"
 	}
 	return msg
+}
+
+// CanFollow reports whether this host can run or follow a run claimed on
+// another host (one it adopted): one on this machine, of a provider it
+// has. A run it cannot follow waits for its own host to come back.
+func (r *AgentRunner) CanFollow(in workflows.RunAgentInput) bool {
+	_, ok := r.Providers[in.Spec.Provider]
+	return ok && in.Machine == r.Machine
 }

@@ -81,6 +81,9 @@ type ProbeRun struct {
 	// when it changes (see workflows.QuietRecord); it returns once the
 	// record is written or ctx ends. Nil records nothing.
 	RecordQuiet func(ctx context.Context, r workflows.QuietRecord) error
+	// OnProgress, when set, is told the loop's progress after each
+	// attempt (what an operator's look at the wait reads).
+	OnProgress func(workflows.PollProgress)
 }
 
 // Run samples the probe until the condition holds or the deadline passes.
@@ -160,6 +163,7 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 			var unavailable *UnavailableError
 			if errors.As(err, &unavailable) {
 				l.progress.RecordUnavailable(err)
+				l.tellProgress()
 				continue
 			}
 			msg := fmt.Sprintf("sample %d: calling probe %s failed: %v", l.progress.Samples+1, tool, err)
@@ -174,6 +178,7 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		}
 
 		l.progress.RecordObservation(out.Text, start)
+		l.tellProgress()
 		if err := l.recordQuiet(ctx, start); err != nil {
 			return workflows.WaitForResult{}, err
 		}
@@ -192,6 +197,13 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		case done:
 			return l.result(reason, cond), nil
 		}
+	}
+}
+
+// tellProgress tells the loop's progress to whoever asked for it.
+func (l *probeLoop) tellProgress() {
+	if l.run.OnProgress != nil {
+		l.run.OnProgress(l.progress)
 	}
 }
 

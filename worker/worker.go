@@ -38,11 +38,11 @@ type Options struct {
 	// TmuxQueue, when set, gets a worker that lists this machine's tmux
 	// panes and claims their watches.
 	TmuxQueue string
-	// Host, Instance, Group and Lease are this worker's host (see
+	// Host, Instance, Machine and Lease are this worker's host (see
 	// hosting.Options).
-	Host, Instance, Group string
-	Lease                 time.Duration
-	Logger                *slog.Logger
+	Host, Instance, Machine string
+	Lease                   time.Duration
+	Logger                  *slog.Logger
 }
 
 // Workers are durawait's running workers.
@@ -65,7 +65,7 @@ func New(opts Options) (*Workers, error) {
 	}
 	host, err := hosting.New(hosting.Options{
 		Client: opts.Client, Namespace: opts.Namespace, TaskQueue: opts.TaskQueue,
-		Host: opts.Host, Instance: opts.Instance, Group: opts.Group, Lease: opts.Lease,
+		Host: opts.Host, Instance: opts.Instance, Machine: opts.Machine, TmuxQueue: opts.TmuxQueue, Lease: opts.Lease,
 		Poller: &activities.Poller{Prober: opts.Prober, Observer: opts.Observer},
 		Panes:  panes, Agents: opts.Agents, Observer: opts.Observer, Logger: opts.Logger,
 	})

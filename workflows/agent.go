@@ -53,20 +53,22 @@ type AgentInvocationInput struct {
 	MaxRun time.Duration `json:"max_run"`
 }
 
-// AgentHostClaim is a claim's answer: the host that runs the CLI, and the
-// folder on its machine where the run's output is spooled.
+// AgentHostClaim is a claim's answer: the host that runs the CLI, its
+// machine, and the folder there where the run's output is spooled.
 type AgentHostClaim struct {
-	Host  string `json:"host"`
-	Spool string `json:"spool"`
+	Host    string `json:"host"`
+	Machine string `json:"machine"`
+	Spool   string `json:"spool"`
 }
 
 // RunAgentInput is the input of the RunAgent activity.
 type RunAgentInput struct {
 	InvocationID string    `json:"invocation_id"`
 	Spec         AgentSpec `json:"spec"`
-	// Spool is the claiming host's spool folder: a host that adopts the
-	// run follows it there.
-	Spool string `json:"spool"`
+	// Machine and Spool are the claiming host's machine and spool folder:
+	// a host that adopts the run on that machine follows it there.
+	Machine string `json:"machine"`
+	Spool   string `json:"spool"`
 	// Deadline is when the run must end (the invocation's start plus
 	// agents.max_run_sec): the host stops the CLI then.
 	Deadline time.Time `json:"deadline"`
@@ -261,7 +263,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	runCtx, cancelRun := workflow.WithCancel(ctx)
 	runCtx = loopOptions(runCtx, claim.Host, in.MaxRun, TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes), true)
 	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{
-		InvocationID: id, Spec: in.Spec, Spool: claim.Spool, Deadline: st.started.Add(in.MaxRun), MaxRun: in.MaxRun,
+		InvocationID: id, Spec: in.Spec, Machine: claim.Machine, Spool: claim.Spool, Deadline: st.started.Add(in.MaxRun), MaxRun: in.MaxRun,
 	})
 
 	cancelled := false

@@ -27,7 +27,7 @@ func newBoundsEnv() *testsuite.TestWorkflowEnvironment {
 	env.SetTestTimeout(time.Minute)
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
 	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
-	env.RegisterActivityWithOptions(func(context.Context, StopLoopInput) error { return nil },
+	env.RegisterActivityWithOptions(func(context.Context, LoopRef) error { return nil },
 		activity.RegisterOptions{Name: StopLoopActivityName})
 	return env
 }

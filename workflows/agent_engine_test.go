@@ -73,7 +73,7 @@ func TestAnOperatorsCancelOfAnAgentOnTheEngine(t *testing.T) {
 		}
 		return AgentFinal{Status: AgentSucceeded, Output: "all done"}, nil
 	}, activity.RegisterOptions{Name: RunAgentActivityName})
-	host.RegisterActivityWithOptions(func(_ context.Context, in StopLoopInput) error {
+	host.RegisterActivityWithOptions(func(_ context.Context, in LoopRef) error {
 		close(stopOf(in.WorkflowID))
 		return nil
 	}, activity.RegisterOptions{Name: StopLoopActivityName})

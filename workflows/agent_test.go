@@ -232,7 +232,7 @@ func TestCancelStopsTheRun(t *testing.T) {
 		Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "partial work", SessionID: "s2"}))
 	var stopQueue string
 	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).
-		Return(func(ctx context.Context, _ StopLoopInput) error {
+		Return(func(ctx context.Context, _ LoopRef) error {
 			stopQueue = activity.GetInfo(ctx).TaskQueue
 			return nil
 		})

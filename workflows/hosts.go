@@ -20,10 +20,12 @@ import (
 // heartbeating activity (HoldLease) whatever the number of waits.
 //
 // Normally a host's own process holds its lease. When the lease lapses
-// (the holder went silent for longer than the lease), a live process of
-// the host's adoption group (AdoptQueue) adopts it: it polls the host's
-// queue and resumes the host's waits. When the host's own process comes
-// back, the adopter releases the host and the owner takes it back.
+// (the holder went silent for longer than the lease), a live worker adopts
+// it (AdoptQueue: one on the host's machine first, any worker after
+// sameMachineOffer): it polls the host's queue and resumes the host's
+// waits that it can run (every probe loop; pane watches and agent runs
+// only on the host's machine, see hosting). When the host's own process
+// comes back, the adopter releases the host and the owner takes it back.
 
 // Names of the host lease workflow, its activities and its signal.
 const (
@@ -41,7 +43,7 @@ const (
 	// the worker running a workflow task: the host of a wait_for a front
 	// with no worker of its own started.
 	PickHostActivityName = "PickHost"
-	// StopLoopActivityName stops a wait's loop on its host (StopLoopInput).
+	// StopLoopActivityName stops a wait's loop on its host (LoopRef).
 	StopLoopActivityName = "StopLoop"
 )
 
@@ -60,22 +62,31 @@ func HostQueue(taskQueue, host string) string { return taskQueue + "-host-" + ho
 // leases it is granted arrive. Only that process polls it.
 func InstanceQueue(taskQueue, instance string) string { return taskQueue + "-instance-" + instance }
 
-// AdoptQueue is the task queue on which a lapsed lease of a host of group
-// is offered for adoption. Every process of the group polls it.
-func AdoptQueue(taskQueue, group string) string { return taskQueue + "-adopt-" + group }
+// AdoptQueue is the task queue on which a lapsed lease of a host of
+// machine is offered for adoption first; AnyMachine is the queue every
+// worker polls, where it is offered after sameMachineOffer. Every worker
+// polls its machine's queue and AnyMachine's.
+func AdoptQueue(taskQueue, machine string) string { return taskQueue + "-adopt-" + machine }
+
+// AnyMachine names the adoption queue of every worker (AdoptQueue).
+const AnyMachine = "any"
+
+// sameMachineOffer is how long a lapsed lease is offered to the workers
+// on its host's machine, which can run all of its waits (its pane watches
+// and agent runs too), before any worker may adopt it.
+const sameMachineOffer = 3 * time.Second
 
 // DefaultHostLease is a lease's length when none is configured: how long
 // a holder may go unheard before its hosts' waits move. Its holder renews
-// it about every third of it.
+// it every half of it.
 const DefaultHostLease = 6 * time.Second
 
 // HostLeaseInput is the input of the HostLease workflow, and what it
 // continues as new with.
 type HostLeaseInput struct {
 	Host string `json:"host"`
-	// Group is the host's adoption group: processes of this group may hold
-	// it (they can run everything its waits need).
-	Group string `json:"group"`
+	// Machine is the host's machine (its adoption is offered there first).
+	Machine string `json:"machine"`
 	// Lease is how long a holder may go unheard.
 	Lease time.Duration `json:"lease"`
 	// Holder, set when the run continued as new, is the process the new
@@ -94,9 +105,9 @@ type HostHolder struct {
 // HostOnline is the HostOnlineSignal: a process of the host itself is up.
 type HostOnline struct {
 	Instance string `json:"instance"`
-	// Group and Lease are the host's, as the process is configured now.
-	Group string        `json:"group"`
-	Lease time.Duration `json:"lease"`
+	// Machine and Lease are the host's, as the process runs now.
+	Machine string        `json:"machine"`
+	Lease   time.Duration `json:"lease"`
 }
 
 // HoldLeaseInput is the input of the HoldLease activity.
@@ -114,9 +125,10 @@ type AdoptHostInput struct {
 	Host string `json:"host"`
 }
 
-// StopLoopInput names a wait's loop (the workflow run it belongs to) that
-// its host must stop: it ends the loop's activity as cancelled.
-type StopLoopInput struct {
+// LoopRef names a wait's loop by the workflow run it belongs to: which
+// loop StopLoop stops (its activity then ends as cancelled) and
+// ProbeState reads.
+type LoopRef struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
 }
@@ -153,9 +165,10 @@ const (
 //     process runs a host), and, once the adopter released it, when an
 //     adopter held it.
 //   - A lease whose holder went silent for the lease (its heartbeat timed
-//     out), or was released, is offered on the host group's adoption queue
-//     (AdoptHost); the first live process of the group to answer holds it
-//     until the host's own process comes back.
+//     out), or was released, is offered for adoption (AdoptHost): to the
+//     workers of the host's machine for sameMachineOffer, then to any;
+//     the first to answer holds it until the host's own process comes
+//     back.
 //
 // All of it is Temporal's timers and the holder's heartbeats: the bound on
 // noticing a lost holder is the lease, whatever the number of waits.
@@ -200,8 +213,8 @@ type hostLease struct {
 
 // own is the holder that a HostOnline signal names.
 func (l *hostLease) own(s HostOnline) *HostHolder {
-	if s.Group != "" {
-		l.in.Group = s.Group
+	if s.Machine != "" {
+		l.in.Machine = s.Machine
 	}
 	if s.Lease > 0 {
 		l.in.Lease = s.Lease
@@ -232,27 +245,48 @@ func (l *hostLease) continueAsNew(ctx workflow.Context, holder *HostHolder) erro
 }
 
 // findHolder waits for a process to hold the host: one of its own that
-// comes online, or an adopter of its group.
+// comes online, or an adopter: on the host's machine first, then any.
 func (l *hostLease) findHolder(ctx workflow.Context) (*HostHolder, error) {
 	var s HostOnline
 	if l.online.ReceiveAsync(&s) {
 		return l.own(s), nil
 	}
+	queue := workflow.GetInfo(ctx).TaskQueueName
+	holder, err := l.offer(ctx, AdoptQueue(queue, l.in.Machine), sameMachineOffer)
+	if holder != nil || err != nil || ctx.Err() != nil {
+		return holder, err
+	}
+	for {
+		if holder, err = l.offer(ctx, AdoptQueue(queue, AnyMachine), 0); holder != nil || err != nil || ctx.Err() != nil {
+			return holder, err
+		}
+		// The offer failed (it retries without end, so only a server's
+		// refusal ends it): offered again after a pause.
+		if err := workflow.Sleep(ctx, adoptAttemptTimeout); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// offer offers the host for adoption on queue, for up to wait (0: until
+// taken), and returns who holds it: the adopter, or the host's own process
+// that came online meanwhile; nil when nobody took it in time.
+func (l *hostLease) offer(ctx workflow.Context, queue string, wait time.Duration) (*HostHolder, error) {
 	adoptCtx, cancelAdopt := workflow.WithCancel(ctx)
 	defer cancelAdopt()
 	adoptCtx = workflow.WithActivityOptions(adoptCtx, workflow.ActivityOptions{
-		TaskQueue: AdoptQueue(workflow.GetInfo(ctx).TaskQueueName, l.in.Group),
-		// No schedule-to-start bound: the offer stands until a process of
-		// the group takes it, or the host's own process comes back.
-		StartToCloseTimeout: adoptAttemptTimeout,
-		Summary:             "adopt host " + l.in.Host,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: wait,
+		StartToCloseTimeout:    adoptAttemptTimeout,
+		Summary:                "adopt host " + l.in.Host,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
 	})
 	adopt := workflow.ExecuteActivity(adoptCtx, AdoptHostActivityName, AdoptHostInput{Host: l.in.Host})
 	var holder *HostHolder
 	var adoptErr error
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(l.online, func(c workflow.ReceiveChannel, _ bool) {
+		var s HostOnline
 		c.Receive(ctx, &s)
 		holder = l.own(s)
 	})
@@ -268,14 +302,11 @@ func (l *hostLease) findHolder(ctx workflow.Context) (*HostHolder, error) {
 		return holder, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case notPolled(adoptErr):
+		return nil, nil // nobody took it in time
 	}
-	// The offer failed (it retries without end, so only a server's
-	// refusal ends it): offered again after a pause.
-	workflow.GetLogger(ctx).Warn("the adoption offer failed; offering again", "host", l.in.Host, "error", adoptErr)
-	if err := workflow.Sleep(ctx, adoptAttemptTimeout); err != nil {
-		return nil, err
-	}
-	return l.findHolder(ctx)
+	workflow.GetLogger(ctx).Warn("the adoption offer failed", "host", l.in.Host, "queue", queue, "error", adoptErr)
+	return nil, nil
 }
 
 // hold grants the lease to holder and returns when it ends: next is who
@@ -341,6 +372,11 @@ func isCanceled(err error) bool {
 // ToolInternal is the DurawaitTool of durawait's own workflows: the
 // catalogs and the host leases, which are not waits.
 const ToolInternal = "internal"
+
+// RunningWaitsQuery is the visibility query of the running waits: every
+// running workflow but durawait's own (the catalogs and the host leases,
+// which run for as long as workers do).
+var RunningWaitsQuery = "ExecutionStatus = 'Running' AND WorkflowType NOT IN ('" + CatalogWorkflowName + "', '" + HostLeaseWorkflowName + "')"
 
 // HostLeaseSummary is a host lease's line in the workflow list.
 func HostLeaseSummary(host string) string {

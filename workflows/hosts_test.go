@@ -41,8 +41,11 @@ type leaseWorld struct {
 	grants []grant
 	// holds are how long the successive grants are held before their
 	// heartbeat times out (0: until cancelled).
-	holds       []time.Duration
+	holds []time.Duration
+	// adopter answers adoption offers ("": nobody polls the adoption
+	// queues), on the host's machine unless elsewhere.
 	adopter     HostHolder
+	elsewhere   bool
 	adoptQueues []string
 	cancelledAt map[string]time.Duration
 	// holders are the instances of the grants by activity ID.
@@ -106,9 +109,14 @@ func newLeaseWorld(t *testing.T, holds ...time.Duration) *leaseWorld {
 			}
 			return 0
 		}).
-		Return(func(context.Context, AdoptHostInput) (HostHolder, error) {
+		Return(func(ctx context.Context, _ AdoptHostInput) (HostHolder, error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
+			if w.elsewhere && activity.GetInfo(ctx).TaskQueue == AdoptQueue("default-test-taskqueue", "m1") {
+				// Nobody on the host's machine took it within its
+				// schedule-to-start timeout.
+				return HostHolder{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
+			}
 			return w.adopter, nil
 		})
 	return w
@@ -116,7 +124,7 @@ func newLeaseWorld(t *testing.T, holds ...time.Duration) *leaseWorld {
 
 func (w *leaseWorld) online(at time.Duration, instance string) {
 	w.env.RegisterDelayedCallback(func() {
-		w.env.SignalWorkflow(HostOnlineSignal, HostOnline{Instance: instance, Group: "g1", Lease: 6 * time.Second})
+		w.env.SignalWorkflow(HostOnlineSignal, HostOnline{Instance: instance, Machine: "m1", Lease: 6 * time.Second})
 	}, at)
 }
 
@@ -126,7 +134,7 @@ func (w *leaseWorld) granted() []grant {
 	return append([]grant(nil), w.grants...)
 }
 
-var leaseInput = HostLeaseInput{Host: "h1", Group: "g1", Lease: 6 * time.Second}
+var leaseInput = HostLeaseInput{Host: "h1", Machine: "m1", Lease: 6 * time.Second}
 
 // The host's own process, online, holds its lease: a HoldLease on its
 // instance queue whose heartbeat timeout is the lease.
@@ -142,9 +150,9 @@ func TestAnOnlineHostHoldsItsOwnLease(t *testing.T) {
 	assert.Empty(t, w.adoptQueues, "no adoption while the owner holds it")
 }
 
-// A holder that goes silent for the lease loses it: the lease is offered on
-// its group's adoption queue, and the adopter holds it.
-func TestALapsedLeaseIsAdoptedByTheGroup(t *testing.T) {
+// A holder that goes silent for the lease loses it: the lease is offered
+// to the workers on its machine, and the adopter holds it.
+func TestALapsedLeaseIsAdoptedOnItsMachine(t *testing.T) {
 	w := newLeaseWorld(t, 6*time.Second)
 	w.adopter = HostHolder{Instance: "h2-x", Host: "h2"}
 	w.online(0, "h1-a")
@@ -155,7 +163,23 @@ func TestALapsedLeaseIsAdoptedByTheGroup(t *testing.T) {
 	require.Len(t, grants, 2)
 	assert.Equal(t, "h1-a", grants[0].instance)
 	assert.Equal(t, grant{instance: "h2-x", own: false, lease: 6 * time.Second}, grant{instance: grants[1].instance, own: grants[1].own, lease: grants[1].lease})
-	assert.Equal(t, []string{AdoptQueue("default-test-taskqueue", "g1")}, w.adoptQueues)
+	assert.Equal(t, []string{AdoptQueue("default-test-taskqueue", "m1")}, w.adoptQueues)
+}
+
+// With no worker on its machine to take it, a lapsed lease is offered to
+// any worker.
+func TestALapsedLeaseNobodyOnItsMachineTakesGoesToAnyWorker(t *testing.T) {
+	w := newLeaseWorld(t, 6*time.Second)
+	w.adopter = HostHolder{Instance: "h3-y", Host: "h3"}
+	w.elsewhere = true
+	w.online(0, "h1-a")
+	w.env.RegisterDelayedCallback(w.env.CancelWorkflow, time.Hour)
+	w.env.ExecuteWorkflow(HostLeaseWorkflowName, leaseInput)
+
+	grants := w.granted()
+	require.Len(t, grants, 2)
+	assert.Equal(t, "h3-y", grants[1].instance)
+	assert.Equal(t, []string{AdoptQueue("default-test-taskqueue", "m1"), AdoptQueue("default-test-taskqueue", AnyMachine)}, w.adoptQueues)
 }
 
 // When the host's own process comes back while an adopter holds the
@@ -226,5 +250,5 @@ func TestTheLeaseContinuesAsNewWithItsHolder(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
 	require.NotNil(t, next.Holder)
 	assert.Equal(t, "h1", next.Holder.Host)
-	assert.Equal(t, "g1", next.Group)
+	assert.Equal(t, "m1", next.Machine)
 }

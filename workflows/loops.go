@@ -56,7 +56,7 @@ func stopLoop(ctx workflow.Context, host string) {
 		Summary:                "stop the loop on host " + host,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
 	})
-	in := StopLoopInput{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	in := LoopRef{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 	if err := workflow.ExecuteActivity(sctx, StopLoopActivityName, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("the loop's host did not confirm the stop", "host", host, "error", err)
 	}

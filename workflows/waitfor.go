@@ -14,7 +14,18 @@ import (
 const (
 	WaitForWorkflowName   = "WaitFor"
 	PollProbeActivityName = "PollProbe"
+	// WaitObserveUpdate asks a running wait_for what its probe loop saw
+	// last (an operator's `durawait waits show`): the loop's progress lives
+	// in its host's memory, which the update asks (ProbeStateActivityName).
+	WaitObserveUpdate = "observe"
+	// ProbeStateActivityName asks a probe loop's host for its progress
+	// (LoopRef, answered with a PollProgress).
+	ProbeStateActivityName = "ProbeState"
 )
+
+// probeStateTimeout bounds how long an observe update waits for the
+// loop's host.
+const probeStateTimeout = 5 * time.Second
 
 // Temporal error types (the Type of a temporal.ApplicationError) of a
 // wait_for that ended without a result. The probe loop's host answers the
@@ -79,6 +90,11 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 	if err != nil {
 		return WaitForResult{}, err
 	}
+	if err := workflow.SetUpdateHandler(ctx, WaitObserveUpdate, func(ctx workflow.Context) (PollProgress, error) {
+		return probeState(ctx, host)
+	}); err != nil {
+		return WaitForResult{}, err
+	}
 	lctx := loopOptions(ctx, host, in.Spec.MaxWait(), PollSummary(in.Spec), false)
 	err = workflow.ExecuteActivity(lctx, PollProbeActivityName, PollInput{Spec: in.Spec, StartedAt: started}).Get(ctx, &result)
 	var timeoutErr *temporal.TimeoutError
@@ -108,4 +124,18 @@ func waitForEndState(result WaitForResult, err error) WaitState {
 		return StateCancelled
 	}
 	return StateError
+}
+
+// probeState asks the probe loop's host for the loop's progress.
+func probeState(ctx workflow.Context, host string) (PollProgress, error) {
+	info := workflow.GetInfo(ctx)
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              HostQueue(info.TaskQueueName, host),
+		ScheduleToCloseTimeout: probeStateTimeout,
+		Summary:                "what did the probe loop see last?",
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	var p PollProgress
+	err := workflow.ExecuteActivity(sctx, ProbeStateActivityName, LoopRef{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}).Get(ctx, &p)
+	return p, err
 }

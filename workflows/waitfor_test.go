@@ -30,7 +30,7 @@ func pollProbeStub(context.Context, PollInput) (WaitForResult, error) {
 }
 
 // stopLoopStub stands in for StopLoop; the mock decides what it does.
-func stopLoopStub(context.Context, StopLoopInput) error { panic("mocked") }
+func stopLoopStub(context.Context, LoopRef) error { panic("mocked") }
 
 // pickHostStub stands in for the local activity PickHost: the worker that
 // runs the workflow task is on host "picked".
@@ -136,10 +136,10 @@ func TestACancelledWaitForStopsItsLoopOnItsHost(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).After(time.Hour).
 		Return(WaitForResult{}, nil)
-	var stop StopLoopInput
+	var stop LoopRef
 	var stopQueue string
 	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).
-		Return(func(ctx context.Context, in StopLoopInput) error {
+		Return(func(ctx context.Context, in LoopRef) error {
 			stop, stopQueue = in, activity.GetInfo(ctx).TaskQueue
 			return nil
 		})

@@ -187,9 +187,12 @@ type WaitForTextInput struct {
 
 // WatchPaneInput is the input of the WatchPane activity.
 type WatchPaneInput struct {
-	Spec     TextWaitSpec `json:"spec"`
-	Socket   string       `json:"socket,omitempty"`
-	Deadline time.Time    `json:"deadline"`
+	Spec TextWaitSpec `json:"spec"`
+	// TmuxQueue is the tmux host's queue: a host that adopts the watch
+	// runs it when it is a worker of that tmux host.
+	TmuxQueue string    `json:"tmux_queue"`
+	Socket    string    `json:"socket,omitempty"`
+	Deadline  time.Time `json:"deadline"`
 }
 
 // ClaimPaneHostActivityName is the activity a worker on the tmux host
@@ -238,7 +241,7 @@ func waitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome
 	left := in.MaxWait - workflow.Now(ctx).Sub(started)
 	lctx := loopOptions(ctx, host, max(left, 0), WatchPaneSummary(in.Spec), false)
 	err = workflow.ExecuteActivity(lctx, WatchPaneActivityName, WatchPaneInput{
-		Spec: in.Spec, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
+		Spec: in.Spec, TmuxQueue: in.HostQueue, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
 	}).Get(ctx, &out)
 	var timeoutErr *temporal.TimeoutError
 	switch {

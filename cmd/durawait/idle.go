@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -73,11 +72,11 @@ func watchIdle(ctx context.Context, a *activity, idle time.Duration, running fun
 }
 
 // runningWaitsQuery selects the running workflows that keep the daemon up:
-// every one but the catalog workflows, which run for as long as workers do.
-var runningWaitsQuery = fmt.Sprintf("ExecutionStatus = 'Running' AND WorkflowType != '%s'", workflows.CatalogWorkflowName)
+// the waits (workflows.RunningWaitsQuery), not durawait's own workflows,
+// which run for as long as workers do.
+var runningWaitsQuery = workflows.RunningWaitsQuery
 
-// runningWaits counts the namespace's running workflows, the catalog
-// workflows excepted.
+// runningWaits counts the namespace's running waits.
 func runningWaits(tc client.Client, namespace string) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

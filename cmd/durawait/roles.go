@@ -397,7 +397,7 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	w, err := worker.New(worker.Options{
 		Client: p.temporal, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
 		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
-		Host: host, Instance: newInstance(host), Group: hostGroup(cfg, tmuxQueue != ""), Lease: cfg.HostLease(),
+		Host: host, Instance: newInstance(host), Machine: queueSafe(machineName()), Lease: cfg.HostLease(),
 		Logger: logger.With("component", "host"),
 	})
 	if err == nil {

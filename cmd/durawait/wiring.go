@@ -40,6 +40,7 @@ func agentRunner(cfg config.Config, tc client.Client, host string, logger *slog.
 		AllowedRoots: cfg.Agents.AllowedRoots,
 		SpoolDir:     spool,
 		Host:         host,
+		Machine:      queueSafe(machineName()),
 		Supervisor:   []string{self, "agent-supervise"},
 		Signals:      tc,
 		CancelGrace:  cfg.Agents.CancelGrace(),
@@ -67,25 +68,6 @@ func newInstance(host string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return host + "-" + hex.EncodeToString(b[:])
-}
-
-// hostGroup is the adoption group of this worker's host: the workers that
-// can run each other's waits. A worker with neither agents nor tmux runs
-// only probe loops, which any worker can ("probes"); one with agents or
-// tmux runs loops tied to its machine (its CLIs' spool, its tmux server),
-// which only a worker on the same machine with the same agents and tmux
-// settings can adopt.
-func hostGroup(cfg config.Config, tmuxEnabled bool) string {
-	if len(cfg.Agents.Providers) == 0 && !tmuxEnabled {
-		return "probes"
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "machine %s\x00tmux %v %s %s\x00", machineName(), tmuxEnabled, cfg.Tmux.Host, cfg.Tmux.Socket)
-	for _, name := range cfg.Agents.ProviderNames() {
-		p := cfg.Agents.ResolvedProviders()[name]
-		fmt.Fprintf(h, "agent %s %s %q\x00", name, p.Format, p.Command)
-	}
-	return queueSafe(machineName()) + "-" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // machineName is the machine's host name ("localhost" when it has none).

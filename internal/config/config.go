@@ -163,8 +163,8 @@ type Host struct {
 	ID string `toml:"id"`
 	// LeaseSec is how long the worker may go unheard (a crash, a stall)
 	// before its waits and agents move to another worker of its group, or
-	// wait for it to come back. The worker renews its lease about every
-	// third of it, one engine action each time, whatever it holds.
+	// wait for it to come back. The worker renews its lease every half of
+	// it, one engine action each time, whatever it holds.
 	LeaseSec int `toml:"lease_sec"`
 }
 

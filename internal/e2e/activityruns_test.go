@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -76,4 +78,56 @@ func pendingProbe(t testing.TB, tc client.Client, workflowID string) activityRun
 		return false
 	})
 	return run
+}
+
+// completedBy is who answered the workflow's last activity of type
+// activity: the identity its completion recorded (a host answers a loop's
+// activity by ID, whichever worker took it first).
+func completedBy(t testing.TB, tc client.Client, workflowID, activity string) activityRun {
+	t.Helper()
+	it := tc.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]bool{}
+	var last activityRun
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activity {
+			scheduled[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+			last = runOf(a.GetIdentity(), 0)
+		}
+	}
+	return last
+}
+
+// waitHost is the host a wait's loop runs on (its DurawaitHost).
+func waitHost(t testing.TB, tc client.Client, workflowID string) string {
+	t.Helper()
+	var host string
+	eventually(t, "the wait's host", func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), workflowID, "")
+		if err != nil {
+			return false
+		}
+		p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[workflows.SearchAttrHost]
+		return p != nil && converter.GetDefaultDataConverter().FromPayload(p, &host) == nil && host != ""
+	})
+	return host
+}
+
+// ownLease is the log line of a worker that holds its own host's lease.
+var ownLease = regexp.MustCompile(`holding the lease of a host.*lease_of=(\S+) own=true`)
+
+// ownHost is the host of a durawait worker process, from its log.
+func ownHost(t testing.TB, inst *instance) string {
+	t.Helper()
+	var host string
+	eventually(t, "the worker to hold its own host's lease", func() bool {
+		if m := ownLease.FindStringSubmatch(inst.log.String()); m != nil {
+			host = m[1]
+		}
+		return host != ""
+	})
+	return host
 }

@@ -114,9 +114,10 @@ func TestADataDirOfThePreviousReleaseGetsTheSearchAttributes(t *testing.T) {
 	eventually(t, "the wait to be found by its state", func() bool {
 		return len(found(t, tc, `DurawaitTool = "wait_for" AND DurawaitState = "matched"`)) == 1
 	})
-	// The catalog workflow has a tool and no state: IS NULL (documented for
-	// waits of the previous release) works on the embedded engine.
-	eventually(t, "the catalog to be found by IS NULL", func() bool {
-		return len(found(t, tc, `DurawaitTool = "internal" AND DurawaitState IS NULL`)) == 1
+	// durawait's own workflows (the catalog, the host's lease) have a tool
+	// and no state: IS NULL (documented for waits of the previous release)
+	// works on the embedded engine.
+	eventually(t, "the catalog and the host lease to be found by IS NULL", func() bool {
+		return len(found(t, tc, `DurawaitTool = "internal" AND DurawaitState IS NULL`)) == 2
 	})
 }

@@ -30,13 +30,12 @@ type soakFault struct {
 // proved with it that the old judge counted wrong answers as right). What
 // the fault means, whatever the code that resumes loops looks like: where
 // a wait_for probe loop continues a wait that an earlier attempt began on
-// a worker that died (today: PollProbe retried by Temporal after its
-// heartbeat timeout, resuming from the last heartbeat's checkpoint; after
-// the per-host lease rewrite: whatever takes over the loops of a host
-// whose lease lapsed), the resumed loop takes no sample any more: it only
-// keeps itself alive (here: heartbeats) until the wait's deadline and then
-// answers timeout with the observation it resumed with. A loop that was
-// never interrupted is unchanged. Under the soak's kills, flipped wait_for
+// a worker that died (before the per-host leases: PollProbe retried by
+// Temporal after its heartbeat timeout; now: Poller.Run given a Resumed
+// record, which a host does when it resumes the loops of its waits after a
+// restart, or adopts the waits of a host whose lease lapsed), the resumed
+// loop takes no sample any more: it sleeps until the wait's deadline and
+// then answers timeout. A loop that was never interrupted is unchanged. Under the soak's kills, flipped wait_for
 // waits then answer timeout with their pre-flip observation while
 // durawait was up, which the judge must count as wrong answers. When that
 // code moves, retarget the snippet to the new resume path; the helper
@@ -44,18 +43,13 @@ type soakFault struct {
 var soakInjectedFaults = []soakFault{{
 	name:    "a probe loop resumed after a crash never samples again",
 	file:    "activities/pollprobe.go",
-	snippet: "\t\tprogress = checkpoint.Progress()\n\t}\n",
-	replacement: `		progress = checkpoint.Progress()
+	snippet: "\t\tloop.record = *run.Resumed\n\t}\n",
+	replacement: `		loop.record = *run.Resumed
 		// INJECTED FAULT (internal/e2e/soak_inject_test.go): a resumed loop never samples again.
-		for schedule := in.Schedule(); time.Now().Before(schedule.Deadline); {
-			activity.RecordHeartbeat(ctx, progress.Checkpoint())
-			select {
-			case <-ctx.Done():
-				return workflows.WaitForResult{}, ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
+		if err := clock.SleepUntil(ctx, schedule.Deadline); err != nil {
+			return workflows.WaitForResult{}, err
 		}
-		return progress.Result(in.Spec, workflows.WaitReasonTimeout, "", time.Since(in.Schedule().Start)), nil
+		return loop.result(workflows.WaitReasonTimeout, ""), nil
 	}
 `,
 }}

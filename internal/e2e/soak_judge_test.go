@@ -659,12 +659,12 @@ func (j *judge) judgeWaitForRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 			j.fail(ruleWrongRun, sw, "run %s: %s%s", shortRun(r.runID), problem, j.evidence(sw, runs))
 		}
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		// "no sample of ... was taken within max_wait_sec: no worker ran
-		// the probe in time": the contract's answer when no worker could
-		// run the loop; checked against when durawait was up.
-		bound := r.start.Add(time.Duration(sw.maxWait) * time.Second)
-		if r.failureType == workflows.ErrTypeNoSample && j.s.noWorkerFor(r, r.start, bound) {
-			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: no sample within its bound; durawait up and running at most %s at a time in it",
+		// "no worker answered the probe loop ... within max_wait_sec +
+		// 30 s": the contract's answer when no worker could run the loop
+		// to its end; checked against when durawait was up.
+		bound := r.start.Add(time.Duration(sw.maxWait)*time.Second + workflows.LoopGrace)
+		if r.failureType == workflows.ErrTypeNoHost && j.s.noWorkerFor(r, r.start, bound) {
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: no host answered within its bound and grace; durawait up and running at most %s at a time in it",
 				sw.id, sw.kind, shortRun(r.runID), j.s.longestUp(r.start, bound).Round(time.Millisecond)))
 			return
 		}

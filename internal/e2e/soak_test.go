@@ -24,8 +24,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
-
-	"github.com/durawait/durawait/workflows"
 )
 
 // The crash soak (issue 12, "A thousand crashes"): N waits of all three
@@ -732,10 +730,10 @@ func (s *soak) stallCycle(d time.Duration) {
 
 // stallAftermath is how long durawait runs on after a SIGCONT before the
 // next kill: the engine's timers that came due while it was stopped (the
-// heartbeat timeouts: agents 10 s, pane watches 5 s, probe loops 2 s here)
-// fire at once, and what they do (retry an attempt, cancel the old one)
-// must happen before a kill would wipe it out.
-const stallAftermath = workflows.AgentHeartbeatTimeout + 5*time.Second
+// host's lease, 2 s here, has lapsed) fire at once, and what follows (the
+// lease offered for adoption, the host taking it back) must happen before
+// a kill would wipe it out.
+const stallAftermath = 15 * time.Second
 
 // refill replaces the finished waits with new ones.
 func (s *soak) refill() {

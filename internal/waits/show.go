@@ -84,6 +84,11 @@ func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
 				d.LastObservation = v
 			}
 		}
+		if d.WorkflowType == workflows.WaitForWorkflowName {
+			if p, ok := observe(ctx, c, id, d.RunID); ok {
+				d.LastObservation = p
+			}
+		}
 		if d.WorkflowType == workflows.AgentWorkflowName {
 			if q, err := c.QueryWorkflow(ctx, id, d.RunID, workflows.AgentStateQuery); err == nil {
 				var state any
@@ -100,10 +105,32 @@ func Show(ctx context.Context, c client.Client, id string) (Detail, error) {
 	return d, nil
 }
 
+// observeTimeout bounds how long show waits for a running wait_for's
+// host to say what its probe loop saw last.
+const observeTimeout = 10 * time.Second
+
+// observe asks a running wait_for what its probe loop saw last (the
+// WaitObserveUpdate, which asks the loop's host: the progress lives in its
+// memory); false when it cannot say.
+func observe(ctx context.Context, c client.Client, id, runID string) (workflows.PollProgress, bool) {
+	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
+	defer cancel()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, RunID: runID, UpdateName: workflows.WaitObserveUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return workflows.PollProgress{}, false
+	}
+	var p workflows.PollProgress
+	if err := h.Get(ctx, &p); err != nil {
+		return workflows.PollProgress{}, false
+	}
+	return p, true
+}
+
 // heartbeatOf is what a pending activity's heartbeat details say: a
-// probe loop's recorded quiet window (workflows.QuietRecord; a loop keeps
-// its samples in its host's memory, so a running wait_for shows no last
-// observation), or any other activity's details as they are.
+// probe loop's recorded quiet window (workflows.QuietRecord), or any other
+// activity's details as they are.
 func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
 	details := pa.GetHeartbeatDetails()
 	if len(details.GetPayloads()) == 0 {

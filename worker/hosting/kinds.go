@@ -26,56 +26,80 @@ func (r *Runtime) refOf(ctx context.Context) loopRef {
 
 // PollProbe starts a wait_for's probe loop.
 func (r *Runtime) PollProbe(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
-	r.startProbe(r.refOf(ctx), in, nil)
+	r.startProbe(ctx, r.refOf(ctx), in, nil)
 	return workflows.WaitForResult{}, activity.ErrResultPending
 }
 
 // startProbe runs a probe loop, resumed from record when not nil.
-func (r *Runtime) startProbe(ref loopRef, in workflows.PollInput, record *workflows.QuietRecord) {
-	r.loops.start(ref, func(ctx context.Context) (any, error) {
+func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.PollInput, record *workflows.QuietRecord) {
+	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
+		defer r.progress.Delete(ref.key())
 		return r.opts.Poller.Run(ctx, activities.ProbeRun{
 			WorkflowID: ref.WorkflowID, Input: in, Resumed: record,
 			RecordQuiet: func(ctx context.Context, rec workflows.QuietRecord) error {
 				return r.recordQuiet(ctx, ref, rec)
 			},
+			OnProgress: func(p workflows.PollProgress) { r.progress.Store(ref.key(), p) },
 		})
 	})
 }
 
-// WatchPane starts a wait_for_text's pane watch.
-func (r *Runtime) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
-	if r.opts.Panes == nil {
-		return workflows.TextWaitOutcome{}, errors.New("this worker watches no tmux panes ([tmux] is off)")
+// ProbeState answers what a probe loop on this host saw last.
+func (r *Runtime) ProbeState(_ context.Context, in workflows.LoopRef) (workflows.PollProgress, error) {
+	p, ok := r.progress.Load(loopKey{in.WorkflowID, in.RunID})
+	if !ok {
+		return workflows.PollProgress{}, errors.New("the probe loop has taken no sample on this worker yet")
 	}
-	r.startWatch(r.refOf(ctx), in)
+	return p.(workflows.PollProgress), nil
+}
+
+// WatchPane starts a wait_for_text's pane watch. A watch this worker
+// cannot run (it adopted the host from another tmux host's worker) is
+// left to the host's own worker, which resumes it when it comes back.
+func (r *Runtime) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
+	if r.canWatch(in) {
+		r.startWatch(ctx, r.refOf(ctx), in)
+	}
 	return workflows.TextWaitOutcome{}, activity.ErrResultPending
 }
 
+// canWatch reports whether this worker can watch the pane: it is a
+// worker of the pane's tmux host.
+func (r *Runtime) canWatch(in workflows.WatchPaneInput) bool {
+	return r.opts.Panes != nil && (in.TmuxQueue == "" || in.TmuxQueue == r.opts.TmuxQueue)
+}
+
 // startWatch runs a pane watch.
-func (r *Runtime) startWatch(ref loopRef, in workflows.WatchPaneInput) {
-	r.loops.start(ref, func(ctx context.Context) (any, error) {
+func (r *Runtime) startWatch(parent context.Context, ref loopRef, in workflows.WatchPaneInput) {
+	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
 		return r.opts.Panes.Watch(ctx, ref.WorkflowID, in)
 	})
 }
 
-// RunAgent starts (or re-attaches to) an agent run.
+// RunAgent starts (or re-attaches to) an agent run. A run this worker
+// cannot follow (it adopted the host from another machine) is left to the
+// host's own worker, which resumes it when it comes back.
 func (r *Runtime) RunAgent(ctx context.Context, in workflows.RunAgentInput) (workflows.AgentFinal, error) {
-	if r.opts.Agents == nil {
-		return workflows.AgentFinal{}, errors.New("this worker runs no agents ([agents] is off)")
+	if r.canFollow(in) {
+		r.startAgent(ctx, r.refOf(ctx), activities.AgentRun{Input: in})
 	}
-	r.startAgent(r.refOf(ctx), activities.AgentRun{Input: in})
 	return workflows.AgentFinal{}, activity.ErrResultPending
 }
 
+// canFollow reports whether this worker can run or follow the agent run.
+func (r *Runtime) canFollow(in workflows.RunAgentInput) bool {
+	return r.opts.Agents != nil && r.opts.Agents.CanFollow(in)
+}
+
 // startAgent runs or follows an agent run.
-func (r *Runtime) startAgent(ref loopRef, run activities.AgentRun) {
-	r.loops.start(ref, func(ctx context.Context) (any, error) {
+func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities.AgentRun) {
+	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
 		return r.opts.Agents.Run(ctx, run)
 	})
 }
 
 // StopLoop stops a wait's loop on this host, as its workflow asks.
-func (r *Runtime) StopLoop(_ context.Context, in workflows.StopLoopInput) error {
+func (r *Runtime) StopLoop(_ context.Context, in workflows.LoopRef) error {
 	r.loops.stop(loopKey{in.WorkflowID, in.RunID})
 	return nil
 }

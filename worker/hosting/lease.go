@@ -19,6 +19,9 @@ type heldLease struct {
 	host  string
 	own   bool
 	token []byte
+	// since is when this worker got the lease: the loops scheduled on the
+	// host's queue after it reach this worker through the queue.
+	since time.Time
 	// cancel stops the lease's renewal and sweeps.
 	cancel context.CancelFunc
 }
@@ -28,10 +31,15 @@ type heldLease struct {
 // workflow an operator ended).
 const onlineRecheck = 10 * time.Second
 
+// renewInterval is how often a lease is renewed: every half of it, so a
+// renewal that fails (or is slow) can be made again before the lease
+// lapses. Each renewal is one heartbeat, an engine action, per host.
+func renewInterval(lease time.Duration) time.Duration { return max(lease/2, 100*time.Millisecond) }
+
 // HoldLease is the lease of a host granted to this worker (the
 // HoldLeaseActivity, on its instance queue). It returns at once; the
-// worker renews the lease by the activity's task token, about every third
-// of the lease, until it stops, releases the host, or learns it lost it.
+// worker renews the lease by the activity's task token, every half of the
+// lease, until it stops, releases the host, or learns it lost it.
 func (r *Runtime) HoldLease(ctx context.Context, in workflows.HoldLeaseInput) error {
 	if r.ctx.Err() != nil {
 		return errors.New("the worker is stopping")
@@ -48,7 +56,7 @@ func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte) {
 		lease = r.opts.Lease
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	l := &heldLease{host: in.Host, own: in.Own && in.Host == r.opts.Host, token: token, cancel: cancel}
+	l := &heldLease{host: in.Host, own: in.Own && in.Host == r.opts.Host, token: token, cancel: cancel, since: time.Now()}
 	r.mu.Lock()
 	if old := r.held[in.Host]; old != nil {
 		old.cancel() // a new grant of a lease held already (its run continued as new)
@@ -72,8 +80,8 @@ func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte) {
 // keep renews a held lease and sweeps its host's waits (the first sweep
 // at once: the resume) until the lease ends.
 func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
-	r.sweep(ctx, l.host)
-	renew := time.NewTicker(max(lease/3, 100*time.Millisecond))
+	r.sweep(ctx, l)
+	renew := time.NewTicker(renewInterval(lease))
 	defer renew.Stop()
 	sweep := time.NewTicker(r.opts.SweepInterval)
 	defer sweep.Stop()
@@ -98,7 +106,7 @@ func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
 				r.logger.Warn("could not renew a host's lease; trying again", "lease_of", l.host, "error", err)
 			}
 		case <-sweep.C:
-			r.sweep(ctx, l.host)
+			r.sweep(ctx, l)
 		}
 	}
 }
@@ -198,7 +206,7 @@ func (r *Runtime) signalOnline(ctx context.Context) error {
 	defer cancel()
 	host := r.opts.Host
 	_, err := r.opts.Client.SignalWithStartWorkflow(ctx, workflows.HostLeaseWorkflowID(host), workflows.HostOnlineSignal,
-		workflows.HostOnline{Instance: r.opts.Instance, Group: r.opts.Group, Lease: r.opts.Lease},
+		workflows.HostOnline{Instance: r.opts.Instance, Machine: r.opts.Machine, Lease: r.opts.Lease},
 		client.StartWorkflowOptions{
 			ID:                       workflows.HostLeaseWorkflowID(host),
 			TaskQueue:                r.opts.TaskQueue,
@@ -208,12 +216,12 @@ func (r *Runtime) signalOnline(ctx context.Context) error {
 			TypedSearchAttributes: temporal.NewSearchAttributes(
 				workflows.KeyTool.ValueSet(workflows.ToolInternal), workflows.KeyHost.ValueSet(host)),
 		},
-		workflows.HostLeaseWorkflowName, workflows.HostLeaseInput{Host: host, Group: r.opts.Group, Lease: r.opts.Lease})
+		workflows.HostLeaseWorkflowName, workflows.HostLeaseInput{Host: host, Machine: r.opts.Machine, Lease: r.opts.Lease})
 	return err
 }
 
-// AdoptHost answers an offer to adopt a lost host of this worker's group
-// with this worker: the lease workflow then grants it the host's lease.
+// AdoptHost answers an offer to adopt a lost host with this worker: the
+// lease workflow then grants it the host's lease.
 func (r *Runtime) AdoptHost(_ context.Context, in workflows.AdoptHostInput) (workflows.HostHolder, error) {
 	if r.ctx.Err() != nil {
 		return workflows.HostHolder{}, errors.New("the worker is stopping")

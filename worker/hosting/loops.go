@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
@@ -84,14 +85,19 @@ func newLoops(namespace string, c completer, observer activities.Observer, logge
 
 // start runs the loop of ref unless one of its run is already running
 // here (a resume racing the activity's own delivery): false then. A run
-// whose stop came first starts stopped.
-func (l *loops) start(ref loopRef, run loopFunc) bool {
+// whose stop came first starts stopped. The loop's context carries the
+// trace of parent (the activity that started it; none for a resumed
+// loop), and nothing else of it: the loop outlives the activity's call.
+func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.running[ref.key()]; ok {
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	// The activity's span (ended when the activity returns, which is at
+	// once): the loop's calls are its children, on its tracer provider.
+	traced := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(parent))
+	ctx, cancel := context.WithCancelCause(traced)
 	lp := &runningLoop{ref: ref, cancel: cancel, done: make(chan struct{})}
 	l.running[ref.key()] = lp
 	if at, ok := l.stopped[ref.key()]; ok && time.Since(at) < stoppedTTL {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -17,13 +18,16 @@ import (
 // resumeParallelism bounds the waits a sweep reads from Temporal at once.
 const resumeParallelism = 8
 
-// sweep looks up the running waits of host (DurawaitHost) and makes this
-// worker's loops match them: a wait whose loop does not run here is
-// resumed (the first sweep of a lease is the resume of a restarted or
-// adopted host), and a loop whose wait no longer runs is stopped (its
+// sweep looks up the running waits of a held host (DurawaitHost) and
+// makes this worker's loops match them: a wait whose loop does not run
+// here is resumed (the first sweep of a lease is the resume of a restarted
+// or adopted host), and a loop whose wait no longer runs is stopped (its
 // stop did not reach it: the wait was terminated, or timed out while its
-// host was down; an agent's CLI then stops with its invocation).
-func (r *Runtime) sweep(ctx context.Context, host string) {
+// host was down; an agent's CLI then stops with its invocation). Only a
+// loop scheduled before this worker got the lease is resumed: a later one
+// reaches it through the host's queue, which it polls.
+func (r *Runtime) sweep(ctx context.Context, l *heldLease) {
+	host := l.host
 	running, err := r.runningWaits(ctx, host)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -45,7 +49,7 @@ func (r *Runtime) sweep(ctx context.Context, host string) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := r.resume(ctx, host, key); err != nil && ctx.Err() == nil {
+			if err := r.resume(ctx, host, key, l.since); err != nil && ctx.Err() == nil {
 				r.logger.Warn("could not resume a wait's loop; the next sweep tries again", "workflow", key.workflowID, "error", err)
 			}
 		})
@@ -99,6 +103,7 @@ type pendingLoop struct {
 	activityType string
 	taskQueue    string
 	input        *commonpb.Payloads
+	scheduled    time.Time
 	// cancelRequested: the wait asked to stop it.
 	cancelRequested bool
 	// blockers are the blocker categories an agent invocation was
@@ -127,7 +132,7 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 			a := ev.GetActivityTaskScheduledEventAttributes()
 			if loopActivities[a.GetActivityType().GetName()] {
 				open[ev.GetEventId()] = &pendingLoop{activityID: a.GetActivityId(), activityType: a.GetActivityType().GetName(),
-					taskQueue: a.GetTaskQueue().GetName(), input: a.GetInput()}
+					taskQueue: a.GetTaskQueue().GetName(), input: a.GetInput(), scheduled: ev.GetEventTime().AsTime()}
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
 			if p := open[ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId()]; p != nil {
@@ -166,10 +171,11 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 
 // resume starts the loop of a wait of host that runs no loop here, from
 // what Temporal recorded: its loop activity's input, and the quiet window
-// of a quiet_for_sec wait.
-func (r *Runtime) resume(ctx context.Context, host string, key loopKey) error {
+// of a quiet_for_sec wait; unless the loop was scheduled after held (this
+// worker got the host's lease then): the host's queue brings it here.
+func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held time.Time) error {
 	p, err := r.pendingLoopOf(ctx, key)
-	if err != nil || p == nil {
+	if err != nil || p == nil || !p.scheduled.Before(held) {
 		return err
 	}
 	if p.taskQueue != workflows.HostQueue(r.opts.TaskQueue, host) {
@@ -190,25 +196,23 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey) error {
 		if err != nil {
 			return err
 		}
-		r.startProbe(ref, in, &record)
+		r.startProbe(ctx, ref, in, &record)
 	case workflows.WatchPaneActivityName:
-		if r.opts.Panes == nil {
-			return nil
-		}
 		var in workflows.WatchPaneInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
 			return fmt.Errorf("decode the pane watch's input: %w", err)
 		}
-		r.startWatch(ref, in)
-	case workflows.RunAgentActivityName:
-		if r.opts.Agents == nil {
-			return nil
+		if r.canWatch(in) {
+			r.startWatch(ctx, ref, in)
 		}
+	case workflows.RunAgentActivityName:
 		var in workflows.RunAgentInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
 			return fmt.Errorf("decode the agent run's input: %w", err)
 		}
-		r.startAgent(ref, activities.AgentRun{Input: in, Signalled: p.blockers})
+		if r.canFollow(in) {
+			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers})
+		}
 	}
 	return nil
 }

@@ -41,9 +41,12 @@ type Options struct {
 	Host string
 	// Instance names this process, new at each start.
 	Instance string
-	// Group is the host's adoption group (see Group): the hosts that can
-	// run each other's waits.
-	Group string
+	// Machine is the machine this worker runs on: the workers of a
+	// machine adopt each other's hosts first (workflows.AdoptQueue).
+	Machine string
+	// TmuxQueue is the queue of the tmux host this worker watches panes
+	// of ("": none).
+	TmuxQueue string
 	// Lease is how long this worker may go unheard before its waits move;
 	// workflows.DefaultHostLease when zero.
 	Lease time.Duration
@@ -85,16 +88,18 @@ type Runtime struct {
 	// queues are the SDK workers of the host queues this worker polls, by
 	// host: its own always, an adopted one while it holds it.
 	queues map[string]sdkworker.Worker
-	// ownSince is when this worker last held its own host's lease (zero:
-	// not now).
+	// holdingOwn says this worker holds its own host's lease now.
 	holdingOwn bool
 	wg         sync.WaitGroup
+	// progress is each probe loop's latest progress, by loopKey (what an
+	// operator's look reads: ProbeState).
+	progress sync.Map
 }
 
 // New returns the host of a worker; Start runs it.
 func New(opts Options) (*Runtime, error) {
-	if opts.Client == nil || opts.TaskQueue == "" || opts.Host == "" || opts.Instance == "" || opts.Poller == nil {
-		return nil, errors.New("hosting: client, task queue, host, instance and poller are required")
+	if opts.Client == nil || opts.TaskQueue == "" || opts.Host == "" || opts.Instance == "" || opts.Machine == "" || opts.Poller == nil {
+		return nil, errors.New("hosting: client, task queue, host, instance, machine and poller are required")
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = workflows.DefaultHostLease
@@ -124,9 +129,13 @@ func (r *Runtime) Host() string { return r.opts.Host }
 func (r *Runtime) Start() error {
 	instance := sdkworker.New(r.opts.Client, workflows.InstanceQueue(r.opts.TaskQueue, r.opts.Instance), sdkworker.Options{})
 	instance.RegisterActivityWithOptions(r.HoldLease, activity.RegisterOptions{Name: workflows.HoldLeaseActivityName})
-	adopt := sdkworker.New(r.opts.Client, workflows.AdoptQueue(r.opts.TaskQueue, r.opts.Group), sdkworker.Options{})
-	adopt.RegisterActivityWithOptions(r.AdoptHost, activity.RegisterOptions{Name: workflows.AdoptHostActivityName})
-	for _, w := range []sdkworker.Worker{instance, adopt} {
+	workers := []sdkworker.Worker{instance}
+	for _, machine := range []string{r.opts.Machine, workflows.AnyMachine} {
+		adopt := sdkworker.New(r.opts.Client, workflows.AdoptQueue(r.opts.TaskQueue, machine), sdkworker.Options{})
+		adopt.RegisterActivityWithOptions(r.AdoptHost, activity.RegisterOptions{Name: workflows.AdoptHostActivityName})
+		workers = append(workers, adopt)
+	}
+	for _, w := range workers {
 		if err := w.Start(); err != nil {
 			r.stopWorkers()
 			return fmt.Errorf("start the host's worker: %w", err)
@@ -188,6 +197,7 @@ func (r *Runtime) pollHost(host string) error {
 	w.RegisterActivityWithOptions(r.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
 	w.RegisterActivityWithOptions(r.StopLoop, activity.RegisterOptions{Name: workflows.StopLoopActivityName})
 	w.RegisterActivityWithOptions(r.AgentLive, activity.RegisterOptions{Name: workflows.AgentLiveActivityName})
+	w.RegisterActivityWithOptions(r.ProbeState, activity.RegisterOptions{Name: workflows.ProbeStateActivityName})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("poll the queue of host %s: %w", host, err)
 	}
