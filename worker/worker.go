@@ -74,9 +74,13 @@ func New(opts Options) (*Workers, error) {
 	}
 	ws.host = host
 
-	// WaitEndLogger writes each wait's "wait ended" line.
 	main := sdkworker.New(opts.Client, opts.TaskQueue, sdkworker.Options{
+		// WaitEndLogger writes each wait's "wait ended" line.
 		Interceptors: []interceptor.WorkerInterceptor{&WaitEndLogger{}},
+		// A wait's next workflow task waits this long (not the SDK's 5 s)
+		// for a worker that died with its cache before another worker
+		// takes it: the answer of a wait whose host was adopted.
+		StickyScheduleToStartTimeout: stickyTimeout,
 	})
 	Register(main, host, &activities.AgentHosts{Queues: opts.Client, Own: ownClaimQueue(opts)})
 	main.RegisterActivityWithOptions(opts.Downstream.CallDownstreamTool, activity.RegisterOptions{Name: workflows.CallDownstreamToolActivityName})
@@ -96,6 +100,9 @@ func New(opts Options) (*Workers, error) {
 	}
 	return ws, nil
 }
+
+// stickyTimeout is the main worker's sticky schedule-to-start timeout.
+const stickyTimeout = 2 * time.Second
 
 // ownClaimQueue is the agent hosts' claim queue when this worker is an
 // agent host ("" otherwise): it counts itself as polling it.

@@ -54,6 +54,12 @@ const HostLeaseIDPrefix = "durawait-host/"
 // HostLeaseWorkflowID is the ID of the lease workflow of host.
 func HostLeaseWorkflowID(host string) string { return HostLeaseIDPrefix + host }
 
+// LeaseQueue is the task queue the host lease workflows of a durawait
+// whose workflows run on taskQueue run on: every worker polls it, with a
+// short stickiness, so that a lease's next step never waits long for a
+// worker that died with its cache.
+func LeaseQueue(taskQueue string) string { return taskQueue + "-leases" }
+
 // HostQueue is the task queue of host's loops, on a durawait whose
 // workflows run on taskQueue. Its holder polls it.
 func HostQueue(taskQueue, host string) string { return taskQueue + "-host-" + host }
@@ -84,7 +90,10 @@ const DefaultHostLease = 6 * time.Second
 // HostLeaseInput is the input of the HostLease workflow, and what it
 // continues as new with.
 type HostLeaseInput struct {
-	Host string `json:"host"`
+	// TaskQueue is the durawait's (its waits' workflows'): the host,
+	// instance and adoption queues are named after it.
+	TaskQueue string `json:"task_queue"`
+	Host      string `json:"host"`
 	// Machine is the host's machine (its adoption is offered there first).
 	Machine string `json:"machine"`
 	// Lease is how long a holder may go unheard.
@@ -251,7 +260,7 @@ func (l *hostLease) findHolder(ctx workflow.Context) (*HostHolder, error) {
 	if l.online.ReceiveAsync(&s) {
 		return l.own(s), nil
 	}
-	queue := workflow.GetInfo(ctx).TaskQueueName
+	queue := l.in.TaskQueue
 	holder, err := l.offer(ctx, AdoptQueue(queue, l.in.Machine), sameMachineOffer)
 	if holder != nil || err != nil || ctx.Err() != nil {
 		return holder, err
@@ -317,7 +326,7 @@ func (l *hostLease) hold(ctx workflow.Context, holder HostHolder) (next *HostHol
 	holdCtx, cancelHold := workflow.WithCancel(ctx)
 	defer cancelHold()
 	holdCtx = workflow.WithActivityOptions(holdCtx, workflow.ActivityOptions{
-		TaskQueue:              InstanceQueue(workflow.GetInfo(ctx).TaskQueueName, holder.Instance),
+		TaskQueue:              InstanceQueue(l.in.TaskQueue, holder.Instance),
 		ScheduleToStartTimeout: holdStartTimeout,
 		StartToCloseTimeout:    holdMaxRun,
 		HeartbeatTimeout:       l.in.Lease,

@@ -134,7 +134,7 @@ func (w *leaseWorld) granted() []grant {
 	return append([]grant(nil), w.grants...)
 }
 
-var leaseInput = HostLeaseInput{Host: "h1", Machine: "m1", Lease: 6 * time.Second}
+var leaseInput = HostLeaseInput{TaskQueue: "default-test-taskqueue", Host: "h1", Machine: "m1", Lease: 6 * time.Second}
 
 // The host's own process, online, holds its lease: a HoldLease on its
 // instance queue whose heartbeat timeout is the lease.

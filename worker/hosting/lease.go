@@ -209,14 +209,14 @@ func (r *Runtime) signalOnline(ctx context.Context) error {
 		workflows.HostOnline{Instance: r.opts.Instance, Machine: r.opts.Machine, Lease: r.opts.Lease},
 		client.StartWorkflowOptions{
 			ID:                       workflows.HostLeaseWorkflowID(host),
-			TaskQueue:                r.opts.TaskQueue,
+			TaskQueue:                workflows.LeaseQueue(r.opts.TaskQueue),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:            workflows.HostLeaseSummary(host),
 			TypedSearchAttributes: temporal.NewSearchAttributes(
 				workflows.KeyTool.ValueSet(workflows.ToolInternal), workflows.KeyHost.ValueSet(host)),
 		},
-		workflows.HostLeaseWorkflowName, workflows.HostLeaseInput{Host: host, Machine: r.opts.Machine, Lease: r.opts.Lease})
+		workflows.HostLeaseWorkflowName, workflows.HostLeaseInput{TaskQueue: r.opts.TaskQueue, Host: host, Machine: r.opts.Machine, Lease: r.opts.Lease})
 	return err
 }
 

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/workflows"
@@ -129,7 +130,12 @@ func (r *Runtime) Host() string { return r.opts.Host }
 func (r *Runtime) Start() error {
 	instance := sdkworker.New(r.opts.Client, workflows.InstanceQueue(r.opts.TaskQueue, r.opts.Instance), sdkworker.Options{})
 	instance.RegisterActivityWithOptions(r.HoldLease, activity.RegisterOptions{Name: workflows.HoldLeaseActivityName})
-	workers := []sdkworker.Worker{instance}
+	// The host lease workflows: every worker runs them, with the
+	// shortest stickiness, so a lease's next step after its holder's death
+	// waits at most a second for that worker's cache.
+	leases := sdkworker.New(r.opts.Client, workflows.LeaseQueue(r.opts.TaskQueue), sdkworker.Options{StickyScheduleToStartTimeout: time.Second})
+	leases.RegisterWorkflowWithOptions(workflows.HostLease, workflow.RegisterOptions{Name: workflows.HostLeaseWorkflowName})
+	workers := []sdkworker.Worker{leases, instance}
 	for _, machine := range []string{r.opts.Machine, workflows.AnyMachine} {
 		adopt := sdkworker.New(r.opts.Client, workflows.AdoptQueue(r.opts.TaskQueue, machine), sdkworker.Options{})
 		adopt.RegisterActivityWithOptions(r.AdoptHost, activity.RegisterOptions{Name: workflows.AdoptHostActivityName})

@@ -1,0 +1,195 @@
+package hosting
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/workflows"
+)
+
+// answered is one answer a loop gave its activity.
+type answered struct {
+	ref    loopRef
+	result any
+	err    error
+}
+
+// fakeCompleter records the answers; fail makes the next answers fail.
+type fakeCompleter struct {
+	mu      sync.Mutex
+	answers []answered
+	fail    []error
+	got     chan struct{}
+}
+
+func newFakeCompleter() *fakeCompleter { return &fakeCompleter{got: make(chan struct{}, 100)} }
+
+func (f *fakeCompleter) CompleteActivityByID(_ context.Context, _, workflowID, runID, activityID string, result any, err error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.fail) > 0 {
+		e := f.fail[0]
+		f.fail = f.fail[1:]
+		return e
+	}
+	f.answers = append(f.answers, answered{ref: loopRef{WorkflowID: workflowID, RunID: runID, ActivityID: activityID}, result: result, err: err})
+	f.got <- struct{}{}
+	return nil
+}
+
+func (f *fakeCompleter) all() []answered {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]answered(nil), f.answers...)
+}
+
+// recordingObserver keeps the events it is told, in order.
+type recordingObserver struct {
+	mu     sync.Mutex
+	events []workflows.WaitEvent
+}
+
+func (o *recordingObserver) Observe(_ string, e workflows.WaitEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+func (o *recordingObserver) all() []workflows.WaitEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]workflows.WaitEvent(nil), o.events...)
+}
+
+func newTestLoops(c completer, o activities.Observer) *loops {
+	return newLoops("default", c, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+var ref1 = loopRef{WorkflowID: "wait_for/1", RunID: "r1", ActivityID: "5", Host: "h1"}
+
+// awaitAnswers waits for n answers.
+func awaitAnswers(t *testing.T, f *fakeCompleter, n int) []answered {
+	t.Helper()
+	for range n {
+		select {
+		case <-f.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer; got %v", f.all())
+		}
+	}
+	return f.all()
+}
+
+// A loop's end is answered to its activity by ID, and only then told to
+// the in-process feed: what a call answers is what Temporal recorded.
+func TestALoopsEndIsAnsweredThenObserved(t *testing.T) {
+	c, o := newFakeCompleter(), &recordingObserver{}
+	l := newTestLoops(c, o)
+	result := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, LastObservation: "READY"}
+	require.True(t, l.start(context.Background(), ref1, func(context.Context) (any, error) { return result, nil }))
+	got := awaitAnswers(t, c, 1)
+	assert.Equal(t, []answered{{ref: loopRef{WorkflowID: "wait_for/1", RunID: "r1", ActivityID: "5"}, result: result}}, got)
+	l.wg.Wait()
+	assert.Equal(t, []workflows.WaitEvent{result}, o.all())
+	assert.False(t, l.has(ref1.key()), "an ended loop is gone")
+}
+
+// An answer Temporal cannot take yet (the engine restarts) is given again
+// until it can; one whose activity is gone is dropped, and not observed.
+func TestAnAnswerIsRetriedUntilTakenAndDroppedWhenGone(t *testing.T) {
+	c, o := newFakeCompleter(), &recordingObserver{}
+	c.fail = []error{serviceerror.NewUnavailable("engine restarting"), serviceerror.NewUnavailable("engine restarting")}
+	l := newTestLoops(c, o)
+	l.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil })
+	awaitAnswers(t, c, 1)
+	l.wg.Wait()
+	assert.Len(t, o.all(), 1)
+
+	c2, o2 := newFakeCompleter(), &recordingObserver{}
+	c2.fail = []error{serviceerror.NewNotFound("workflow execution already completed")}
+	l2 := newTestLoops(c2, o2)
+	l2.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil })
+	l2.wg.Wait()
+	assert.Empty(t, c2.all())
+	assert.Empty(t, o2.all(), "an answer Temporal did not record is not told")
+}
+
+// A stop from the loop's workflow ends it and answers cancelled (with the
+// loop's own cancel details when it gives them); a stop that comes before
+// the loop (a resume racing it) is remembered, so the loop starts stopped.
+func TestAStoppedLoopAnswersCancelled(t *testing.T) {
+	c := newFakeCompleter()
+	l := newTestLoops(c, nil)
+	running := make(chan struct{})
+	l.start(context.Background(), ref1, func(ctx context.Context) (any, error) {
+		close(running)
+		<-ctx.Done()
+		assert.ErrorIs(t, context.Cause(ctx), activities.ErrLoopStopped)
+		return nil, ctx.Err()
+	})
+	<-running
+	l.stop(ref1.key())
+	got := awaitAnswers(t, c, 1)
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, got[0].err, &canceled)
+
+	ref2 := loopRef{WorkflowID: "agent/2", RunID: "r2", ActivityID: "9", Host: "h1"}
+	l.stop(ref2.key()) // before its loop
+	l.start(context.Background(), ref2, func(ctx context.Context) (any, error) {
+		require.Error(t, ctx.Err(), "it starts stopped")
+		return nil, temporal.NewCanceledError(workflows.AgentFinal{Output: "partial"})
+	})
+	got = awaitAnswers(t, c, 1)
+	require.ErrorAs(t, got[1].err, &canceled)
+	var partial workflows.AgentFinal
+	require.NoError(t, canceled.Details(&partial))
+	assert.Equal(t, "partial", partial.Output, "the loop's own cancel details are kept")
+}
+
+// Dropped loops (the host released, the worker stopping) answer nothing:
+// the host's next holder resumes them.
+func TestADroppedLoopAnswersNothing(t *testing.T) {
+	c := newFakeCompleter()
+	l := newTestLoops(c, nil)
+	other := loopRef{WorkflowID: "wait_for/2", RunID: "r2", ActivityID: "5", Host: "h2"}
+	for _, ref := range []loopRef{ref1, other} {
+		l.start(context.Background(), ref, func(ctx context.Context) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	}
+	l.drop("h1", errReleased)
+	assert.False(t, l.has(ref1.key()))
+	assert.True(t, l.has(other.key()), "another host's loop runs on")
+	assert.Equal(t, []loopRef{other}, l.of("h2"))
+	l.drop("", errStopping)
+	assert.Empty(t, c.all())
+}
+
+// One loop per workflow run: a second start (a resume racing the
+// activity's delivery) is refused.
+func TestOneLoopPerRun(t *testing.T) {
+	l := newTestLoops(newFakeCompleter(), nil)
+	block := func(ctx context.Context) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
+	require.True(t, l.start(context.Background(), ref1, block))
+	assert.False(t, l.start(context.Background(), ref1, block))
+	l.drop("", errStopping)
+}
+
+func TestGoneTellsARefusalFromAPassingFailure(t *testing.T) {
+	assert.True(t, gone(serviceerror.NewNotFound("x")))
+	assert.True(t, gone(serviceerror.NewFailedPrecondition("x")))
+	assert.False(t, gone(serviceerror.NewUnavailable("x")))
+	assert.False(t, gone(errors.New("connection refused")))
+}
