@@ -52,6 +52,9 @@ type sharedWait struct {
 	input    any
 	// pollMs is how often a task's status is worth asking for.
 	pollMs int64
+	// bound is the wait's own bound (max_wait_sec): its run has closed by
+	// then and LoopGrace.
+	bound time.Duration
 }
 
 // startOrAttach subscribes to the wait's events, lets a settling run of it
@@ -111,15 +114,34 @@ func (f *Front) subscribe(workflowID string) (<-chan workflows.WaitEvent, func()
 // from the in-process feed when handle says an event is the outcome, and
 // then the run settles (steps 4 and 5 of the dance described at
 // sharedWait). handle sees every event in order; result receives
-// Temporal's answer when that comes first.
-func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan workflows.WaitEvent, result any, handle func(workflows.WaitEvent) bool) error {
+// Temporal's answer when that comes first. A loop's failure the feed
+// tells (workflows.WaitFailed) is returned as a *loopFailure.
+//
+// With a feed, Temporal's answer is read once the run is seen closed
+// (closes: one visibility look a second for every call) or, at the
+// latest, bound plus LoopGrace and a margin after the call began (the
+// run must have closed by then); without one, by a long poll from the
+// start.
+func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events <-chan workflows.WaitEvent, bound time.Duration, result any, handle func(workflows.WaitEvent) bool) error {
 	getCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Temporal's answer is decoded here, not in the goroutine, which may
 	// still be running when the feed answers first.
 	var raw json.RawMessage
 	got := make(chan error, 1)
-	go func() { got <- getResult(getCtx, run, &raw) }()
+	poll := func() { go func() { got <- getResult(getCtx, run, &raw) }() }
+	var closed <-chan struct{}
+	var fallback <-chan time.Time
+	if events == nil || bound <= 0 {
+		poll()
+	} else {
+		c, done := f.closes.await(run.GetID(), run.GetRunID())
+		defer done()
+		closed = c
+		timer := time.NewTimer(bound + workflows.LoopGrace + closedFallbackMargin)
+		defer timer.Stop()
+		fallback = timer.C
+	}
 	for {
 		select {
 		case ev, open := <-events:
@@ -127,10 +149,20 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 				events = nil
 				continue
 			}
+			if failed, ok := ev.(workflows.WaitFailed); ok {
+				f.settle(run)
+				return &loopFailure{message: failed.Message}
+			}
 			if handle(ev) {
 				f.settle(run)
 				return nil
 			}
+		case <-closed:
+			closed, fallback = nil, nil
+			poll()
+		case <-fallback:
+			closed, fallback = nil, nil
+			poll()
 		case err := <-got:
 			if err != nil {
 				return err
@@ -140,20 +172,42 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 	}
 }
 
+// closedFallbackMargin is how long past its bound and LoopGrace a call
+// waits before it asks Temporal for its run's end directly, in case the
+// look for closes missed it.
+const closedFallbackMargin = 30 * time.Second
+
+// loopFailure is a wait's failure as its loop told it (workflows.WaitFailed).
+type loopFailure struct{ message string }
+
+func (e *loopFailure) Error() string { return e.message }
+
 // settleTimeout bounds how long a closing run is waited for.
 const settleTimeout = 10 * time.Second
 
 // settle remembers a run whose outcome was returned before Temporal closed
 // it, until it closes (at most settleTimeout): step 5 of the dance
-// described at sharedWait.
+// described at sharedWait. With a feed, the close is seen by the look for
+// closes (one for every run), not by a long poll per run.
 func (f *Front) settle(run client.WorkflowRun) {
 	id, runID := run.GetID(), run.GetRunID()
 	f.settling.Store(id, runID)
 	go func() {
+		defer f.settling.CompareAndDelete(id, runID)
+		if f.opts.Events != nil {
+			closed, done := f.closes.await(id, runID)
+			defer done()
+			timer := time.NewTimer(settleTimeout)
+			defer timer.Stop()
+			select {
+			case <-closed:
+			case <-timer.C:
+			}
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 		defer cancel()
 		_ = f.opts.Temporal.GetWorkflow(ctx, id, runID).Get(ctx, nil)
-		f.settling.CompareAndDelete(id, runID)
 	}()
 }
 

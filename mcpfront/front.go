@@ -85,6 +85,8 @@ type Front struct {
 	// settling holds the runs (by workflow ID) whose outcome a call already
 	// returned from the in-process feed, until Temporal closes them.
 	settling sync.Map
+	// closes tells the calls of a front with a feed when their runs close.
+	closes *closes
 	// attached counts the callers attached to each wait_for_text wait.
 	attached holds
 	// clients are the names of the sessions' clients (DurawaitClient).
@@ -107,6 +109,7 @@ func New(opts Options) *Front {
 		opts.Version = "dev"
 	}
 	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts)}
+	f.closes = newCloses(opts.Temporal, opts.Namespace, opts.Logger)
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
 		// Tasks are answered from Temporal by handleOwn, never by mcp-go.

@@ -22,6 +22,10 @@ func structuredResult(v any) *mcp.CallToolResult {
 // workflowErrorMessage digs the application error's own message out of the
 // wrappers Temporal puts around it.
 func workflowErrorMessage(err error) string {
+	var failure *loopFailure
+	if errors.As(err, &failure) {
+		return failure.message
+	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		return appErr.Message()

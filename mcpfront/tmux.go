@@ -111,7 +111,7 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 	defer unsubscribe()
 	token := progressToken(req)
 	var out workflows.TextWaitOutcome
-	err = f.awaitOutcome(ctx, run, events, &out, func(ev workflows.WaitEvent) bool {
+	err = f.awaitOutcome(ctx, run, events, w.bound, &out, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.TextWaitOutcome:
 			out = e
@@ -170,6 +170,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 			Spec: spec, HostQueue: queue, Host: f.opts.Host, Socket: f.opts.Tmux.Socket, MaxWait: f.opts.Tmux.MaxWait,
 		},
 		pollMs: 1000,
+		bound:  f.opts.Tmux.MaxWait,
 	}, nil
 }
 

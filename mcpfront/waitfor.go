@@ -45,7 +45,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 
 	token := progressToken(req)
 	var result workflows.WaitForResult
-	err = f.awaitOutcome(ctx, run, events, &result, func(ev workflows.WaitEvent) bool {
+	err = f.awaitOutcome(ctx, run, events, w.bound, &result, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.Sample:
 			noteSample(ctx)
@@ -89,6 +89,7 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		workflow: workflows.WaitForWorkflowName,
 		input:    workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
 		pollMs:   int64(spec.PollSec) * 1000,
+		bound:    spec.MaxWait(),
 	}, nil
 }
 

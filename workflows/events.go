@@ -5,8 +5,8 @@ package workflows
 // the activity knows it (the workflow records that same outcome durably).
 // The set is closed; each tool's waits send their own events:
 //
-//   - wait_for: Sample, then WaitForResult.
-//   - wait_for_text: BaselineRead, then TextWaitOutcome.
+//   - wait_for: Sample, then WaitForResult (or WaitFailed).
+//   - wait_for_text: BaselineRead, then TextWaitOutcome (or WaitFailed).
 //   - wait_agent: AgentProgress.
 type WaitEvent interface {
 	waitEvent()
@@ -17,3 +17,11 @@ func (WaitForResult) waitEvent()   {}
 func (BaselineRead) waitEvent()    {}
 func (TextWaitOutcome) waitEvent() {}
 func (AgentProgress) waitEvent()   {}
+func (WaitFailed) waitEvent()      {}
+
+// WaitFailed is a wait's loop's failure (a probe that failed, hung or
+// answered too much): the wait's workflow ends with it, as an error whose
+// message is Message.
+type WaitFailed struct {
+	Message string
+}

@@ -17,13 +17,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// defaultGCPercent is the garbage collector's target (GOGC) unless the
+// environment sets one: a durawait holding thousands of waits keeps most of
+// its memory live for minutes, and the default (100) lets the heap grow to
+// twice that; 50 holds about a fifth less memory for a few percent more
+// CPU (docs/performance.md).
+const defaultGCPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/grpc"
 
 	"github.com/durawait/durawait/activities"
@@ -241,9 +242,12 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		// them to one an earlier release created.
 		SearchAttributes: workflows.SearchAttributes(),
 		Retention:        p.cfg.Retention(),
-		Logger:           p.logger,
-		LogLevel:         max(p.level, slog.LevelWarn),
-		SpanExporter:     spans,
+		// The SDK's workflow cache is the process's: the engine's own
+		// workers create it (see startWorker).
+		WorkflowCacheSize: workflowCacheSize,
+		Logger:            p.logger,
+		LogLevel:          max(p.level, slog.LevelWarn),
+		SpanExporter:      spans,
 		// Its billable actions, on /metrics (durawait.engine.actions).
 		MeterProvider: p.engineMeters(),
 	})
@@ -394,6 +398,13 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	}
 	// Waits of the same probe on this worker share its calls (one per tick).
 	prober := activities.NewSharedProber(p.manager)
+	// A wait's workflow runs a task at its start and at its end, and
+	// sleeps between: the SDK keeps the workflows it ran last in memory
+	// (a goroutine and its state each), the others are replayed from their
+	// few events when their next task comes. The cache is the process's,
+	// made by the first worker: with an embedded engine, the engine's own
+	// (see startEngine); else these.
+	sdkworker.SetStickyWorkflowCacheSize(workflowCacheSize)
 	w, err := worker.New(worker.Options{
 		Client: p.temporal, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
 		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
@@ -414,6 +425,10 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	stops = append(stops, runInBackground(ctx, publisher.Run))
 	return stop, nil
 }
+
+// workflowCacheSize is how many workflows a worker keeps in memory
+// between their tasks (the SDK's default is 10,000).
+const workflowCacheSize = 100
 
 // startFront builds the MCP front end. With a worker in the process it
 // reaches the worker's side directly and reads the in-process feed;

@@ -51,7 +51,9 @@ import (
 // capacity-report.md at the repository root (DURAWAIT_BENCH_REPORT names
 // another file). DURAWAIT_BENCH_PROFILE=<file> writes a 12 s CPU profile
 // of durawait taken from the start of the burst (suffixed .<N> when there
-// are several sizes).
+// are several sizes), and at the start of the hold its heap profile
+// (<file>.heap, and as text with the runtime's memory statistics
+// <file>.heap.txt) and its goroutines (<file>.goroutines.txt).
 //
 // DURAWAIT_BENCH_CLUSTER=1 runs durawait on the production temporal-server
 // on PostgreSQL 15 that make e2e-cluster runs (built from the pinned
@@ -296,8 +298,14 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 	row.startsPerSec = float64(n) / row.allSampled.Seconds()
 	<-profiled
 
-	// The hold: a settle, then the steady window.
+	// The hold: a settle, then the steady window (with the memory held
+	// and the goroutines, profiled at its start).
 	time.Sleep(capSettle)
+	if profile != "" {
+		saveProfile(b, "http://"+pprofAddr+"/debug/pprof/heap", profile+".heap")
+		saveProfile(b, "http://"+pprofAddr+"/debug/pprof/goroutine?debug=1", profile+".goroutines.txt")
+		saveProfile(b, "http://"+pprofAddr+"/debug/pprof/heap?debug=1", profile+".heap.txt")
+	}
 	holdFrom, cpuFrom, engineFrom := time.Now(), treeCPU(pid), treeCPU(eng.pids...)
 	time.Sleep(capHold)
 	holdTo, cpuTo, engineTo := time.Now(), treeCPU(pid), treeCPU(eng.pids...)
@@ -321,19 +329,19 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 }
 
 // capacityConfig is the harness's config with the demo probe server, but
-// durawait's own heartbeat timeout (the harness shortens it to 2 s for
-// quick crash recovery, which a capacity figure should not assume), or
-// DURAWAIT_BENCH_HEARTBEAT_SEC when set.
+// durawait's own host lease (the harness shortens it to 2 s for quick
+// crash recovery, which a capacity figure should not assume), or
+// DURAWAIT_BENCH_LEASE_SEC when set.
 func capacityConfig(b *testing.B, w *workspace) string {
 	path := w.writeConfig(w.demoServer("demo"))
 	text := readFile(path)
-	const short = "heartbeat_timeout_sec = 2\n"
+	const short = "lease_sec = 2\n"
 	require.Contains(b, text, short)
-	heartbeat := ""
-	if v := os.Getenv("DURAWAIT_BENCH_HEARTBEAT_SEC"); v != "" {
-		heartbeat = "heartbeat_timeout_sec = " + v + "\n"
+	lease := ""
+	if v := os.Getenv("DURAWAIT_BENCH_LEASE_SEC"); v != "" {
+		lease = "lease_sec = " + v + "\n"
 	}
-	require.NoError(b, os.WriteFile(path, []byte(strings.Replace(text, short, heartbeat, 1)), 0o644))
+	require.NoError(b, os.WriteFile(path, []byte(strings.Replace(text, short, lease, 1)), 0o644))
 	return path
 }
 

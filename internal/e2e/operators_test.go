@@ -447,6 +447,10 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	got := <-done
 	require.NoError(t, got.err)
 	assert.Contains(t, strings.ToLower(resultText(got.res)), "cancel", "the caller learns its wait was cancelled: %s", resultText(got.res))
+	// The cancel reached the probe loop on its host (StopLoop): it stopped.
+	eventually(t, "the probe loop to stop", func() bool {
+		return countLines(inst.log.String(), "stopping a loop, as its wait asked", id) == 1
+	})
 
 	eventually(t, "the cancel in show", func() bool {
 		out, errOut, ok := w.waits("show", id, "--config", config, "--json")

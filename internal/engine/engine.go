@@ -66,6 +66,11 @@ type Options struct {
 	// Logger receives the engine's logs at LogLevel and above.
 	Logger   *slog.Logger
 	LogLevel slog.Level
+	// WorkflowCacheSize, when set, is how many workflows the SDK workers of
+	// this process keep in memory between their tasks: the SDK's cache is
+	// one for the whole process, and the engine's own workers create it
+	// first, with this size.
+	WorkflowCacheSize int
 	// SpanExporter receives the engine's own spans; nil exports none,
 	// whatever the OTEL_* environment says (see serverModule).
 	SpanExporter trace.SpanExporter
@@ -339,6 +344,9 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	}
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	if opts.WorkflowCacheSize > 0 {
+		dyn[dynamicconfig.WorkerStickyCacheSize.Key()] = opts.WorkflowCacheSize
 	}
 	serverOpts := []temporal.ServerOption{
 		temporal.WithConfig(conf),

@@ -49,11 +49,10 @@ type completer interface {
 }
 
 // loops are the loops this worker runs, of its own host and of the hosts
-// it adopted. Each runs in a goroutine; its end is answered to Temporal by
-// the activity's IDs (so a loop resumed after a restart answers the very
-// activity its first run began), and then, for the in-process feed, told
-// to the observer: an answer a call sees is always the one Temporal
-// recorded.
+// it adopted. Each runs in a goroutine; its end is told to the observer
+// (the in-process feed: a call answers at once) and answered to Temporal
+// by the activity's IDs (so a loop resumed after a restart answers the
+// very activity its first run began).
 type loops struct {
 	namespace string
 	client    completer
@@ -67,7 +66,14 @@ type loops struct {
 	stopped map[loopKey]time.Time
 	// wg counts the loop goroutines.
 	wg sync.WaitGroup
+	// answering bounds the answers in flight to Temporal: when thousands
+	// of waits end at once, their answers queue here, not as thousands of
+	// calls contending for the engine (which writes them one by one).
+	answering chan struct{}
 }
+
+// maxAnswering is how many loops answer Temporal at once.
+const maxAnswering = 16
 
 // stoppedTTL is how long a stop that found no loop is remembered.
 const stoppedTTL = 2 * time.Minute
@@ -80,7 +86,7 @@ type runningLoop struct {
 
 func newLoops(namespace string, c completer, observer activities.Observer, logger *slog.Logger) *loops {
 	return &loops{namespace: namespace, client: c, observer: observer, logger: logger,
-		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}}
+		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}, answering: make(chan struct{}, maxAnswering)}
 }
 
 // start runs the loop of ref unless one of its run is already running
@@ -133,12 +139,26 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 			err = temporal.NewCanceledError()
 		}
 		result = nil
+	default:
+		// The in-process feed hears the end first (a call answers at
+		// once), then Temporal records it: a crash in between leaves the
+		// loop to be resumed, and its answer is taken again.
+		l.tell(lp.ref.WorkflowID, result, err)
 	}
-	if !l.answer(lp.ref, result, err) {
+	l.answer(lp.ref, result, err)
+}
+
+// tell tells the observer a loop's end: its outcome, or its failure.
+func (l *loops) tell(workflowID string, result any, err error) {
+	if l.observer == nil {
 		return
 	}
-	if event, ok := result.(workflows.WaitEvent); ok && err == nil && l.observer != nil {
-		l.observer.Observe(lp.ref.WorkflowID, event)
+	var appErr *temporal.ApplicationError
+	switch event, ok := result.(workflows.WaitEvent); {
+	case err == nil && ok:
+		l.observer.Observe(workflowID, event)
+	case errors.As(err, &appErr):
+		l.observer.Observe(workflowID, workflows.WaitFailed{Message: appErr.Message()})
 	}
 }
 
@@ -153,6 +173,8 @@ const (
 // it or says the activity is gone (its wait was cancelled, or timed out).
 // It reports whether Temporal recorded this answer.
 func (l *loops) answer(ref loopRef, result any, err error) bool {
+	l.answering <- struct{}{}
+	defer func() { <-l.answering }()
 	delay := answerRetryInitial
 	for {
 		cerr := l.client.CompleteActivityByID(context.Background(), l.namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, result, err)
@@ -185,6 +207,7 @@ func (l *loops) stop(key loopKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if lp, ok := l.running[key]; ok {
+		l.logger.Info("stopping a loop, as its wait asked", "workflow", key.workflowID, "run", key.runID)
 		lp.cancel(activities.ErrLoopStopped)
 		return
 	}

@@ -91,9 +91,9 @@ func awaitAnswers(t *testing.T, f *fakeCompleter, n int) []answered {
 	return f.all()
 }
 
-// A loop's end is answered to its activity by ID, and only then told to
-// the in-process feed: what a call answers is what Temporal recorded.
-func TestALoopsEndIsAnsweredThenObserved(t *testing.T) {
+// A loop's end is told to the in-process feed (a call answers at once)
+// and answered to its activity by ID.
+func TestALoopsEndIsObservedAndAnswered(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	l := newTestLoops(c, o)
 	result := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, LastObservation: "READY"}
@@ -111,18 +111,34 @@ func TestAnAnswerIsRetriedUntilTakenAndDroppedWhenGone(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	c.fail = []error{serviceerror.NewUnavailable("engine restarting"), serviceerror.NewUnavailable("engine restarting")}
 	l := newTestLoops(c, o)
-	l.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil })
+	l.start(context.Background(), ref1, func(context.Context) (any, error) {
+		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
+	})
 	awaitAnswers(t, c, 1)
 	l.wg.Wait()
 	assert.Len(t, o.all(), 1)
 
-	c2, o2 := newFakeCompleter(), &recordingObserver{}
+	c2 := newFakeCompleter()
 	c2.fail = []error{serviceerror.NewNotFound("workflow execution already completed")}
-	l2 := newTestLoops(c2, o2)
-	l2.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil })
+	l2 := newTestLoops(c2, nil)
+	l2.start(context.Background(), ref1, func(context.Context) (any, error) {
+		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
+	})
 	l2.wg.Wait()
-	assert.Empty(t, c2.all())
-	assert.Empty(t, o2.all(), "an answer Temporal did not record is not told")
+	assert.Empty(t, c2.all(), "given up once Temporal says the activity is gone")
+}
+
+// A loop's failure is told to the feed as WaitFailed, with its message,
+// and answered as the activity's failure.
+func TestALoopsFailureIsToldAndAnswered(t *testing.T) {
+	c, o := newFakeCompleter(), &recordingObserver{}
+	l := newTestLoops(c, o)
+	failure := temporal.NewNonRetryableApplicationError("sample 2: probe demo.read_file returned an error", workflows.ErrTypeProbeReturnedError, nil)
+	l.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{}, failure })
+	got := awaitAnswers(t, c, 1)
+	assert.Equal(t, failure, got[0].err)
+	l.wg.Wait()
+	assert.Equal(t, []workflows.WaitEvent{workflows.WaitFailed{Message: "sample 2: probe demo.read_file returned an error"}}, o.all())
 }
 
 // A stop from the loop's workflow ends it and answers cancelled (with the
