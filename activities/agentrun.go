@@ -49,12 +49,16 @@ type AgentRunner struct {
 	Observer Observer
 	// CancelGrace is the SIGTERM to SIGKILL delay.
 	CancelGrace time.Duration
-	// PollInterval is how often the spooled output is read.
+	// PollInterval is how often the spooled output is read when the spool
+	// cannot be watched (with a watch, a run reads it as it changes, and
+	// every watchedPollInterval besides).
 	PollInterval time.Duration
 	Logger       *slog.Logger
 
 	mu   sync.Mutex
 	live map[string]workflows.AgentLive // by invocation: what its CLI does now
+	// spool tells the runs when their spool folders change.
+	spool spoolWatch
 }
 
 // AgentProvider says how to run one agent CLI. Every argument is an element
@@ -338,6 +342,10 @@ func spoolName(id string) string {
 	return strings.NewReplacer("/", "_", "..", "_").Replace(id)
 }
 
+// watchedPollInterval is how often a run whose spool is watched reads it
+// anyway (a change the watch missed).
+const watchedPollInterval = 250 * time.Millisecond
+
 // maxLine bounds one output line; longer lines are dropped.
 const maxLine = 8 << 20
 
@@ -363,6 +371,11 @@ func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, di
 	interval := r.PollInterval
 	if interval <= 0 {
 		interval = 20 * time.Millisecond
+	}
+	changed, unfollow := r.spool.follow(dir)
+	defer unfollow()
+	if changed != nil {
+		interval = watchedPollInterval
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -410,6 +423,7 @@ func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, di
 		}
 		select {
 		case <-tick.C:
+		case <-changed:
 		case <-deadline:
 			// agents.max_run_sec: stop the CLI; what it had said is the
 			// output, and its session can be resumed.

@@ -41,6 +41,10 @@ const (
 	// embeddedClusterID is fixed so that the database keeps one identity
 	// across restarts.
 	embeddedClusterID = "6d7572a1-7761-4974-8000-656d62656464"
+	// engineQueuePollRPS caps how often each history queue of the
+	// embedded engine reads new tasks: high enough that a task is
+	// dispatched when it is written, not on a tick.
+	engineQueuePollRPS = 1000
 )
 
 // Options configure the embedded engine.
@@ -344,6 +348,19 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	}
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// One engine process: a task queue split in partitions only makes
+		// a task and its poller meet later (a task written to one
+		// partition waits for a poll forwarded from another).
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// The engine has one history shard, and each of its queues reads
+		// new tasks at most MaxPollRPS times a second (20 by default):
+		// past that rate every activity and workflow task waits for the
+		// next 50 ms tick, five ticks on an agent's path from exit to
+		// answer.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   engineQueuePollRPS,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      engineQueuePollRPS,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): engineQueuePollRPS,
 	}
 	if opts.WorkflowCacheSize > 0 {
 		dyn[dynamicconfig.WorkerStickyCacheSize.Key()] = opts.WorkflowCacheSize
