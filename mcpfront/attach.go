@@ -168,6 +168,9 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 				return err
 			}
 			return json.Unmarshal(raw, result)
+		case <-ctx.Done():
+			// The caller hung up, or durawait drains: the wait runs on.
+			return ctx.Err()
 		}
 	}
 }
