@@ -82,21 +82,17 @@ func replay(t *testing.T, file string, loggingInReplay bool) *jsonLines {
 // (the wait's DurawaitState, or cancelled) and the duration. Replayed as
 // a replay, it logs nothing: the line is written once per wait.
 func TestWaitEndLoggerLogsEachWaitsEndOnce(t *testing.T) {
-	// TestRecordReplayHistories started its runs with DurawaitTool
-	// "replay"; a run recorded before search attributes has none, and the
-	// workflow type names its tool.
+	// TestRecordReplayHistories (internal/e2e) recorded them through the
+	// real tools, so each run names its tool and caller.
 	cases := map[string]struct{ tool, outcome string }{
-		"v2_waitfor_matched.json":     {"replay", "matched"},
-		"v2_waitfor_cancelled.json":   {"replay", "cancelled"},
-		"v2_waitfortext_matched.json": {"replay", "matched"},
-		"v2_agent_succeeded.json":     {"replay", "matched"},
-		"v2_agent_cancelled.json":     {"replay", "matched"}, // the agent had ended before the cancel
-		"waitfor_matched.json":        {"wait_for", "completed"},
-		"agent_succeeded.json":        {"start_agent", "completed"},
-		"waitfortext_matched.json":    {"wait_for_text", "completed"},
-		"v2_catalog.json":             {},
-		"v2_call.json":                {},
-		"v2_list_panes.json":          {},
+		"v7_waitfor_matched.json":          {"wait_for", "matched"},
+		"v7_waitfor_timeout.json":          {"wait_for", "timeout"},
+		"v7_waitfor_cancelled.json":        {"wait_for", "cancelled"},
+		"v7_waitfortext_matched.json":      {"wait_for_text", "matched"},
+		"v7_agent_succeeded.json":          {"start_agent", "matched"},
+		"v7_agent_operator_cancelled.json": {"start_agent", "cancelled"},
+		"v7_call.json":                     {},
+		"v7_list_panes.json":               {},
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {

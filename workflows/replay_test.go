@@ -14,13 +14,15 @@ import (
 
 // replayScenarios are the recorded histories CI must replay: each workflow
 // type in the ways it ends, and a crash or lost CLI recovered. A file
-// testdata/replay/[vN_]<scenario>.json holds one (vN_ names the release that
-// recorded it; files without a prefix were recorded before issue 10).
+// testdata/replay/vN_<scenario>.json holds one (vN_ names the release that
+// recorded it). v7 (liveness per host, issue 22) changed every wait
+// workflow's commands; the histories of earlier releases were removed with
+// it (docs/operations.md, "Upgrading").
 var replayScenarios = []string{
 	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
-	"agent_timeout", "agent_unclaimed", "agent_claim_shared", "agent_claim_hosts_polling",
-	"waitfortext_matched", "call", "list_panes", "catalog",
+	"agent_timeout", "agent_unclaimed",
+	"waitfortext_matched", "call", "list_panes", "catalog", "hostlease",
 }
 
 // replayFile is the name of a recorded history: release prefix, scenario.
@@ -29,10 +31,9 @@ var replayFile = regexp.MustCompile(`^(v[0-9]+_)?([a-z_]+)\.json$`)
 // Every history in testdata/replay replays on the current workflow code: a
 // change to a workflow's commands that is not guarded by workflow.GetVersion
 // fails here with a nondeterminism error. The histories are recorded on a
-// real engine, by this release and by earlier ones: see
+// real engine, by this release and by earlier ones still supported: see
 // TestRecordReplayHistories in internal/e2e (the real binary; run it with
-// DURAWAIT_RECORD_REPLAY=<release prefix>) and in this package (stand-in
-// activities; build tag replayrecord). Every file is replayed, every
+// DURAWAIT_RECORD_REPLAY=<release prefix>). Every file is replayed, every
 // workflow type a worker registers has a history, and so does every
 // scenario of replayScenarios.
 func TestReplayRecordedHistories(t *testing.T) {

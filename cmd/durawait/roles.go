@@ -67,6 +67,9 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	if err := p.checkRoles(name); err != nil {
 		return err
 	}
+	for _, key := range cfg.Retired {
+		p.logger.Warn("a retired configuration key is ignored: liveness is per host now ([host] lease_sec, docs/hosts.md); remove it", "key", key)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -94,6 +94,8 @@ func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
 			prefixOf(module+"/mcpfront", module+"/internal/config")},
 		{"worker/downstream", "the downstream manager is a worker's part: it knows no front end and no TOML",
 			prefixOf(module+"/mcpfront", module+"/internal/config", "github.com/BurntSushi/toml")},
+		{"worker/hosting", "a worker's hosts (leases, loops, adoption) know no front end and no TOML",
+			prefixOf(module+"/mcpfront", module+"/internal/config", module+"/worker/downstream", "github.com/BurntSushi/toml")},
 	} {
 		t.Run(tc.room, func(t *testing.T) {
 			for _, p := range closure(t, tc.room) {

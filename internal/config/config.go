@@ -21,6 +21,9 @@ import (
 
 // Config is durawait's whole configuration.
 type Config struct {
+	// Retired lists the keys of retired tables the file set (see
+	// retiredTables): they are ignored, and durawait warns of each.
+	Retired []string `toml:"-"`
 	// HTTP is the listen address of the MCP front end (streamable HTTP at
 	// /mcp) and /healthz.
 	HTTP string `toml:"http"`
@@ -215,6 +218,22 @@ func Default() Config {
 	}
 }
 
+// retiredTables are tables of earlier releases whose keys no longer mean
+// anything: a file that still sets them loads, and the keys are listed in
+// Config.Retired for a warning. [wait_for] held the per-wait heartbeat
+// settings that per-host leases replaced ([host], docs/hosts.md).
+var retiredTables = []string{"wait_for"}
+
+// retired reports whether key belongs to a retired table.
+func retired(key string) bool {
+	for _, t := range retiredTables {
+		if strings.HasPrefix(key, t+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // Load reads path over the defaults. Unknown keys are errors, so a typo does
 // not silently fall back to a default. Relative paths in the file (data_dir
 // and a server command's program) are taken from the file's folder.
@@ -224,12 +243,20 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		keys := make([]string, len(undecoded))
-		for i, k := range undecoded {
-			keys[i] = k.String()
+	var unknown []string
+	for _, k := range md.Undecoded() {
+		key := k.String()
+		switch {
+		case slices.Contains(retiredTables, key):
+			// the table itself: its keys are listed
+		case retired(key):
+			cfg.Retired = append(cfg.Retired, key)
+		default:
+			unknown = append(unknown, key)
 		}
-		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	if len(unknown) > 0 {
+		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(unknown, ", "))
 	}
 	base := filepath.Dir(path)
 	switch {

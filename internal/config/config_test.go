@@ -63,6 +63,19 @@ func TestLoadRejectsUnknownKeys(t *testing.T) {
 	assert.Contains(t, err.Error(), "unknown keys: htpp, mcp_servers.expse")
 }
 
+// A file of an earlier release still loads: the per-wait heartbeat keys
+// ([wait_for]) are listed as retired, not refused; a typo beside them is.
+func TestLoadListsRetiredKeys(t *testing.T) {
+	cfg, err := Load(writeFile(t, "[wait_for]\nheartbeat_timeout_sec = 5\nheartbeats_per_sec = 100\n"))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"wait_for.heartbeat_timeout_sec", "wait_for.heartbeats_per_sec"}, cfg.Retired)
+	assert.Equal(t, DefaultHostLeaseSec, cfg.Host.LeaseSec)
+
+	_, err = Load(writeFile(t, "[wait_for]\nheartbeat_timeout_sec = 5\n[host]\nleas_sec = 3\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unknown keys: host.leas_sec")
+}
+
 func TestLoadReportsSyntaxErrors(t *testing.T) {
 	_, err := Load(writeFile(t, "http = \n"))
 	require.Error(t, err)

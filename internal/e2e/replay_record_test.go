@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // replayDir is where the replay test (workflows/replay_test.go) reads the
@@ -24,19 +27,18 @@ const replayDir = "../../workflows/testdata/replay"
 // TestRecordReplayHistories runs each scenario of each workflow type through
 // the real binary (its embedded engine, the real activities, the demo probe,
 // the fake agent CLI, a real tmux server), including the crash of durawait,
-// the loss of an agent's CLI, a run past max_run_sec and an invocation no
-// host claims, and writes every history into
-// workflows/testdata/replay as JSON, for TestReplayRecordedHistories.
+// the loss of an agent's CLI, a run past max_run_sec, an invocation no host
+// claims, an operator's cancel of a wait and of an agent with a call in
+// flight, a front's call of a re-exposed tool, and the catalog and host
+// lease workflows, and writes every history into workflows/testdata/replay
+// as JSON, for TestReplayRecordedHistories.
 //
 // It is skipped unless DURAWAIT_RECORD_REPLAY names the release's file
 // prefix. A release records its own histories once, before it ships, and
-// commits them beside the earlier releases' (which are never rewritten):
+// commits them beside the earlier releases' that still replay (see
+// docs/operations.md, "Upgrading"):
 //
-//	DURAWAIT_RECORD_REPLAY=v4_ go test -count=1 -run '^TestRecordReplayHistories$' -v ./internal/e2e/
-//
-// workflows/replay_record_test.go (build tag replayrecord) records the
-// scenarios this one cannot reach through the tools (an operator's cancel
-// with a wait in flight, the catalog workflow) with stand-in activities.
+//	DURAWAIT_RECORD_REPLAY=v7_ go test -count=1 -run '^TestRecordReplayHistories$' -v ./internal/e2e/
 func TestRecordReplayHistories(t *testing.T) {
 	prefix := os.Getenv("DURAWAIT_RECORD_REPLAY")
 	if prefix == "" {
@@ -66,7 +68,7 @@ func recordMaxRun(t *testing.T, prefix string) {
 	assert.Equal(t, "failed", p.Status)
 	require.NotNil(t, p.Error)
 	assert.Equal(t, "timeout", p.Error.Code)
-	assert.Contains(t, p.Error.Message, "agents.max_run_sec (12 s, counted over every attempt)")
+	assert.Contains(t, p.Error.Message, "the run exceeded agents.max_run_sec (12 s)")
 	assert.Equal(t, "halfway", p.output())
 	assert.Equal(t, "sess-new", p.SessionID)
 	rec.workflow(aw.owner().Engine, "agent_timeout", id)
@@ -142,7 +144,68 @@ func recordWaitsAndAgents(t *testing.T, prefix string) {
 	assert.Equal(t, "succeeded", p.Status)
 	assert.Equal(t, "picked up where it left off", p.output())
 	rec.workflow(engine, "agent_resumed", resumed)
+
+	// An operator cancels a wait_for while its call waits, and an agent
+	// invocation while a wait_agent waits (the Temporal UI's Cancel).
+	tc := temporalClient(t, engine)
+	w.write("cancelled", "pending")
+	go func() { _, _ = c2.call(context.Background(), "wait_for", readFileWait(w.path("cancelled"), nil), "") }()
+	eventually(t, "the cancelled wait to sample", func() bool { return w.calls("cancelled") >= 1 })
+	require.NoError(t, tc.CancelWorkflow(context.Background(), runningByInput(t, tc, "WaitFor", w.path("cancelled")), ""))
+	rec.waitFor(engine, "waitfor_cancelled", w.path("cancelled"))
+
+	operator := c2.startAgent(t, "fake", "forever", nil)
+	eventually(t, "the run to report", func() bool { return c2.waitAgent(t, operator).SessionID != "" })
+	waited := make(chan payload, 1)
+	go func() { waited <- c2.waitAgent(t, operator) }()
+	require.NoError(t, tc.CancelWorkflow(context.Background(), operator, ""))
+	assert.Equal(t, "cancelled", (<-waited).Status)
+	rec.workflow(engine, "agent_operator_cancelled", operator)
+
+	// The host's lease, held by the first process, then by the second
+	// (its own process back after the crash).
+	rec.open(engine, "hostlease", hostLeaseID(t, tc))
 	rec.write()
+}
+
+// runningByInput is the ID of the running workflow of type whose input
+// contains needle.
+func runningByInput(t *testing.T, tc client.Client, workflowType, needle string) string {
+	t.Helper()
+	var id string
+	eventually(t, "a running "+workflowType+" with "+needle+" in its input", func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = '" + workflowType + "' AND ExecutionStatus = 'Running'",
+		})
+		if err != nil {
+			return false
+		}
+		for _, e := range resp.Executions {
+			if h := history(t, tc, e.Execution.WorkflowId, e.Execution.RunId); h != nil && inputContains(h, needle) {
+				id = e.Execution.WorkflowId
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// hostLeaseID is the ID of the engine's one host lease workflow.
+func hostLeaseID(t *testing.T, tc client.Client) string {
+	t.Helper()
+	var id string
+	eventually(t, "a host lease workflow", func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = '" + workflows.HostLeaseWorkflowName + "' AND ExecutionStatus = 'Running'",
+		})
+		if err != nil || len(resp.Executions) != 1 {
+			return false
+		}
+		id = resp.Executions[0].Execution.WorkflowId
+		return true
+	})
+	return id
 }
 
 // recordTmux records wait_for_text matched on a real pane, and list_panes.
@@ -158,6 +221,16 @@ func recordTmux(t *testing.T, prefix string) {
 	r := waitText(t, c, panes[0], "replay-ready-marker")
 	assert.True(t, r.Matched)
 	rec.byInput(engine, "WaitForText", "waitfortext_matched", "replay-ready-marker")
+
+	// list_panes as a front without a worker runs it: a workflow on the
+	// tmux host's queue.
+	frontConfig := tw.path("front.toml")
+	require.NoError(t, os.WriteFile(frontConfig, []byte(fmt.Sprintf("data_dir = %q\ntools = [\"list_panes\"]\n\n[tmux]\nsocket = %q\n",
+		tw.path("front-data"), tw.socket)), 0o644))
+	front := tw.startFront(frontConfig, engine).client(t)
+	eventually(t, "the front to list the worker's tools", func() bool { return listedTools(t, front)["list_panes"] != "" })
+	require.Len(t, listPanes(t, front), 1)
+	rec.byInput(engine, workflows.ListPanesWorkflowName, "list_panes", "")
 	rec.write()
 }
 
@@ -184,6 +257,16 @@ func recordUnclaimed(t *testing.T, prefix string) {
 	assert.Equal(t, "start_failed", p.Error.Code)
 	assert.Contains(t, p.Error.Message, "no host claimed this invocation")
 	rec.workflow(engine, "agent_unclaimed", id)
+
+	// A re-exposed tool the front calls on the worker, and the catalog by
+	// which the worker told the front its tools.
+	eventually(t, "the front to list the worker's tools", func() bool { return listedTools(t, c)["read_file"] != "" })
+	aw.write("greeting", "hello")
+	res, err := c.call(context.Background(), "read_file", map[string]any{"path": aw.path("greeting")}, "")
+	require.NoError(t, err)
+	assert.Equal(t, "hello", resultText(res))
+	rec.byInput(engine, workflows.CallDownstreamToolWorkflowName, "call", aw.path("greeting"))
+	rec.open(engine, "catalog", workflows.CatalogWorkflowID("durawait"))
 	rec.write()
 }
 
@@ -224,17 +307,57 @@ func (r *recorder) byInput(engine, workflowType, file, needle string) {
 			return false
 		}
 		for _, e := range resp.Executions {
-			h := closedHistory(r.t, tc, e.Execution.WorkflowId, e.Execution.RunId)
-			start := h.Events[0].GetWorkflowExecutionStartedEventAttributes()
-			for _, p := range start.GetInput().GetPayloads() {
-				if strings.Contains(string(p.GetData()), needle) {
-					r.histories[file] = h
-					return true
-				}
+			if h := closedHistory(r.t, tc, e.Execution.WorkflowId, e.Execution.RunId); inputContains(h, needle) {
+				r.histories[file] = h
+				return true
 			}
 		}
 		return false
 	})
+}
+
+// open records the history of the running workflow id as file, as it
+// stands once its last workflow task has completed: a lease or catalog
+// workflow never ends by itself.
+func (r *recorder) open(engine, file, id string) {
+	r.t.Helper()
+	tc := temporalClient(r.t, engine)
+	eventually(r.t, id+" to settle", func() bool {
+		h := history(r.t, tc, id, "")
+		if h == nil || h.Events[len(h.Events)-1].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			return false
+		}
+		r.histories[file] = h
+		return true
+	})
+}
+
+// inputContains reports whether a history's workflow input contains needle.
+func inputContains(h *historypb.History, needle string) bool {
+	for _, p := range h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads() {
+		if strings.Contains(string(p.GetData()), needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// history is the history of a workflow run so far (nil: unreadable now).
+func history(t *testing.T, tc client.Client, id, runID string) *historypb.History {
+	t.Helper()
+	hist := &historypb.History{}
+	it := tc.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return nil
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	if len(hist.Events) == 0 {
+		return nil
+	}
+	return hist
 }
 
 // closedHistory is the whole history of a workflow run, once it is closed.
@@ -242,16 +365,8 @@ func closedHistory(t *testing.T, tc client.Client, id, runID string) *historypb.
 	t.Helper()
 	var hist *historypb.History
 	eventually(t, id+" to close", func() bool {
-		hist = &historypb.History{}
-		it := tc.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return false
-			}
-			hist.Events = append(hist.Events, ev)
-		}
-		return len(hist.Events) > 0 && closing(hist.Events[len(hist.Events)-1].GetEventType())
+		hist = history(t, tc, id, runID)
+		return hist != nil && closing(hist.Events[len(hist.Events)-1].GetEventType())
 	})
 	return hist
 }

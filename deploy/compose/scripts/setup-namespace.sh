@@ -37,4 +37,5 @@ temporal operator search-attribute create --namespace "$ns" --name DurawaitSessi
 temporal operator search-attribute create --namespace "$ns" --name DurawaitAgentProvider --type Keyword
 temporal operator search-attribute create --namespace "$ns" --name DurawaitAgentStatus --type Keyword
 temporal operator search-attribute create --namespace "$ns" --name DurawaitPane --type Keyword
+temporal operator search-attribute create --namespace "$ns" --name DurawaitHost --type Keyword
 echo "namespace $ns has durawait's search attributes"
