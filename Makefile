@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
+.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
 
 all: build
 
@@ -119,6 +119,17 @@ bench:
 ## bench-capacity: issue 12's capacity curve (100 to 10,000 waits; rows appended to capacity-report.md)
 bench-capacity:
 	DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-100,1000,5000,10000} $(GO) test -run '^$$' -bench 'Capacity' -benchtime 1x -timeout 3h ./internal/e2e/ | tee -a bench-report.txt
+
+## bench-recovery: issue 22's recovery at load (1,000 waits unless
+## DURAWAIT_BENCH_WAITS says otherwise, the default lease): kill -9 of
+## durawait serve and its restart, and kill -9 of one of two workers
+bench-recovery:
+	DURAWAIT_BENCH_WAITS=$${DURAWAIT_BENCH_WAITS:-1000} $(GO) test -run '^$$' -bench 'Recovery' -benchtime 1x -timeout 1h ./internal/e2e/ | tee -a bench-report.txt
+
+## bench-stalls: durawait stopped (SIGSTOP) for 5, 30 and 120 s with waits
+## of all three kinds and an agent open (make test stops it for 5 s)
+bench-stalls:
+	DURAWAIT_STALL_SEC=$${DURAWAIT_STALL_SEC:-5,30,120} $(GO) test -count=1 -timeout 30m -run '^TestAStalledDurawaitKillsNoAgentAndLosesNoWait$$' -v ./internal/e2e/ | tee -a bench-report.txt
 
 ## bench-cluster: the capacity benchmark on the production temporal-server
 ## and PostgreSQL 15 of make e2e-cluster instead of the embedded engine

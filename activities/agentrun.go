@@ -342,6 +342,35 @@ func spoolName(id string) string {
 	return strings.NewReplacer("/", "_", "..", "_").Replace(id)
 }
 
+// Unfollowed lists the invocations whose CLI still runs under this host's
+// spool (its supervisor alive, no exit recorded), whether or not a run of
+// this process follows it: the caller tells them apart.
+func (r *AgentRunner) Unfollowed() []string {
+	entries, err := os.ReadDir(r.SpoolDir)
+	if err != nil {
+		return nil
+	}
+	prefix := spoolName(workflows.AgentIDPrefix)
+	var ids []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(r.SpoolDir, e.Name())
+		if _, exited := agentproc.ExitCode(dir); !exited && agentproc.Running(dir) {
+			ids = append(ids, workflows.AgentIDPrefix+rest)
+		}
+	}
+	return ids
+}
+
+// Stop stops the CLI of an invocation no run follows (SIGTERM, SIGKILL
+// after CancelGrace): see Unfollowed.
+func (r *AgentRunner) Stop(invocationID string) {
+	agentproc.Terminate(filepath.Join(r.SpoolDir, spoolName(invocationID)), r.CancelGrace)
+}
+
 // watchedPollInterval is how often a run whose spool is watched reads it
 // anyway (a change the watch missed).
 const watchedPollInterval = 250 * time.Millisecond

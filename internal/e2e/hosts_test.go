@@ -2,16 +2,20 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 
 	"github.com/durawait/durawait/workflows"
@@ -185,15 +189,45 @@ func TestAKilledWorkersWaitsAndAgentsAreTakenOverByItsPeer(t *testing.T) {
 // than its lease, with waits of all three kinds open, kills no agent CLI
 // and loses no wait: once it runs again (SIGCONT), the waits whose thing
 // happened during the stall answer it, and the agent's run goes on to its
-// own end.
+// own end. make test stops it for 5 s (the lease is 2 s);
+// DURAWAIT_STALL_SEC (a comma list of seconds) picks the stalls: make
+// bench-stalls runs 5, 30 and 120 s and logs when each answer came.
 func TestAStalledDurawaitKillsNoAgentAndLosesNoWait(t *testing.T) {
+	for _, sec := range stallSeconds(t) {
+		t.Run(fmt.Sprintf("stall=%ds", sec), func(t *testing.T) { stallDurawait(t, time.Duration(sec)*time.Second) })
+	}
+}
+
+// stallSeconds reads DURAWAIT_STALL_SEC: 5 by default.
+func stallSeconds(t *testing.T) []int {
+	spec := os.Getenv("DURAWAIT_STALL_SEC")
+	if spec == "" {
+		return []int{5}
+	}
+	var secs []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(t, err, "DURAWAIT_STALL_SEC=%q: a comma list of seconds", spec)
+		require.Positive(t, n, "DURAWAIT_STALL_SEC=%q", spec)
+		secs = append(secs, n)
+	}
+	return secs
+}
+
+// stallDurawait is one stall of TestAStalledDurawaitKillsNoAgentAndLosesNoWait.
+func stallDurawait(t *testing.T, stall time.Duration) {
 	ws := newWorkspace(t)
-	tw := newTmuxWorldIn(ws, 60, "\n"+agentsTOML(ws, 60))
+	// Bounds past the stall: what was due during it is answered after it.
+	tw := newTmuxWorldIn(ws, 300, "\n"+agentsTOML(ws, 60))
 	w := &agentWorkspace{workspace: ws}
 	inst := w.startServe(tw.config)
 	c := inst.client(t)
 	panes := listPanes(t, c)
 	require.Len(t, panes, 1)
+	// The callers wait through the stall (a client that gives up calls
+	// again and attaches to the same wait, as other tests show).
+	callCtx, cancel := context.WithTimeout(context.Background(), stall+testTimeout)
+	defer cancel()
 
 	w.write("job", "pending")
 	w.script("hold", `{"type":"system","subtype":"init","session_id":"{session}"}`, `@wait go`,
@@ -202,39 +236,101 @@ func TestAStalledDurawaitKillsNoAgentAndLosesNoWait(t *testing.T) {
 	var wg sync.WaitGroup
 	var waited waitResult
 	var text textResult
-	var answeredAt [2]time.Time
+	var answeredAt [3]time.Time
+	var callErr [3]error
+	var p payload
 	wg.Go(func() {
-		waited = c.waitFor(t, readFileWait(w.path("job"), map[string]any{"max_wait_sec": 60}))
+		var res *mcp.CallToolResult
+		if res, callErr[0] = c.call(callCtx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 300}), ""); callErr[0] == nil {
+			callErr[0] = json.Unmarshal([]byte(resultText(res)), &waited)
+		}
 		answeredAt[0] = time.Now()
 	})
 	wg.Go(func() {
-		text = waitText(t, c, panes[0], "STALL-OVER")
+		var res *mcp.CallToolResult
+		if res, callErr[1] = c.call(callCtx, "wait_for_text", map[string]any{
+			"target": map[string]any{"paneId": panes[0].PaneID, "generation": panes[0].Generation}, "text": "STALL-OVER",
+		}, ""); callErr[1] == nil {
+			callErr[1] = json.Unmarshal([]byte(resultText(res)), &text)
+		}
 		answeredAt[1] = time.Now()
 	})
 	eventually(t, "the probe sampling, the CLI running, the pane watched", func() bool {
 		return w.calls("job") > 0 && strings.Contains(readFile(w.path("argv.log")), "hold") && tw.controlClients() == 1
 	})
+	wg.Go(func() {
+		// wait_agent until the run finishes (its window is 60 s).
+		for p.Reason != "finished" && callErr[2] == nil {
+			var res *mcp.CallToolResult
+			if res, callErr[2] = c.call(callCtx, "wait_agent", map[string]any{"invocation_id": id}, ""); callErr[2] == nil {
+				var raw []byte
+				if raw, callErr[2] = json.Marshal(res.StructuredContent); callErr[2] == nil {
+					callErr[2] = json.Unmarshal(raw, &p)
+				}
+			}
+		}
+		answeredAt[2] = time.Now()
+	})
 
-	// Stopped for 5 s (the lease is 2 s); meanwhile the probe's file
-	// flips, the text is printed and the CLI may finish.
+	// Stopped; meanwhile the probe's file flips, the text is printed and
+	// the CLI finishes.
 	require.NoError(t, inst.cmd.Process.Signal(syscall.SIGSTOP))
 	stopped := time.Now()
 	w.write("job", "READY")
 	tw.typeLine(panes[0].PaneID, `printf '%s-%s\n' STALL OVER`)
 	w.release("go")
-	time.Sleep(time.Until(stopped.Add(5 * time.Second))) // the stall itself
+	eventually(t, "the CLI to end during the stall", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
+	time.Sleep(time.Until(stopped.Add(stall))) // the stall itself
 	require.NoError(t, inst.cmd.Process.Signal(syscall.SIGCONT))
 	resumed := time.Now()
 
 	wg.Wait()
+	require.NoError(t, callErr[0], "wait_for")
+	require.NoError(t, callErr[1], "wait_for_text")
+	require.NoError(t, callErr[2], "wait_agent")
 	assert.Equal(t, "matched", waited.Reason)
 	assert.Equal(t, "READY", waited.LastObservation)
 	assert.True(t, text.Matched)
-	p := c.waitUntilFinished(t, id)
 	assert.Equal(t, "succeeded", p.Status, "%+v", p)
 	assert.Equal(t, "survived the stall", p.output())
 	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), "hold"), "the CLI ran once")
 	assert.Equal(t, "hold exit 0", strings.TrimSpace(readFile(w.path("ends.log"))), "the CLI ran to its own end, not killed")
-	t.Logf("answers after SIGCONT: wait_for %s, wait_for_text %s", answeredAt[0].Sub(resumed).Round(time.Millisecond), answeredAt[1].Sub(resumed).Round(time.Millisecond))
+	t.Logf("stall %v: answers after SIGCONT: wait_for %s, wait_for_text %s, wait_agent %s (the lease is 2 s, the poll 1 s)", stall,
+		answeredAt[0].Sub(resumed).Round(time.Millisecond), answeredAt[1].Sub(resumed).Round(time.Millisecond), answeredAt[2].Sub(resumed).Round(time.Millisecond))
 	_ = os.Remove(w.path("scripts/go"))
+}
+
+// An invocation that ends while no host follows its CLI (its
+// agents.max_run_sec passes with its host down) ends the CLI too: the
+// CLI runs on under its supervisor while the host is down, and the host,
+// back, stops it at its first look at its spool. Here the front and the
+// workflows run in processes of their own, so the invocation ends on time
+// while the agent host is down.
+func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait never")
+	agents := strings.Replace(agentsTOML(w.workspace, 30), "[agents]\n", "[agents]\nmax_run_sec = 3\n", 1)
+	w.startServe(w.writeConfigAt("engine.toml", w.path("data"), "")) // the engine and a worker with no agents
+	engine := w.owner().Engine
+	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), agents)
+	agentHost := w.startRole("worker", workerConfig, engine)
+	c := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), agents), engine).client(t)
+	tc := temporalClient(t, engine)
+
+	id := c.startAgent(t, "fake", "forever", map[string]any{"cwd": w.path("work/repo")})
+	eventually(t, "the CLI to run", func() bool { return strings.Contains(readFile(w.path("argv.log")), "forever") })
+	agentHost.kill9()
+	eventually(t, "the invocation to end past max_run_sec + the loop's grace", func() bool {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	})
+	p := c.waitAgent(t, id)
+	assert.Equal(t, "failed", p.Status, "%+v", p)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "timeout", p.Error.Code)
+	assert.Empty(t, readFile(w.path("ends.log")), "the CLI ran on while its host was down")
+
+	w.startRole("worker", workerConfig, engine)
+	eventually(t, "the host back to stop the CLI", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
+	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
 }

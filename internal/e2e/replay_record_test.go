@@ -236,8 +236,8 @@ func recordTmux(t *testing.T, prefix string) {
 
 // recordUnclaimed records an agent invocation no host claims: a front with
 // [agents] takes start_agent, and the only worker (a durawait serve without
-// [agents]) has no ClaimAgentHost activity. It takes AgentClaimTimeout and
-// the shared queue's 30 s.
+// [agents]) has no ClaimAgentHost activity. It takes AgentClaimTimeout
+// (2 minutes).
 func recordUnclaimed(t *testing.T, prefix string) {
 	aw := newAgentWorkspace(t, 30)
 	agents, err := os.ReadFile(aw.config)

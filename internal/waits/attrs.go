@@ -32,7 +32,7 @@ func toolOfID(id string) string {
 		return "list_panes"
 	case strings.HasPrefix(id, "call/"):
 		return "call"
-	case strings.HasPrefix(id, "durawait-catalog/"):
+	case strings.HasPrefix(id, workflows.CatalogIDPrefix), strings.HasPrefix(id, workflows.HostLeaseIDPrefix):
 		return "internal"
 	}
 	return ""

@@ -235,10 +235,11 @@ func OperatorIdentity() string {
 // Cancel requests the cancellation of a running wait. The client's
 // identity (dial it with OperatorIdentity) is recorded in the wait's
 // history as who cancelled it. A wait that is not running is an error that
-// says its state; durawait's internal workflows (the catalog) are refused.
+// says its state; durawait's internal workflows (the catalog, the hosts'
+// leases) are refused.
 func Cancel(ctx context.Context, c client.Client, id string) error {
 	if toolOfID(id) == "internal" {
-		return fmt.Errorf("%s is durawait's internal workflow (the task queue's downstream catalog), not a wait: it is not cancelled with durawait waits", id)
+		return fmt.Errorf("%s is durawait's internal workflow (a task queue's downstream catalog, or a host's lease), not a wait: it is not cancelled with durawait waits", id)
 	}
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {

@@ -76,10 +76,12 @@ func TestQueryMapsWaitAgentAndNotesAnUnknownTool(t *testing.T) {
 	assert.Contains(t, notes[0], "--tool wiat_for is not one of durawait's own tools")
 }
 
-func TestCancelRefusesTheInternalCatalog(t *testing.T) {
-	err := Cancel(context.Background(), nil, "durawait-catalog/durawait")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "internal workflow")
+func TestCancelRefusesTheInternalWorkflows(t *testing.T) {
+	for _, id := range []string{"durawait-catalog/durawait", "durawait-host/vm-13626d93"} {
+		err := Cancel(context.Background(), nil, id)
+		require.Error(t, err, id)
+		assert.Contains(t, err.Error(), "internal workflow")
+	}
 }
 
 // Control characters from callers (an ESC sequence in a summary or a

@@ -228,6 +228,18 @@ func (l *loops) has(key loopKey) bool {
 	return ok
 }
 
+// hasWorkflow reports whether a loop of any run of a workflow runs here.
+func (l *loops) hasWorkflow(workflowID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key := range l.running {
+		if key.workflowID == workflowID {
+			return true
+		}
+	}
+	return false
+}
+
 // of lists the loops running here on host's queue.
 func (l *loops) of(host string) []loopRef {
 	l.mu.Lock()

@@ -63,6 +63,26 @@ func (r *Runtime) sweep(ctx context.Context, l *heldLease) {
 			r.loops.stop(ref.key())
 		}
 	}
+	if l.own {
+		r.reapOrphans(ctx)
+	}
+}
+
+// reapOrphans stops the agent CLIs that run on under this host's spool
+// though no loop here follows them and their invocation has ended: it
+// ended while no host followed it (its max_run_sec passed with the host
+// down, or an operator terminated it). An invocation's end ends its CLI.
+func (r *Runtime) reapOrphans(ctx context.Context) {
+	if r.opts.Agents == nil {
+		return
+	}
+	for _, id := range r.opts.Agents.Unfollowed() {
+		if r.loops.hasWorkflow(id) || !r.closed(ctx, loopKey{workflowID: id}) || ctx.Err() != nil {
+			continue
+		}
+		r.logger.Warn("stopping an agent CLI whose invocation ended while no host followed it", "invocation", id)
+		r.opts.Agents.Stop(id)
+	}
 }
 
 // runningWaits lists the running waits whose loops are on host's queue.
