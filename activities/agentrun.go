@@ -123,12 +123,18 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 	dir := filepath.Join(spool, spoolName(in.InvocationID))
 	defer r.forget(in.InvocationID)
 
+	if errors.Is(context.Cause(ctx), ErrLoopStopped) && !agentproc.Running(dir) {
+		// Cancelled before this run began (a cancel_agent that came while
+		// its host was down): no CLI is started or resumed just to be
+		// stopped.
+		return workflows.AgentFinal{}, ctx.Err()
+	}
 	launch, err := r.launchOnce(dir)
 	if err != nil {
 		return workflows.AgentFinal{}, err
 	}
 	if launch {
-		if err := r.launch(dir, prov, in.Spec); err != nil {
+		if err := r.launch(dir, in.InvocationID, prov, in.Spec); err != nil {
 			return workflows.AgentFinal{}, err
 		}
 	} else if _, exited := agentproc.ExitCode(dir); !exited && !agentproc.Running(dir) {
@@ -193,7 +199,7 @@ func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.Ru
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return workflows.AgentFinal{}, true, fmt.Errorf("create the resumed run's spool folder: %w", err)
 	}
-	if err := r.launch(dir, prov, spec); err != nil {
+	if err := r.launch(dir, in.InvocationID, prov, spec); err != nil {
 		return workflows.AgentFinal{}, true, err
 	}
 	return workflows.AgentFinal{}, false, nil
@@ -253,7 +259,13 @@ func (r *AgentRunner) logger() *slog.Logger {
 }
 
 // launch checks the cwd where it will be used and starts the CLI.
-func (r *AgentRunner) launch(dir string, prov AgentProvider, spec workflows.AgentSpec) error {
+func (r *AgentRunner) launch(dir, invocationID string, prov AgentProvider, spec workflows.AgentSpec) error {
+	// The folder names its invocation (its name maps IDs many to one): a
+	// host back from a crash reads it to find the CLIs whose invocation
+	// ended meanwhile (Unfollowed).
+	if err := os.WriteFile(filepath.Join(dir, invocationFile), []byte(invocationID), 0o600); err != nil {
+		return fmt.Errorf("record the run's invocation: %w", err)
+	}
 	cwd, err := filepath.EvalSymlinks(spec.Cwd)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("cwd %q: %v", spec.Cwd, err), workflows.ErrTypeAgentInvalidCwd, nil)
@@ -342,24 +354,30 @@ func spoolName(id string) string {
 	return strings.NewReplacer("/", "_", "..", "_").Replace(id)
 }
 
+// invocationFile, in a run's spool folder, holds its invocation ID.
+const invocationFile = "invocation"
+
 // Unfollowed lists the invocations whose CLI still runs under this host's
 // spool (its supervisor alive, no exit recorded), whether or not a run of
-// this process follows it: the caller tells them apart.
+// this process follows it: the caller tells them apart. A folder that
+// does not name its invocation is left out.
 func (r *AgentRunner) Unfollowed() []string {
 	entries, err := os.ReadDir(r.SpoolDir)
 	if err != nil {
 		return nil
 	}
-	prefix := spoolName(workflows.AgentIDPrefix)
 	var ids []string
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
 		dir := filepath.Join(r.SpoolDir, e.Name())
+		id, err := os.ReadFile(filepath.Join(dir, invocationFile))
+		if err != nil || spoolName(string(id)) != e.Name() {
+			continue // none, or a run set aside (".lost.<time>")
+		}
 		if _, exited := agentproc.ExitCode(dir); !exited && agentproc.Running(dir) {
-			ids = append(ids, workflows.AgentIDPrefix+rest)
+			ids = append(ids, string(id))
 		}
 	}
 	return ids

@@ -1,12 +1,16 @@
 package activities
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/durawait/durawait/internal/agentproc"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/workflows"
 )
@@ -72,4 +76,31 @@ func TestCheckPromptPlacementRefusesAnOptionLookingPromptWithoutEndOfOptions(t *
 	assert.NoError(t, CheckPromptPlacement("mine", custom, "a prompt - with a dash"))
 	assert.NoError(t, CheckPromptPlacement("mine", AgentProvider{Command: []string{"mycli"}}, "-via stdin"))
 	assert.NoError(t, CheckPromptPlacement("mine", AgentProvider{Command: []string{"mycli", "--", "{prompt}"}}, "-x"))
+}
+
+// Unfollowed lists the CLIs still running under the spool by the
+// invocation each folder names (an authenticated caller's ID holds a '/'
+// that the folder's name does not keep), and leaves out a CLI that exited,
+// a run set aside, and a folder that names no invocation.
+func TestUnfollowedNamesEachRunningCLIsInvocation(t *testing.T) {
+	spool := t.TempDir()
+	alive := strconv.Itoa(os.Getpid()) // a supervisor that runs: this test
+	run := func(id, name string, files map[string]string) {
+		dir := filepath.Join(spool, name)
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		if id != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, invocationFile), []byte(id), 0o600))
+		}
+		for f, content := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600))
+		}
+	}
+	scoped := "agent/p0123456789abcdef01234567/0123456789abcdef0123456789abcdef"
+	run(scoped, spoolName(scoped), map[string]string{agentproc.SupervisorFile: alive})
+	run("agent/local1", spoolName("agent/local1"), map[string]string{agentproc.SupervisorFile: alive})
+	run("agent/exited", spoolName("agent/exited"), map[string]string{agentproc.SupervisorFile: alive, agentproc.ExitFile: "0"})
+	run("agent/local1", spoolName("agent/local1")+".lost.20261204T170000", map[string]string{agentproc.SupervisorFile: alive})
+	run("", spoolName("agent/unnamed"), map[string]string{agentproc.SupervisorFile: alive})
+	r := &AgentRunner{SpoolDir: spool}
+	assert.ElementsMatch(t, []string{scoped, "agent/local1"}, r.Unfollowed())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/worker/downstream"
+	"github.com/durawait/durawait/workflows"
 )
 
 // The configuration mapped onto each package's own options: config knows no
@@ -73,8 +74,12 @@ func newInstance(host string) string {
 // machineName is the machine's host name ("localhost" when it has none).
 func machineName() string {
 	name, err := os.Hostname()
-	if err != nil || name == "" {
+	switch {
+	case err != nil || name == "":
 		return "localhost"
+	case name == workflows.AnyMachine:
+		// "any" names the queue on which every worker adopts lost hosts.
+		return "machine-any"
 	}
 	return name
 }

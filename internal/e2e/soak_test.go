@@ -504,7 +504,7 @@ func (s *soak) killCycle(i int) {
 	if i%3 == 1 || s.rng.Float64() < 0.2 {
 		s.killDownstream(time.Duration(200+s.rng.Intn(800)) * time.Millisecond)
 	}
-	if i%10 == 9 { // a longer quiet spell: heartbeat timeouts pass, re-attached work moves on
+	if i%10 == 9 { // a longer quiet spell: the lease (2 s) lapses and is taken back, resumed loops move on
 		s.gap(time.Duration(6000+s.rng.Intn(4000)) * time.Millisecond)
 	}
 	switch i % 4 {

@@ -3,6 +3,7 @@ package hosting
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.temporal.io/sdk/activity"
 
@@ -98,10 +99,27 @@ func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities
 	})
 }
 
-// StopLoop stops a wait's loop on this host, as its workflow asks.
-func (r *Runtime) StopLoop(_ context.Context, in workflows.LoopRef) error {
-	r.loops.stop(loopKey{in.WorkflowID, in.RunID})
+// StopLoop stops a wait's loop on this host, as its workflow asks. A stop
+// for a loop that does not run here is remembered (a resume under way
+// starts stopped) when this worker holds the host; when it does not (it
+// still polls the queue of a host it is handing back), the stop fails, and
+// Temporal's retry reaches the worker that runs the loop.
+func (r *Runtime) StopLoop(ctx context.Context, in workflows.LoopRef) error {
+	key := loopKey{in.WorkflowID, in.RunID}
+	host := r.hostOfQueue(activity.GetInfo(ctx).TaskQueue)
+	if !r.loops.has(key) && !r.holds(host) {
+		r.loops.stop(key)
+		return fmt.Errorf("the loop of %s does not run on this worker, which no longer holds host %s", in.WorkflowID, host)
+	}
+	r.loops.stop(key)
 	return nil
+}
+
+// holds reports whether this worker holds host's lease.
+func (r *Runtime) holds(host string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[host] != nil
 }
 
 // AgentLive answers what an agent run's CLI is doing now.

@@ -19,8 +19,9 @@ type heldLease struct {
 	host  string
 	own   bool
 	token []byte
-	// since is when this worker got the lease: the loops scheduled on the
-	// host's queue after it reach this worker through the queue.
+	// since is when this worker got the lease, by the engine's clock: the
+	// loops scheduled on the host's queue after it reach this worker
+	// through the queue.
 	since time.Time
 	// cancel stops the lease's renewal and sweeps.
 	cancel context.CancelFunc
@@ -44,19 +45,21 @@ func (r *Runtime) HoldLease(ctx context.Context, in workflows.HoldLeaseInput) er
 	if r.ctx.Err() != nil {
 		return errors.New("the worker is stopping")
 	}
-	r.hold(in, activity.GetInfo(ctx).TaskToken)
+	info := activity.GetInfo(ctx)
+	r.hold(in, info.TaskToken, info.StartedTime)
 	return activity.ErrResultPending
 }
 
-// hold starts holding a lease: polling the host's queue (an adopted one),
-// resuming its waits and renewing the lease.
-func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte) {
+// hold starts holding a lease granted at since (the engine's clock, to
+// which a loop's scheduled time is compared): polling the host's queue (an
+// adopted one), resuming its waits and renewing the lease.
+func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte, since time.Time) {
 	lease := in.Lease
 	if lease <= 0 {
 		lease = r.opts.Lease
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	l := &heldLease{host: in.Host, own: in.Own && in.Host == r.opts.Host, token: token, cancel: cancel, since: time.Now()}
+	l := &heldLease{host: in.Host, own: in.Own && in.Host == r.opts.Host, token: token, cancel: cancel, since: since}
 	r.mu.Lock()
 	if old := r.held[in.Host]; old != nil {
 		old.cancel() // a new grant of a lease held already (its run continued as new)
@@ -77,14 +80,13 @@ func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte) {
 	r.wg.Go(func() { r.keep(ctx, l, lease) })
 }
 
-// keep renews a held lease and sweeps its host's waits (the first sweep
-// at once: the resume) until the lease ends.
+// keep renews a held lease until it ends, and meanwhile sweeps its
+// host's waits (the first sweep at once: the resume) on a goroutine of
+// their own: a sweep of thousands of waits never delays a renewal.
 func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
-	r.sweep(ctx, l)
+	r.wg.Go(func() { r.sweeps(ctx, l) })
 	renew := time.NewTicker(renewInterval(lease))
 	defer renew.Stop()
-	sweep := time.NewTicker(r.opts.SweepInterval)
-	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -105,7 +107,21 @@ func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
 			default:
 				r.logger.Warn("could not renew a host's lease; trying again", "lease_of", l.host, "error", err)
 			}
-		case <-sweep.C:
+		}
+	}
+}
+
+// sweeps sweeps a held host's waits at once and every SweepInterval,
+// one sweep at a time, until the lease ends.
+func (r *Runtime) sweeps(ctx context.Context, l *heldLease) {
+	r.sweep(ctx, l)
+	tick := time.NewTicker(r.opts.SweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 			r.sweep(ctx, l)
 		}
 	}

@@ -81,7 +81,12 @@ const stoppedTTL = 2 * time.Minute
 type runningLoop struct {
 	ref    loopRef
 	cancel context.CancelCauseFunc
-	done   chan struct{}
+	// answering bounds the loop's answer: abandon ends it when the loop
+	// is dropped (the host's next holder answers instead), so a Temporal
+	// that cannot be reached never holds up a drop or a stop.
+	answering context.Context
+	abandon   context.CancelFunc
+	done      chan struct{}
 }
 
 func newLoops(namespace string, c completer, observer activities.Observer, logger *slog.Logger) *loops {
@@ -104,7 +109,8 @@ func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
 	// once): the loop's calls are its children, on its tracer provider.
 	traced := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(parent))
 	ctx, cancel := context.WithCancelCause(traced)
-	lp := &runningLoop{ref: ref, cancel: cancel, done: make(chan struct{})}
+	answering, abandon := context.WithCancel(context.Background())
+	lp := &runningLoop{ref: ref, cancel: cancel, answering: answering, abandon: abandon, done: make(chan struct{})}
 	l.running[ref.key()] = lp
 	if at, ok := l.stopped[ref.key()]; ok && time.Since(at) < stoppedTTL {
 		delete(l.stopped, ref.key())
@@ -119,6 +125,7 @@ func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
 func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 	defer l.wg.Done()
 	defer close(lp.done)
+	defer lp.abandon()
 	defer func() {
 		l.mu.Lock()
 		if l.running[lp.ref.key()] == lp {
@@ -145,7 +152,7 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		// loop to be resumed, and its answer is taken again.
 		l.tell(lp.ref.WorkflowID, result, err)
 	}
-	l.answer(lp.ref, result, err)
+	l.answer(lp.answering, lp.ref, result, err)
 }
 
 // tell tells the observer a loop's end: its outcome, or its failure.
@@ -170,14 +177,19 @@ const (
 )
 
 // answer records the loop's end in Temporal, trying until Temporal takes
-// it or says the activity is gone (its wait was cancelled, or timed out).
-// It reports whether Temporal recorded this answer.
-func (l *loops) answer(ref loopRef, result any, err error) bool {
-	l.answering <- struct{}{}
+// it, says the activity is gone (its wait was cancelled, or timed out), or
+// ctx ends (the loop was dropped: the host's next holder resumes it and
+// answers). It reports whether Temporal recorded this answer.
+func (l *loops) answer(ctx context.Context, ref loopRef, result any, err error) bool {
+	select {
+	case l.answering <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
 	defer func() { <-l.answering }()
 	delay := answerRetryInitial
 	for {
-		cerr := l.client.CompleteActivityByID(context.Background(), l.namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, result, err)
+		cerr := l.client.CompleteActivityByID(ctx, l.namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, result, err)
 		if cerr == nil {
 			return true
 		}
@@ -185,8 +197,15 @@ func (l *loops) answer(ref loopRef, result any, err error) bool {
 			l.logger.Debug("the loop's activity is gone; its answer is dropped", "workflow", ref.WorkflowID, "error", cerr)
 			return false
 		}
+		if ctx.Err() != nil {
+			l.logger.Info("a dropped loop's answer is left to the host's next holder", "workflow", ref.WorkflowID)
+			return false
+		}
 		l.logger.Warn("could not answer a loop's activity; trying again", "workflow", ref.WorkflowID, "error", cerr)
-		time.Sleep(delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
 		delay = min(2*delay, answerRetryMax)
 	}
 }
@@ -265,7 +284,19 @@ func (l *loops) drop(host string, cause error) {
 		}
 	}
 	l.mu.Unlock()
+	// Answers under way get dropAnswerGrace to land; then they are left
+	// to the host's next holder.
+	abandon := time.AfterFunc(dropAnswerGrace, func() {
+		for _, lp := range dropped {
+			lp.abandon()
+		}
+	})
+	defer abandon.Stop()
 	for _, lp := range dropped {
 		<-lp.done
 	}
 }
+
+// dropAnswerGrace is how long a drop waits for the answers of loops that
+// had ended before it.
+const dropAnswerGrace = 2 * time.Second

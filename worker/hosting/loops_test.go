@@ -209,3 +209,33 @@ func TestGoneTellsARefusalFromAPassingFailure(t *testing.T) {
 	assert.False(t, gone(serviceerror.NewUnavailable("x")))
 	assert.False(t, gone(errors.New("connection refused")))
 }
+
+// A Temporal that cannot be reached does not hold up a drop (a stop of
+// durawait): a loop that ended and keeps failing to answer is abandoned
+// after the grace, its answer left to the host's next holder.
+func TestADropDoesNotWaitForAnAnswerTemporalRefuses(t *testing.T) {
+	c := newFakeCompleter()
+	unavailable := serviceerror.NewUnavailable("the engine is down")
+	for range 1000 {
+		c.fail = append(c.fail, unavailable)
+	}
+	l := newTestLoops(c, nil)
+	ended := make(chan struct{})
+	require.True(t, l.start(context.Background(), ref1, func(context.Context) (any, error) {
+		close(ended)
+		return workflows.WaitForResult{Reason: workflows.WaitReasonMatched}, nil
+	}))
+	<-ended
+	dropped := make(chan struct{})
+	go func() {
+		l.drop("", errors.New("stopping"))
+		close(dropped)
+	}()
+	select {
+	case <-dropped:
+	case <-time.After(time.Minute): // a hang detector, far past the 2 s grace
+		t.Fatal("the drop waited for an answer Temporal kept refusing")
+	}
+	assert.Empty(t, c.all(), "no answer was recorded")
+	assert.False(t, l.has(ref1.key()))
+}

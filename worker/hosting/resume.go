@@ -77,11 +77,11 @@ func (r *Runtime) reapOrphans(ctx context.Context) {
 		return
 	}
 	for _, id := range r.opts.Agents.Unfollowed() {
-		if r.loops.hasWorkflow(id) || !r.closed(ctx, loopKey{workflowID: id}) || ctx.Err() != nil {
+		if r.loops.hasWorkflow(id) || !r.ended(ctx, id) || ctx.Err() != nil {
 			continue
 		}
 		r.logger.Warn("stopping an agent CLI whose invocation ended while no host followed it", "invocation", id)
-		r.opts.Agents.Stop(id)
+		r.wg.Go(func() { r.opts.Agents.Stop(id) }) // SIGTERM, then SIGKILL after the grace
 	}
 }
 
@@ -115,6 +115,17 @@ func (r *Runtime) closed(ctx context.Context, key loopKey) bool {
 		return gone(err)
 	}
 	return desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
+// ended reports whether Temporal says the workflow's latest run has
+// closed (false when it cannot say, or knows no such workflow).
+func (r *Runtime) ended(ctx context.Context, workflowID string) bool {
+	desc, err := r.opts.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return false
+	}
+	status := desc.GetWorkflowExecutionInfo().GetStatus()
+	return status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && status != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 }
 
 // pendingLoop is the loop activity a wait's history shows open.

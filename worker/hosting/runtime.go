@@ -161,6 +161,15 @@ func (r *Runtime) Start() error {
 // once, and stops polling.
 func (r *Runtime) Stop() {
 	r.cancel()
+	// No new loop first (a loop delivered now would start a CLI only to
+	// drop it), then the loops, then the leases.
+	r.mu.Lock()
+	queues := r.queues
+	r.queues = map[string]sdkworker.Worker{}
+	r.mu.Unlock()
+	for _, w := range queues {
+		w.Stop()
+	}
 	r.loops.drop("", errStopping)
 	r.mu.Lock()
 	held := make([]*heldLease, 0, len(r.held))
@@ -172,13 +181,6 @@ func (r *Runtime) Stop() {
 		r.release(l)
 	}
 	r.wg.Wait()
-	r.mu.Lock()
-	queues := r.queues
-	r.queues = map[string]sdkworker.Worker{}
-	r.mu.Unlock()
-	for _, w := range queues {
-		w.Stop()
-	}
 	r.stopWorkers()
 }
 
@@ -214,6 +216,11 @@ func (r *Runtime) pollHost(host string) error {
 // unpollHost stops polling an adopted host's queue.
 func (r *Runtime) unpollHost(host string) {
 	r.mu.Lock()
+	if r.held[host] != nil {
+		// A new grant of the host came meanwhile: its queue stays polled.
+		r.mu.Unlock()
+		return
+	}
 	w, ok := r.queues[host]
 	delete(r.queues, host)
 	r.mu.Unlock()
