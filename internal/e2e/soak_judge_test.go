@@ -582,11 +582,18 @@ func (j *judge) evidence(sw *soakWait, runs []*soakRun) string {
 }
 
 // exactFrom reports whether the answer given at answerAt is the run's own
-// result: the attempt that ended the run began before the answer. Else
-// the answer came in process from an earlier attempt, which a kill or a
-// stall ended before it could close the run; a later attempt closed it.
-func exactFrom(r *soakRun, answerAt time.Time) bool {
-	return r.attemptStart.IsZero() || !r.attemptStart.After(answerAt)
+// result: no later loop can have closed the run. Else the answer came in
+// process from a loop that a kill or a stall ended before it could record
+// it, and a later loop closed the run: the loop of a later attempt (the
+// attempt that ended the run began after the answer), or, since loops run
+// on hosts (docs/hosts.md), the same attempt's loop resumed by a host after
+// the kill, which the evidence shows as durawait down between the answer
+// and the run's close.
+func (j *judge) exactFrom(r *soakRun, answerAt time.Time) bool {
+	if !r.attemptStart.IsZero() && r.attemptStart.After(answerAt) {
+		return false
+	}
+	return r.closed.IsZero() || len(j.s.downsDuring(answerAt, r.closed)) == 0
 }
 
 // judgeWaitFor judges a wait_for: the answer against the plan and against
@@ -626,14 +633,14 @@ func (j *judge) compareWaitFor(sw *soakWait, got waitResult, from *soakRun, runs
 		j.fail(ruleNotItsRun, sw, "answered %+v, but its run did not complete with a result%s", got, j.evidence(sw, runs))
 		return false
 	}
-	exact := exactFrom(from, answerAt)
+	exact := j.exactFrom(from, answerAt)
 	switch {
 	case exact && got != rec:
 		j.fail(ruleNotItsRun, sw, "answered %+v, its run completed with %+v%s", got, rec, j.evidence(sw, runs))
 	case !exact && (got.Reason != rec.Reason || got.Condition != rec.Condition || got.LastObservation != rec.LastObservation):
-		j.fail(ruleNotItsRun, sw, "answered %+v in process; the run, closed by a later attempt, completed with %+v%s", got, rec, j.evidence(sw, runs))
+		j.fail(ruleNotItsRun, sw, "answered %+v in process; the run, closed by a later loop, completed with %+v%s", got, rec, j.evidence(sw, runs))
 	case !exact:
-		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered %s/%d samples/%.1f s, its run closed by a later attempt with %s/%d samples/%.1f s",
+		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered %s/%d samples/%.1f s, its run closed by a later loop with %s/%d samples/%.1f s",
 			sw.id, sw.kind, got.Reason, got.Samples, got.ElapsedSec, rec.Reason, rec.Samples, rec.ElapsedSec))
 	}
 	return exact
@@ -760,7 +767,7 @@ func (j *judge) judgeText(sw *soakWait, answer string, from *soakRun, runs []*so
 		j.fail(ruleWrongAnswer, sw, "undecodable answer %q%s", answer, j.evidence(sw, runs))
 		return
 	}
-	exact := exactFrom(from, answerAt)
+	exact := j.exactFrom(from, answerAt)
 	var rec textOutcome
 	switch {
 	case from.status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED || json.Unmarshal([]byte(from.result), &rec) != nil || rec.Result == nil:
@@ -768,10 +775,10 @@ func (j *judge) judgeText(sw *soakWait, answer string, from *soakRun, runs []*so
 	case exact && *rec.Result != got:
 		j.fail(ruleNotItsRun, sw, "answered %s, its run completed with %s%s", shortText(answer, 300), shortText(from.result, 300), j.evidence(sw, runs))
 	case !exact && (rec.Result.Matched != got.Matched || rec.Result.Text != got.Text):
-		j.fail(ruleNotItsRun, sw, "answered %s in process; the run, closed by a later attempt, completed with %s%s",
+		j.fail(ruleNotItsRun, sw, "answered %s in process; the run, closed by a later loop, completed with %s%s",
 			shortText(answer, 300), shortText(from.result, 300), j.evidence(sw, runs))
 	case !exact:
-		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered matched from %s, its run closed by a later attempt from %s",
+		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered matched from %s, its run closed by a later loop from %s",
 			sw.id, sw.kind, got.Source, rec.Result.Source))
 	}
 	// The watch the answer came from began with its run's closing attempt
@@ -1122,7 +1129,7 @@ func (j *judge) report(wall time.Duration) string {
 	for _, e := range j.excusedRuns {
 		fmt.Fprintf(&b, "    %s\n", e)
 	}
-	fmt.Fprintf(&b, "  answers given in process by an attempt that then ended, the run closed by a later one (outcome compared) %d\n", len(j.inProcess))
+	fmt.Fprintf(&b, "  answers given in process by a loop that then ended, the run closed by a later one (outcome compared) %d\n", len(j.inProcess))
 	for i, e := range j.inProcess {
 		if i == 5 {
 			fmt.Fprintf(&b, "    … %d more\n", len(j.inProcess)-5)
