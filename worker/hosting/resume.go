@@ -200,14 +200,25 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 	return latest, nil
 }
 
+// queueDelivery is how long a loop scheduled after this worker got its
+// host's lease is left to the host's queue. One that has not arrived by
+// then was handed to a poll of a process that died (Temporal gives an
+// activity task to a poll whose process can no longer answer, and with no
+// heartbeat nothing retries it), and the next sweep resumes it.
+const queueDelivery = 10 * time.Second
+
 // resume starts the loop of a wait of host that runs no loop here, from
 // what Temporal recorded: its loop activity's input, and the quiet window
 // of a quiet_for_sec wait; unless the loop was scheduled after held (this
-// worker got the host's lease then): the host's queue brings it here.
+// worker got the host's lease then) and lately: the host's queue brings it
+// here (see queueDelivery).
 func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held time.Time) error {
 	p, err := r.pendingLoopOf(ctx, key)
-	if err != nil || p == nil || !p.scheduled.Before(held) {
+	if err != nil || p == nil {
 		return err
+	}
+	if !p.scheduled.Before(held) && time.Since(p.scheduled) < queueDelivery {
+		return nil
 	}
 	if p.taskQueue != workflows.HostQueue(r.opts.TaskQueue, host) {
 		return nil // not on this host's queue (moved, or not yet)
