@@ -233,6 +233,12 @@ func stallDurawait(t *testing.T, stall time.Duration) {
 	w.script("hold", `{"type":"system","subtype":"init","session_id":"{session}"}`, `@wait go`,
 		`{"type":"result","subtype":"success","is_error":false,"result":"survived the stall","session_id":"{session}"}`)
 	id := c.startAgent(t, "fake", "hold", map[string]any{"cwd": w.path("work/repo")})
+	// A second CLI runs through the stall and past durawait's recovery
+	// from it (its lease lapsed and taken back): a stall that ended it
+	// would show in its end.
+	w.script("through", `{"type":"system","subtype":"init","session_id":"{session}"}`, `@wait go-on`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"ran through the stall","session_id":"{session}"}`)
+	through := c.startAgent(t, "fake", "through", map[string]any{"cwd": w.path("work/repo")})
 	var wg sync.WaitGroup
 	var waited waitResult
 	var text textResult
@@ -256,7 +262,8 @@ func stallDurawait(t *testing.T, stall time.Duration) {
 		answeredAt[1] = time.Now()
 	})
 	eventually(t, "the probe sampling, the CLI running, the pane watched", func() bool {
-		return w.calls("job") > 0 && strings.Contains(readFile(w.path("argv.log")), "hold") && tw.controlClients() == 1
+		argv := readFile(w.path("argv.log"))
+		return w.calls("job") > 0 && strings.Contains(argv, "hold") && strings.Contains(argv, "through") && tw.controlClients() == 1
 	})
 	wg.Go(func() {
 		// wait_agent until the run finishes (its window is 60 s).
@@ -279,7 +286,7 @@ func stallDurawait(t *testing.T, stall time.Duration) {
 	w.write("job", "READY")
 	tw.typeLine(panes[0].PaneID, `printf '%s-%s\n' STALL OVER`)
 	w.release("go")
-	eventually(t, "the CLI to end during the stall", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
+	eventually(t, "the CLI to end during the stall", func() bool { return strings.Contains(readFile(w.path("ends.log")), "hold") })
 	time.Sleep(time.Until(stopped.Add(stall))) // the stall itself
 	require.NoError(t, inst.cmd.Process.Signal(syscall.SIGCONT))
 	resumed := time.Now()
@@ -295,9 +302,23 @@ func stallDurawait(t *testing.T, stall time.Duration) {
 	assert.Equal(t, "survived the stall", p.output())
 	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), "hold"), "the CLI ran once")
 	assert.Equal(t, "hold exit 0", strings.TrimSpace(readFile(w.path("ends.log"))), "the CLI ran to its own end, not killed")
+
+	// The lease lapsed in the stall (it is 2 s): once durawait holds it
+	// again, the CLI that ran through the stall still runs, and ends as
+	// its own.
+	eventually(t, "durawait to hold its host's lease again", func() bool {
+		return len(ownLease.FindAllString(inst.log.String(), -1)) >= 2
+	})
+	assert.NotContains(t, readFile(w.path("ends.log")), "through", "the CLI that ran through the stall is not ended by it")
+	w.release("go-on")
+	ran := c.waitUntilFinished(t, through)
+	assert.Equal(t, "succeeded", ran.Status, "%+v", ran)
+	assert.Contains(t, readFile(w.path("ends.log")), "through exit 0")
+	assert.Equal(t, 1, strings.Count(readFile(w.path("argv.log")), "through"), "the CLI ran once")
 	t.Logf("stall %v: answers after SIGCONT: wait_for %s, wait_for_text %s, wait_agent %s (the lease is 2 s, the poll 1 s)", stall,
 		answeredAt[0].Sub(resumed).Round(time.Millisecond), answeredAt[1].Sub(resumed).Round(time.Millisecond), answeredAt[2].Sub(resumed).Round(time.Millisecond))
 	_ = os.Remove(w.path("scripts/go"))
+	_ = os.Remove(w.path("scripts/go-on"))
 }
 
 // An invocation that ends while no host follows its CLI (its
