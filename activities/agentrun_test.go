@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,4 +104,19 @@ func TestUnfollowedNamesEachRunningCLIsInvocation(t *testing.T) {
 	run("", spoolName("agent/unnamed"), map[string]string{agentproc.SupervisorFile: alive})
 	r := &AgentRunner{SpoolDir: spool}
 	assert.ElementsMatch(t, []string{scoped, "agent/local1"}, r.Unfollowed())
+}
+
+// A run stopped before it began (a cancel_agent that came while its host
+// was down, resumed stopped) answers cancelled without launching its CLI
+// or claiming its spool folder.
+func TestARunStoppedBeforeItBeganLaunchesNothing(t *testing.T) {
+	spool := t.TempDir()
+	r := &AgentRunner{Providers: map[string]AgentProvider{"claude": preset("claude")}, SpoolDir: spool, AllowedRoots: []string{spool}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrLoopStopped)
+	_, err := r.Run(ctx, AgentRun{Input: workflows.RunAgentInput{InvocationID: "agent/stopped",
+		Spec: workflows.AgentSpec{Provider: "claude", Prompt: "hi", Cwd: spool}}})
+	require.ErrorIs(t, err, context.Canceled)
+	_, statErr := os.Stat(filepath.Join(spool, spoolName("agent/stopped")))
+	assert.ErrorIs(t, statErr, os.ErrNotExist, "no spool folder: nothing was launched")
 }

@@ -141,18 +141,24 @@ func newCapacityEngine(b *testing.B) capacityEngine {
 
 // capacitySizes reads DURAWAIT_BENCH_WAITS: "1000" by default.
 func capacitySizes(b *testing.B) []int {
-	spec := os.Getenv("DURAWAIT_BENCH_WAITS")
+	return envPositiveInts(b, "DURAWAIT_BENCH_WAITS", "1000")
+}
+
+// envPositiveInts reads the environment variable name, a comma list of
+// positive integers (def when it is unset).
+func envPositiveInts(t testing.TB, name, def string) []int {
+	spec := os.Getenv(name)
 	if spec == "" {
-		spec = "1000"
+		spec = def
 	}
-	var sizes []int
+	var ns []int
 	for _, f := range strings.Split(spec, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		require.NoError(b, err, "DURAWAIT_BENCH_WAITS=%q: a comma list of wait counts", spec)
-		require.Positive(b, n, "DURAWAIT_BENCH_WAITS=%q", spec)
-		sizes = append(sizes, n)
+		require.NoError(t, err, "%s=%q: a comma list of positive integers", name, spec)
+		require.Positive(t, n, "%s=%q", name, spec)
+		ns = append(ns, n)
 	}
-	return sizes
+	return ns
 }
 
 func profilePath(sizes, n int) string {
@@ -328,12 +334,17 @@ func runCapacity(b *testing.B, n int, profile string, eng capacityEngine) capaci
 	return row
 }
 
-// capacityConfig is the harness's config with the demo probe server, but
-// durawait's own host lease (the harness shortens it to 2 s for quick
-// crash recovery, which a capacity figure should not assume), or
-// DURAWAIT_BENCH_LEASE_SEC when set.
+// capacityConfig is the harness's config with the demo probe server at
+// durawait's own lease (see benchLease).
 func capacityConfig(b *testing.B, w *workspace) string {
-	path := w.writeConfig(w.demoServer("demo"))
+	return benchLease(b, w.writeConfig(w.demoServer("demo")))
+}
+
+// benchLease rewrites the config at path to durawait's default host lease
+// (the end-to-end configs shorten it to 2 s for quick crash recovery,
+// which a benchmark's figure should not assume), or
+// DURAWAIT_BENCH_LEASE_SEC when set, and returns path.
+func benchLease(b *testing.B, path string) string {
 	text := readFile(path)
 	const short = "lease_sec = 2\n"
 	require.Contains(b, text, short)

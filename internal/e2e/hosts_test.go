@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,20 +198,7 @@ func TestAStalledDurawaitKillsNoAgentAndLosesNoWait(t *testing.T) {
 }
 
 // stallSeconds reads DURAWAIT_STALL_SEC: 5 by default.
-func stallSeconds(t *testing.T) []int {
-	spec := os.Getenv("DURAWAIT_STALL_SEC")
-	if spec == "" {
-		return []int{5}
-	}
-	var secs []int
-	for _, f := range strings.Split(spec, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		require.NoError(t, err, "DURAWAIT_STALL_SEC=%q: a comma list of seconds", spec)
-		require.Positive(t, n, "DURAWAIT_STALL_SEC=%q", spec)
-		secs = append(secs, n)
-	}
-	return secs
-}
+func stallSeconds(t *testing.T) []int { return envPositiveInts(t, "DURAWAIT_STALL_SEC", "5") }
 
 // stallDurawait is one stall of TestAStalledDurawaitKillsNoAgentAndLosesNoWait.
 func stallDurawait(t *testing.T, stall time.Duration) {

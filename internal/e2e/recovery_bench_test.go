@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,19 +108,18 @@ func awaitSampling(b *testing.B, log *sampleLog, n int, want map[int]bool, t tim
 }
 
 // recoveryConfig is a config with the demo probe server at durawait's
-// default lease (the end-to-end configs shorten it to 2 s), or
-// DURAWAIT_BENCH_LEASE_SEC.
+// own lease (see benchLease).
 func recoveryConfig(b *testing.B, w *workspace, name, dataDir string) string {
-	path := w.writeConfigAt(name, dataDir, "", w.demoServer("demo"))
-	text := readFile(path)
-	const short = "lease_sec = 2\n"
-	require.Contains(b, text, short)
-	lease := ""
-	if v := os.Getenv("DURAWAIT_BENCH_LEASE_SEC"); v != "" {
-		lease = "lease_sec = " + v + "\n"
+	return benchLease(b, w.writeConfigAt(name, dataDir, "", w.demoServer("demo")))
+}
+
+// spread is a figure's p50 / p99 / max, for a log line.
+func spread(samples []time.Duration) string {
+	if len(samples) == 0 {
+		return "none"
 	}
-	require.NoError(b, os.WriteFile(path, []byte(strings.Replace(text, short, lease, 1)), 0o644))
-	return path
+	p := func(q float64) time.Duration { return percentile(samples, q).Round(time.Millisecond) }
+	return fmt.Sprintf("p50 %v / p99 %v / max %v", p(0.5), p(0.99), p(1))
 }
 
 // runRestartRecovery is the restart case of BenchmarkRecovery.
@@ -151,9 +149,8 @@ func runRestartRecovery(b *testing.B, n int) {
 	row := capacityRow{waits: n}
 	row.judge(again(), flipped)
 	report(b, "resampled", resumed)
-	b.Logf("restart of durawait serve holding %d waits: ready after %v; every wait sampling again after p50 %v / p99 %v / max %v; flip -> result p50 %v / p99 %v",
-		n, ready.Round(time.Millisecond), percentile(resumed, 0.5).Round(time.Millisecond), percentile(resumed, 0.99).Round(time.Millisecond),
-		resumed[len(resumed)-1].Round(time.Millisecond), percentile(row.flip, 0.5).Round(time.Millisecond), percentile(row.flip, 0.99).Round(time.Millisecond))
+	b.Logf("restart of durawait serve holding %d waits: ready after %v; every wait sampling again after %s; flip -> result %s",
+		n, ready.Round(time.Millisecond), spread(resumed), spread(row.flip))
 	row.check(b)
 }
 
@@ -190,9 +187,8 @@ func runTakeover(b *testing.B, n int) {
 	row := capacityRow{waits: n}
 	row.judge(calls(), flipped)
 	report(b, "takeover", takenOver)
-	b.Logf("kill -9 of one of two workers, %d of %d waits on it: every one sampling again on the other after p50 %v / p99 %v / max %v; flip -> result p50 %v / p99 %v",
-		len(victims), n, percentile(takenOver, 0.5).Round(time.Millisecond), percentile(takenOver, 0.99).Round(time.Millisecond),
-		takenOver[len(takenOver)-1].Round(time.Millisecond), percentile(row.flip, 0.5).Round(time.Millisecond), percentile(row.flip, 0.99).Round(time.Millisecond))
+	b.Logf("kill -9 of one of two workers, %d of %d waits on it: every one sampling again on the other after %s; flip -> result %s",
+		len(victims), n, spread(takenOver), spread(row.flip))
 	row.check(b)
 }
 
