@@ -74,13 +74,13 @@ type ProbeRun struct {
 	WorkflowID string
 	Input      workflows.PollInput
 	// Resumed, for a loop its host resumes (after a restart, or adopted
-	// from a lost host), is the quiet window the loop had recorded (zero:
-	// none). A resumed loop's sample count is estimated from the schedule.
-	Resumed *workflows.QuietRecord
-	// RecordQuiet durably records the quiet window of a quiet_for_sec wait
-	// when it changes (see workflows.QuietRecord); it returns once the
+	// from a lost host), is what the loop had recorded (zero: nothing). A
+	// resumed loop's sample count is estimated from the schedule.
+	Resumed *workflows.ProbeRecord
+	// Record durably records the loop's last observation and quiet window
+	// when they change (see workflows.ProbeRecord); it returns once the
 	// record is written or ctx ends. Nil records nothing.
-	RecordQuiet func(ctx context.Context, r workflows.QuietRecord) error
+	Record func(ctx context.Context, r workflows.ProbeRecord) error
 	// OnProgress, when set, is told the loop's progress after each
 	// attempt (what an operator's look at the wait reads).
 	OnProgress func(workflows.PollProgress)
@@ -104,10 +104,12 @@ func (p *Poller) Run(ctx context.Context, run ProbeRun) (workflows.WaitForResult
 		matcher:  matcher,
 		expected: schedule.ExpectedSamples(),
 	}
+	var resumed workflows.ProbeRecord
 	if run.Resumed != nil {
-		loop.progress = workflows.ResumeProgress(schedule, *run.Resumed, clock.Now())
-		loop.record = *run.Resumed
+		resumed = *run.Resumed
+		loop.progress = workflows.ResumeProgress(schedule, resumed, clock.Now())
 	}
+	loop.recorder = workflows.NewProbeRecorder(run.Input.Spec, schedule, resumed)
 	defer loop.shareSamples()()
 	return loop.loop(ctx)
 }
@@ -119,8 +121,8 @@ type probeLoop struct {
 	schedule workflows.PollSchedule
 	matcher  *workflows.Matcher
 	progress workflows.PollProgress
-	// record is the quiet window as recorded (quiet_for_sec waits).
-	record   workflows.QuietRecord
+	// recorder says when the loop records what a resumed loop needs.
+	recorder *workflows.ProbeRecorder
 	expected int
 	// member is the loop's sampling group when its Poller shares calls
 	// (see SharedProber).
@@ -179,9 +181,6 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 
 		l.progress.RecordObservation(out.Text, start)
 		l.tellProgress()
-		if err := l.recordQuiet(ctx, start); err != nil {
-			return workflows.WaitForResult{}, err
-		}
 		if obs := l.poller.Observer; obs != nil {
 			obs.Observe(l.run.WorkflowID, workflows.Sample{
 				Number: l.progress.Samples, Expected: l.expected, Observation: out.Text,
@@ -197,6 +196,9 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		case done:
 			return l.result(reason, cond), nil
 		}
+		if err := l.record(ctx, start); err != nil {
+			return workflows.WaitForResult{}, err
+		}
 	}
 }
 
@@ -207,21 +209,22 @@ func (l *probeLoop) tellProgress() {
 	}
 }
 
-// recordQuiet records the quiet window of a quiet_for_sec wait when it
-// changed with the sample taken at now (see workflows.QuietRecord), before
-// the loop goes on.
-func (l *probeLoop) recordQuiet(ctx context.Context, now time.Time) error {
-	if l.run.RecordQuiet == nil || l.run.Input.Spec.Until.Kind != workflows.ConditionQuietForSec {
+// record records what a resumed loop needs (see workflows.ProbeRecord)
+// when the sample taken at now, which did not end the wait, changed it,
+// before the loop goes on. A sample that ends the wait records nothing:
+// its answer is the record.
+func (l *probeLoop) record(ctx context.Context, now time.Time) error {
+	if l.run.Record == nil {
 		return nil
 	}
-	next, write := workflows.NextQuietRecord(l.record, l.progress, l.run.Input.Spec.QuietFor(), now)
+	next, write := l.recorder.Next(l.progress, now)
 	if !write {
 		return nil
 	}
-	if err := l.run.RecordQuiet(ctx, next); err != nil {
+	if err := l.run.Record(ctx, next); err != nil {
 		return err
 	}
-	l.record = next
+	l.recorder.Written(next, now)
 	return nil
 }
 

@@ -115,11 +115,10 @@ type pollRun struct {
 	prober   Prober
 	observer Observer
 	// resumed, when set, runs the loop as its host resumes it, from this
-	// quiet window.
-	resumed *workflows.QuietRecord
-	// records, when set, receives what the loop records of its quiet
-	// window.
-	records *[]workflows.QuietRecord
+	// record.
+	resumed *workflows.ProbeRecord
+	// records, when set, receives what the loop records.
+	records *[]workflows.ProbeRecord
 }
 
 func (r pollRun) run(t *testing.T, in workflows.PollInput) (workflows.WaitForResult, error) {
@@ -127,7 +126,7 @@ func (r pollRun) run(t *testing.T, in workflows.PollInput) (workflows.WaitForRes
 	poller := &Poller{Prober: r.prober, Observer: r.observer, Clock: r.clock}
 	run := ProbeRun{WorkflowID: "test-workflow-id", Input: in, Resumed: r.resumed}
 	if r.records != nil {
-		run.RecordQuiet = func(_ context.Context, rec workflows.QuietRecord) error {
+		run.Record = func(_ context.Context, rec workflows.ProbeRecord) error {
 			*r.records = append(*r.records, rec)
 			return nil
 		}
@@ -344,7 +343,7 @@ func TestPollProbeResumedSamplesAtOnceAndCountsWhatItsScheduleTook(t *testing.T)
 	clock := newFakeClock(t0.Add(5 * time.Second))
 	prober := newProber(clock, text("Pending"))
 	obs := &recordingObserver{}
-	res, err := pollRun{clock: clock, prober: prober, observer: obs, resumed: &workflows.QuietRecord{}}.run(t, input(matchesReady, 2, 10))
+	res, err := pollRun{clock: clock, prober: prober, observer: obs, resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, seconds(5, 7, 9, 10), prober.callTimes(), "a sample at once, then every poll, the last on the bound")
@@ -357,9 +356,9 @@ func TestPollProbeResumedSamplesAtOnceAndCountsWhatItsScheduleTook(t *testing.T)
 func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
 	// Before the crash: "same" since 2 s, recorded; resumed at 5 s.
 	clock := newFakeClock(t0.Add(5 * time.Second))
-	record := workflows.QuietRecord{Since: t0.Add(2 * time.Second), Hash: workflows.ObservationHash("same")}
+	record := workflows.ProbeRecord{Observed: true, Observation: "same", QuietSince: t0.Add(2 * time.Second)}
 	prober := newProber(clock, text("same"))
-	var records []workflows.QuietRecord
+	var records []workflows.ProbeRecord
 	res, err := pollRun{clock: clock, prober: prober, resumed: &record, records: &records}.run(t,
 		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 6}, 2, 20))
 	require.NoError(t, err)
@@ -370,46 +369,113 @@ func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
 
 func TestPollProbeResumedToAChangedOutputClearsTheRecordAndStartsAgain(t *testing.T) {
 	clock := newFakeClock(t0.Add(5 * time.Second))
-	record := workflows.QuietRecord{Since: t0.Add(2 * time.Second), Hash: workflows.ObservationHash("before")}
+	record := workflows.ProbeRecord{Observed: true, Observation: "before", QuietSince: t0.Add(2 * time.Second)}
 	prober := newProber(clock, text("after"))
-	var records []workflows.QuietRecord
+	var records []workflows.ProbeRecord
 	res, err := pollRun{clock: clock, prober: prober, resumed: &record, records: &records}.run(t,
 		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 4}, 1, 20))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, 9.0, res.ElapsedSec, "quiet from the first sample after the resume (5 s), for 4 s")
-	assert.Equal(t, []workflows.QuietRecord{
-		{}, // cleared at 5 s: the output differs from the record
-		{Since: t0.Add(5 * time.Second), Hash: workflows.ObservationHash("after")}, // at 7 s, half the window
+	assert.Equal(t, []workflows.ProbeRecord{
+		{Observed: true, Observation: "after"},                                      // the window cleared at 5 s: the output differs from the record
+		{Observed: true, Observation: "after", QuietSince: t0.Add(5 * time.Second)}, // at 7 s, half the window
 	}, records)
 }
 
 // A quiet_for_sec wait records its window once half of it has run, and
 // clears the record the moment the output changes: an output that settles
-// costs one record, one that changes faster than half the window none.
+// costs one record, one that changes faster than half the window none
+// (beyond the observation's own records).
 func TestPollProbeRecordsTheQuietWindowHalfwayAndClearsItOnAChange(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("A"), text("A"), text("A"), text("B"), text("C"), text("C"))
-	var records []workflows.QuietRecord
+	var records []workflows.ProbeRecord
 	res, err := pollRun{clock: clock, prober: prober, records: &records}.run(t,
 		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 4}, 1, 20))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
 	assert.Equal(t, 8.0, res.ElapsedSec, `"C" from 4 s, quiet for 4 s`)
-	assert.Equal(t, []workflows.QuietRecord{
-		{Since: t0, Hash: workflows.ObservationHash("A")}, // at 2 s
-		{}, // "B" at 3 s
-		{Since: t0.Add(4 * time.Second), Hash: workflows.ObservationHash("C")}, // at 6 s
-	}, records)
+	assert.Equal(t, []workflows.ProbeRecord{
+		{Observed: true, Observation: "A"},                                      // the first observation, at 0 s
+		{Observed: true, Observation: "A", QuietSince: t0},                      // at 2 s, half the window
+		{Observed: true, Observation: "B"},                                      // "B" at 3 s clears the window
+		{Observed: true, Observation: "C", QuietSince: t0.Add(4 * time.Second)}, // at 6 s
+	}, records, `"C" at 4 s is not recorded on its own: 1 s after "B", within a third of the bound`)
 }
 
-func TestPollProbeMatchesWaitsRecordNothing(t *testing.T) {
+// A probe loop records its first observation, and a changed one at most
+// once a third of the bound and never on the bound: an output that changes
+// at every sample costs three records, whatever the wait lasts.
+func TestPollProbeRecordsTheObservationWhenItChangesAtMostOnceAThirdOfTheBound(t *testing.T) {
+	for _, maxWait := range []int{30, 300} {
+		clock := newFakeClock(t0)
+		var steps []step
+		for i := range maxWait + 1 {
+			steps = append(steps, text(fmt.Sprintf("line %d", i)))
+		}
+		prober := newProber(clock, steps...)
+		var records []workflows.ProbeRecord
+		res, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, maxWait))
+		require.NoError(t, err)
+		assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+		third := maxWait / 3
+		assert.Equal(t, []workflows.ProbeRecord{
+			{Observed: true, Observation: "line 0"},
+			{Observed: true, Observation: fmt.Sprintf("line %d", third)},
+			{Observed: true, Observation: fmt.Sprintf("line %d", 2*third)},
+		}, records, "max_wait_sec %d", maxWait)
+	}
+}
+
+func TestPollProbeAnUnchangingOutputIsRecordedOnce(t *testing.T) {
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("Pending"))
-	var records []workflows.QuietRecord
+	var records []workflows.ProbeRecord
 	_, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, 30))
 	require.NoError(t, err)
-	assert.Empty(t, records, "a matches wait's state needs no record to survive a move")
+	assert.Equal(t, []workflows.ProbeRecord{{Observed: true, Observation: "Pending"}}, records)
+}
+
+func TestPollProbeASampleThatEndsTheWaitRecordsNothing(t *testing.T) {
+	clock := newFakeClock(t0)
+	prober := newProber(clock, text("READY"))
+	var records []workflows.ProbeRecord
+	res, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, 30))
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
+	assert.Empty(t, records, "its answer is the record")
+}
+
+// A loop resumed on a host that cannot reach the downstream server until
+// the bound answers timeout with the observation its first host recorded,
+// as the contract asks of every timeout: the worker decides what to do
+// next from it.
+func TestPollProbeResumedAnswersTimeoutWithTheRecordedObservation(t *testing.T) {
+	clock := newFakeClock(t0.Add(5 * time.Second))
+	down := step{err: &UnavailableError{Server: "demo", Err: errors.New("transport closed")}}
+	prober := newProber(clock, down)
+	record := workflows.ProbeRecord{Observed: true, Observation: "Pending"}
+	res, err := pollRun{clock: clock, prober: prober, resumed: &record}.run(t, input(matchesReady, 2, 10))
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+	assert.Equal(t, "Pending", res.LastObservation)
+	assert.Contains(t, res.ProbeError, "transport closed")
+	assert.Equal(t, 2, res.Samples, "the samples at 0 and 2 s, estimated (the one due at 4 s is the resume's, which failed)")
+}
+
+// A resumed loop whose record has no quiet window starts one at its first
+// sample, even when that sample equals the recorded observation: the
+// samples between the record and the break are unknown.
+func TestPollProbeResumedWithoutAWindowStartsOneAtItsFirstSample(t *testing.T) {
+	clock := newFakeClock(t0.Add(5 * time.Second))
+	prober := newProber(clock, text("same"))
+	record := workflows.ProbeRecord{Observed: true, Observation: "same"}
+	res, err := pollRun{clock: clock, prober: prober, resumed: &record}.run(t,
+		input(workflows.Until{Kind: workflows.ConditionQuietForSec, QuietForSec: 4}, 1, 20))
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonSettled, res.Reason)
+	assert.Equal(t, 9.0, res.ElapsedSec, "quiet from the resume's first sample (5 s), not from the record")
 }
 
 // A loop resumed past its bound (its host was down at the bound) takes the
@@ -417,7 +483,7 @@ func TestPollProbeMatchesWaitsRecordNothing(t *testing.T) {
 func TestPollProbeResumedPastTheBoundTakesTheFinalSampleNow(t *testing.T) {
 	clock := newFakeClock(t0.Add(12 * time.Second))
 	prober := newProber(clock, text("READY"))
-	res, err := pollRun{clock: clock, prober: prober, resumed: &workflows.QuietRecord{}}.run(t, input(matchesReady, 2, 10))
+	res, err := pollRun{clock: clock, prober: prober, resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, "READY", res.LastObservation)

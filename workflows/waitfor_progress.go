@@ -41,9 +41,9 @@ type WaitForResult struct {
 
 // PollProgress is the state of a wait_for's probe loop as its host runs
 // it. It lives in the host's memory: what a loop resumed on another host
-// (or after a restart) needs of it is the quiet window, which the loop
-// records as a QuietRecord when it matters; the sample count is carried
-// approximately (ResumeProgress).
+// (or after a restart) needs of it, the last observation and the quiet
+// window, the loop records as a ProbeRecord when it changes; the sample
+// count is carried approximately (ResumeProgress).
 type PollProgress struct {
 	// Samples counts successful probe calls.
 	Samples int `json:"samples"`
@@ -59,33 +59,35 @@ type PollProgress struct {
 	// LastError is the unavailability error of the most recent attempt, or
 	// empty when it succeeded.
 	LastError string `json:"last_error,omitempty"`
-	// resumedHash, set in a loop resumed from a QuietRecord until it
-	// samples, stands for the last observation (the hash of the output
-	// the record's quiet window began with).
-	resumedHash string
+	// windowLost, in a loop resumed from a record with no quiet window,
+	// says the next sample starts a new window even when it equals the
+	// recorded observation (the samples between the record and the break
+	// are unknown).
+	windowLost bool
 }
 
 // ResumeProgress is the progress a loop resumed at now continues from:
 // samples estimated from the schedule (the samples a loop that had run
 // without a break would have taken before now: the count a resumed wait
-// reports is approximate), and the quiet window of record when it has one
-// (a zero record: none, so the window starts again at the next sample,
-// which settles later, never earlier).
-func ResumeProgress(s PollSchedule, record QuietRecord, now time.Time) PollProgress {
+// reports is approximate), the recorded observation, and the quiet window
+// of record when it has one (none: the window starts again at the next
+// sample, which settles later, never earlier).
+func ResumeProgress(s PollSchedule, record ProbeRecord, now time.Time) PollProgress {
 	p := PollProgress{Samples: s.SamplesBefore(now)}
-	if record.Hash != "" {
-		p.QuietSince = record.Since
-		p.resumedHash = record.Hash
+	if record.Observed {
+		p.Samples = max(p.Samples, 1)
+		p.HasObservation = true
+		p.LastObservation = record.Observation
+		p.QuietSince = record.QuietSince
+		p.windowLost = record.QuietSince.IsZero()
 	}
 	return p
 }
 
-// sameObservation reports whether observation is the last one.
+// sameObservation reports whether observation continues the quiet window
+// of the last one.
 func (p PollProgress) sameObservation(observation string) bool {
-	if p.resumedHash != "" {
-		return ObservationHash(observation) == p.resumedHash
-	}
-	return p.HasObservation && observation == p.LastObservation
+	return p.HasObservation && !p.windowLost && observation == p.LastObservation
 }
 
 // RecordAttempt notes that a probe call started at at.
@@ -102,7 +104,7 @@ func (p *PollProgress) RecordObservation(observation string, at time.Time) {
 	p.Samples++
 	p.HasObservation = true
 	p.LastObservation = observation
-	p.resumedHash = ""
+	p.windowLost = false
 	p.LastError = ""
 }
 

@@ -43,8 +43,8 @@ type soakFault struct {
 var soakInjectedFaults = []soakFault{{
 	name:    "a probe loop resumed after a crash never samples again",
 	file:    "activities/pollprobe.go",
-	snippet: "\t\tloop.record = *run.Resumed\n\t}\n",
-	replacement: `		loop.record = *run.Resumed
+	snippet: "\t\tloop.progress = workflows.ResumeProgress(schedule, resumed, clock.Now())\n\t}\n",
+	replacement: `		loop.progress = workflows.ResumeProgress(schedule, resumed, clock.Now())
 		// INJECTED FAULT (internal/e2e/soak_inject_test.go): a resumed loop never samples again.
 		if err := clock.SleepUntil(ctx, schedule.Deadline); err != nil {
 			return workflows.WaitForResult{}, err

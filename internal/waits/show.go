@@ -129,7 +129,7 @@ func observe(ctx context.Context, c client.Client, id, runID string) (workflows.
 }
 
 // heartbeatOf is what a pending activity's heartbeat details say: a
-// probe loop's recorded quiet window (workflows.QuietRecord), or any other
+// probe loop's record (workflows.ProbeRecord), or any other
 // activity's details as they are.
 func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
 	details := pa.GetHeartbeatDetails()
@@ -137,7 +137,7 @@ func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
 		return nil
 	}
 	if pa.GetActivityType().GetName() == workflows.PollProbeActivityName {
-		var record workflows.QuietRecord
+		var record workflows.ProbeRecord
 		if err := converter.GetDefaultDataConverter().FromPayloads(details, &record); err == nil {
 			return record
 		}

@@ -32,13 +32,13 @@ func (r *Runtime) PollProbe(ctx context.Context, in workflows.PollInput) (workfl
 }
 
 // startProbe runs a probe loop, resumed from record when not nil.
-func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.PollInput, record *workflows.QuietRecord) {
+func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.PollInput, record *workflows.ProbeRecord) {
 	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
 		defer r.progress.Delete(ref.key())
 		return r.opts.Poller.Run(ctx, activities.ProbeRun{
 			WorkflowID: ref.WorkflowID, Input: in, Resumed: record,
-			RecordQuiet: func(ctx context.Context, rec workflows.QuietRecord) error {
-				return r.recordQuiet(ctx, ref, rec)
+			Record: func(ctx context.Context, rec workflows.ProbeRecord) error {
+				return r.recordProbe(ctx, ref, rec)
 			},
 			OnProgress: func(p workflows.PollProgress) { r.progress.Store(ref.key(), p) },
 		})
@@ -141,10 +141,10 @@ func (r *Runtime) PickHost(context.Context) (string, error) { return r.opts.Host
 // ClaimPaneHost answers a wait_for_text's claim with this worker's host.
 func (r *Runtime) ClaimPaneHost(context.Context) (string, error) { return r.opts.Host, nil }
 
-// recordQuiet records a probe loop's quiet window as its activity's
-// heartbeat details, trying until Temporal takes it (see
-// workflows.QuietRecord: the loop goes on only once it is recorded).
-func (r *Runtime) recordQuiet(ctx context.Context, ref loopRef, rec workflows.QuietRecord) error {
+// recordProbe records what a probe loop's resumption needs as its
+// activity's heartbeat details, trying until Temporal takes it (see
+// workflows.ProbeRecord: the loop goes on only once it is recorded).
+func (r *Runtime) recordProbe(ctx context.Context, ref loopRef, rec workflows.ProbeRecord) error {
 	delay := answerRetryInitial
 	for {
 		err := r.opts.Client.RecordActivityHeartbeatByID(ctx, r.opts.Namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, rec)
@@ -154,7 +154,7 @@ func (r *Runtime) recordQuiet(ctx context.Context, ref loopRef, rec workflows.Qu
 		if isCanceled(err) {
 			return nil // its workflow asks to stop it; the stop follows
 		}
-		r.logger.Warn("could not record a quiet window; trying again", "workflow", ref.WorkflowID, "error", err)
+		r.logger.Warn("could not record a probe loop's state; trying again", "workflow", ref.WorkflowID, "error", err)
 		if sleepCtx(ctx, delay) != nil {
 			return ctx.Err()
 		}

@@ -208,8 +208,8 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 const queueDelivery = 10 * time.Second
 
 // resume starts the loop of a wait of host that runs no loop here, from
-// what Temporal recorded: its loop activity's input, and the quiet window
-// of a quiet_for_sec wait; unless the loop was scheduled after held (this
+// what Temporal recorded: its loop activity's input, and what a probe
+// loop recorded (workflows.ProbeRecord); unless the loop was scheduled after held (this
 // worker got the host's lease then) and lately: the host's queue brings it
 // here (see queueDelivery).
 func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held time.Time) error {
@@ -234,7 +234,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 		if err := dc.FromPayloads(p.input, &in); err != nil {
 			return fmt.Errorf("decode the probe loop's input: %w", err)
 		}
-		record, err := r.quietRecord(ctx, key, p.activityID, in)
+		record, err := r.probeRecord(ctx, key, p.activityID)
 		if err != nil {
 			return err
 		}
@@ -259,14 +259,11 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 	return nil
 }
 
-// quietRecord is the quiet window a quiet_for_sec wait's loop recorded
-// (its activity's heartbeat details); a zero record for other waits and
-// for a loop that recorded none.
-func (r *Runtime) quietRecord(ctx context.Context, key loopKey, activityID string, in workflows.PollInput) (workflows.QuietRecord, error) {
-	var record workflows.QuietRecord
-	if in.Spec.Until.Kind != workflows.ConditionQuietForSec {
-		return record, nil
-	}
+// probeRecord is what a probe loop recorded (its activity's heartbeat
+// details, workflows.ProbeRecord); a zero record for a loop that
+// recorded nothing.
+func (r *Runtime) probeRecord(ctx context.Context, key loopKey, activityID string) (workflows.ProbeRecord, error) {
+	var record workflows.ProbeRecord
 	desc, err := r.opts.Client.DescribeWorkflowExecution(ctx, key.workflowID, key.runID)
 	if err != nil {
 		return record, fmt.Errorf("describe %s: %w", key.workflowID, err)
@@ -274,7 +271,7 @@ func (r *Runtime) quietRecord(ctx context.Context, key loopKey, activityID strin
 	for _, pa := range desc.GetPendingActivities() {
 		if pa.GetActivityId() == activityID && pa.GetHeartbeatDetails() != nil {
 			if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &record); err != nil {
-				return workflows.QuietRecord{}, nil // unreadable: start the window again
+				return workflows.ProbeRecord{}, nil // unreadable: start again
 			}
 		}
 	}
