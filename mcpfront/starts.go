@@ -81,17 +81,27 @@ func newStarter(o StartOptions) *starter {
 // the time from the first attempt on. It returns start's error when it is
 // not a busy answer, ErrOverloaded (wrapping the last busy answer) when the
 // budget runs out, and ctx's error when the caller goes away.
+//
+// The budget counts the time this process ran, not the time it was
+// stopped (SIGSTOP, a closed laptop lid, a starved VM): a step of the loop
+// (an attempt, a pause) that took longer than it could have while running
+// moves the deadline on by the excess (see afterStall), so a call that met
+// a stall gets its retries after it, as a call that met none.
 func (s *starter) do(ctx context.Context, start func(context.Context) error) error {
 	var deadline time.Time // set at the first attempt
 	bounded := func(ctx context.Context) error {
+		began := time.Now()
 		if deadline.IsZero() {
-			deadline = time.Now().Add(s.budget)
+			deadline = began.Add(s.budget)
 		}
 		// A retry whose turn came after the budget ran out (it waited for
 		// a slot behind a burst) still gets a real attempt.
-		ctx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(min(s.budget, minStartAttempt))))
+		end := later(deadline, began.Add(min(s.budget, minStartAttempt)))
+		ctx, cancel := context.WithDeadline(ctx, end)
 		defer cancel()
-		return start(ctx)
+		err := start(ctx)
+		deadline = s.afterStall(deadline, began, end.Sub(began))
+		return err
 	}
 	pauses := s.pauses
 	var last error
@@ -112,9 +122,30 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 			return fmt.Errorf("%w: the start was retried for %s (Temporal: %v)", ErrOverloaded, s.budget, last)
 		}
 		budget, cancel := context.WithDeadline(ctx, deadline)
+		began, longest := time.Now(), pauses.longest()
 		pauses.wait(budget)
 		cancel()
+		deadline = s.afterStall(deadline, began, longest)
 	}
+}
+
+// stallSlack is how much longer than it could take a step may run before
+// the excess counts as time the process was stopped: more than the
+// scheduling delays and GC pauses of a busy process.
+const stallSlack = 2 * time.Second
+
+// afterStall is a start's deadline after a step of its loop that began
+// at began and could take at most longest: as it was, unless the step ran
+// past longest by more than stallSlack (the process was stopped); then
+// moved on by that excess, and to at least a real attempt's time from now
+// (the stall may have come after the budget was spent: the attempt under
+// way then lost its time to it).
+func (s *starter) afterStall(deadline, began time.Time, longest time.Duration) time.Time {
+	over := time.Since(began) - longest
+	if over <= stallSlack {
+		return deadline
+	}
+	return later(deadline.Add(over), time.Now().Add(min(s.budget, minStartAttempt)))
 }
 
 // minStartAttempt is the least time a start attempt is given.
@@ -165,6 +196,9 @@ type backoff struct{ first, max, next time.Duration }
 
 // newBackoff pauses 100 ms doubling to 2 s.
 func newBackoff() backoff { return backoff{first: 100 * time.Millisecond, max: 2 * time.Second} }
+
+// longest is the longest the next wait can pause.
+func (b *backoff) longest() time.Duration { return max(b.next, b.first) }
 
 // wait pauses for the next interval, or until ctx ends (its error).
 func (b *backoff) wait(ctx context.Context) error {

@@ -74,6 +74,28 @@ func TestAnEngineBusyPastTheBudgetIsAnOverload(t *testing.T) {
 	assert.Equal(t, "wait_for: could not start the wait: boom", startFailedMessage("wait_for", errors.New("boom")))
 }
 
+// A start under way when the process is stopped (SIGSTOP, a laptop lid)
+// comes back past its budget, with its attempt's deadline gone: the time
+// the process did not run is not the engine's, so the start is tried
+// again after the stall, not answered overloaded. The stall here is an
+// attempt that returns long after its deadline, as a stopped process's
+// attempt does.
+func TestAStallDoesNotSpendTheStartBudget(t *testing.T) {
+	const budget = 100 * time.Millisecond
+	var attempts int
+	err := fast(1, budget).do(t.Context(), func(ctx context.Context) error {
+		attempts++
+		if attempts == 1 {
+			<-ctx.Done()
+			time.Sleep(stallSlack + budget) // the process is stopped past its deadline
+			return fmt.Errorf("start: %w", ctx.Err())
+		}
+		return nil
+	})
+	require.NoError(t, err, "the start is tried again after the stall")
+	assert.Equal(t, 2, attempts)
+}
+
 func TestACallerThatLeavesStopsItsStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var attempts atomic.Int32
