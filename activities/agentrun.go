@@ -137,7 +137,7 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 		if err := r.launch(dir, in.InvocationID, prov, in.Spec); err != nil {
 			return workflows.AgentFinal{}, err
 		}
-	} else if _, exited := agentproc.ExitCode(dir); !exited && !agentproc.Running(dir) {
+	} else if agentproc.Lost(dir) {
 		// The supervisor is gone without an exit status: the machine lost
 		// it. Its spooled output names the provider session to resume.
 		if final, done, err := r.resumeLost(dir, prov, in); done || err != nil {
@@ -180,8 +180,19 @@ const launchRecordWait = 5 * time.Second
 // resumeLost handles a run whose supervisor is gone without an exit
 // status: it resumes the run's provider session when the spooled output
 // names one and the provider can resume (done false: follow it), and
-// answers failed otherwise (done).
+// answers failed otherwise (done). It holds the spool's lock, and acts
+// only when the run is still lost under it: two followers of one run
+// (its host back from a crash and the worker handing it back) resume it
+// once, the second following the first's resumption.
 func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.RunAgentInput) (final workflows.AgentFinal, done bool, err error) {
+	unlock, err := agentproc.LockSpool(filepath.Dir(dir))
+	if err != nil {
+		return workflows.AgentFinal{}, true, err
+	}
+	defer unlock()
+	if !agentproc.Lost(dir) {
+		return workflows.AgentFinal{}, false, nil
+	}
 	session, reply := spooledSession(dir, prov.Format)
 	if session == "" || len(prov.Resume) == 0 {
 		return workflows.AgentFinal{

@@ -2,10 +2,15 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +124,47 @@ func TestARunStoppedBeforeItBeganLaunchesNothing(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, statErr := os.Stat(filepath.Join(spool, spoolName("agent/stopped")))
 	assert.ErrorIs(t, statErr, os.ErrNotExist, "no spool folder: nothing was launched")
+}
+
+// Two followers of a lost run (its host back from a crash, and the worker
+// handing it back) that resume it at once resume it once: the second
+// finds the first's resumption running and follows it.
+func TestALostRunResumedByTwoFollowersAtOnceLaunchesOnce(t *testing.T) {
+	spool := t.TempDir()
+	launches := filepath.Join(t.TempDir(), "launches")
+	// The supervisor: claims the run as agentproc.Supervise does (its pid,
+	// linked once), counts the launch, and runs on as a CLI would.
+	supervisor := []string{"sh", "-c", `d=$2; echo $$ > "$d/sup.$$"; ln "$d/sup.$$" "$d/supervisor.pid" || exit 0; echo launch >> "$0"; exec sleep 30`, launches}
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	id := "agent/lost"
+	dir := filepath.Join(spool, spoolName(id))
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agentproc.SupervisorFile), []byte(strconv.Itoa(gone.Process.Pid)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agentproc.StdoutFile), []byte(`{"type":"system","subtype":"init","session_id":"s-1"}`+"\n"), 0o600))
+	require.True(t, agentproc.Lost(dir))
+
+	r := &AgentRunner{Providers: map[string]AgentProvider{"claude": preset("claude")}, SpoolDir: spool, AllowedRoots: []string{spool}, Supervisor: supervisor}
+	in := workflows.RunAgentInput{InvocationID: id, Spec: workflows.AgentSpec{Provider: "claude", Prompt: "hi", Cwd: spool}}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { _, _, errs[i] = r.resumeLost(dir, preset("claude"), in) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	t.Cleanup(func() {
+		if pid, err := os.ReadFile(filepath.Join(dir, agentproc.SupervisorFile)); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+				_ = syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+	})
+	out, err := os.ReadFile(launches)
+	require.NoError(t, err)
+	assert.Equal(t, "launch\n", string(out), "the session was resumed once")
+	aside, err := filepath.Glob(dir + ".lost.*")
+	require.NoError(t, err)
+	assert.Len(t, aside, 1, "the lost run was set aside once")
+	assert.True(t, agentproc.Running(dir), "the resumption runs in the run's folder")
 }

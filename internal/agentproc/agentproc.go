@@ -10,7 +10,8 @@
 //	<dir>/prompt          the prompt, when the CLI reads it on stdin
 //	<dir>/stdout          the CLI's output, as it is written
 //	<dir>/stderr          its error output
-//	<dir>/supervisor.pid  the supervisor's pid and start time
+//	<dir>/supervisor.pid  the supervisor's pid and start time, written by the
+//	                      supervisor itself, once: its claim on the run
 //	<dir>/cli.pgid        the CLI's process group and its leader's start time
 //
 // A pid is recorded with its process's start time (Linux: /proc/<pid>/stat)
@@ -25,6 +26,7 @@ package agentproc
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,8 +62,12 @@ type Launch struct {
 	Supervisor []string
 }
 
-// Start launches the supervisor detached, and returns once it has recorded
-// its pid.
+// Start launches the supervisor detached, and returns once the run's
+// supervisor has recorded its pid. A folder's CLI runs at most once: a
+// supervisor claims the run by recording its own pid before it starts the
+// CLI (Supervise), so a second launch in the same folder (its launcher
+// killed before it saw the record, and the launch made again) finds the
+// run claimed and leaves it to the first.
 func Start(l Launch) error {
 	if len(l.Argv) == 0 || l.Argv[0] == "" {
 		return errors.New("agentproc: empty command")
@@ -85,20 +91,47 @@ func Start(l Launch) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("agentproc: start supervisor: %w", err)
 	}
-	pid := cmd.Process.Pid
 	// The supervisor is not our child for long: release it so it is never
 	// a zombie of ours, and let it live on without us.
-	go func() { _ = cmd.Wait() }()
-	if err := writeAtomic(filepath.Join(l.Dir, SupervisorFile), processRecord(pid)); err != nil {
-		return err
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.NewTimer(claimWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !Started(l.Dir) {
+		select {
+		case <-exited:
+			if Started(l.Dir) {
+				return nil
+			}
+			return errors.New("agentproc: the supervisor exited before it claimed the run (its error output is in the spool folder)")
+		case <-deadline.C:
+			return fmt.Errorf("agentproc: the supervisor did not claim the run within %s", claimWait)
+		case <-tick.C:
+		}
 	}
 	return nil
 }
 
+// claimWait bounds how long Start waits for the supervisor's claim.
+const claimWait = 30 * time.Second
+
 // Supervise runs in the supervisor process: it starts argv in its own
 // process group with output spooled to dir, waits for it, and records its
 // exit status. It returns the status.
+//
+// It first claims the run: it records its own pid in the folder, which
+// fails when a supervisor already did; then it returns 0 at once, touching
+// nothing (the run is the other's).
 func Supervise(dir, cwd, stdinPath string, argv []string) int {
+	claimed, err := writeOnce(filepath.Join(dir, SupervisorFile), processRecord(os.Getpid()))
+	if err != nil {
+		return recordExit(dir, 127, err)
+	}
+	if !claimed {
+		return 0
+	}
 	stdout, err := os.OpenFile(filepath.Join(dir, StdoutFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return recordExit(dir, 127, err)
@@ -189,6 +222,29 @@ func Running(dir string) bool {
 	return true
 }
 
+// Lost reports whether the run in dir lost its supervisor: it has none
+// alive and no exit status (the machine, or someone, killed it).
+func Lost(dir string) bool {
+	_, exited := ExitCode(dir)
+	return !exited && !Running(dir)
+}
+
+// LockSpool takes an exclusive lock on the spool root folder (the parent
+// of the runs' folders), shared with every process of the machine, for an
+// act on a run that must not be made twice at once (resuming a lost run);
+// unlock releases it.
+func LockSpool(root string) (unlock func(), err error) {
+	f, err := os.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("agentproc: open the spool folder to lock it: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("agentproc: lock the spool folder: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // Terminate stops the CLI's whole process group: SIGTERM, then SIGKILL if
 // it has not ended after grace. It returns once the exit status is recorded
 // or the supervisor is gone. A group whose recorded leader is now another
@@ -274,6 +330,22 @@ func startTime(pid int) (string, bool) {
 		return "", false
 	}
 	return fields[startTimeField], true
+}
+
+// writeOnce writes content to path, whole, unless path exists: false then.
+func writeOnce(path, content string) (bool, error) {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return false, fmt.Errorf("agentproc: write %s: %w", filepath.Base(path), err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("agentproc: write %s: %w", filepath.Base(path), err)
+	}
+	return true, nil
 }
 
 func writeAtomic(path, content string) error {

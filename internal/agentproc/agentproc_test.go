@@ -66,6 +66,31 @@ func TestARunSpoolsItsOutputAndExitStatus(t *testing.T) {
 	waitFor(t, "the supervisor to end", func() bool { return !Running(dir) })
 }
 
+// A launch made again in the same folder (its launcher was killed before
+// it saw the first supervisor's record, so a restarted host launched once
+// more) runs no second CLI, whether the first CLI still runs or has ended.
+func TestALaunchMadeAgainInTheSameFolderRunsTheCLIOnce(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	argv := []string{"sh", "-c", `echo run >> "$0"; sleep 0.3`, runs}
+	dir := launch(t, argv, nil)
+	first, err := os.ReadFile(filepath.Join(dir, SupervisorFile))
+	require.NoError(t, err)
+	again := Launch{Dir: dir, Argv: argv, Cwd: t.TempDir(), Supervisor: []string{os.Args[0]}}
+	require.NoError(t, Start(again), "while the first CLI runs")
+	waitFor(t, "the exit status", func() bool { _, ok := ExitCode(dir); return ok })
+	require.NoError(t, Start(again), "after the first CLI ended")
+	waitFor(t, "the supervisor to end", func() bool { return !Running(dir) })
+
+	out, err := os.ReadFile(runs)
+	require.NoError(t, err)
+	assert.Equal(t, "run\n", string(out), "the CLI ran once")
+	record, err := os.ReadFile(filepath.Join(dir, SupervisorFile))
+	require.NoError(t, err)
+	assert.Equal(t, string(first), string(record), "the first supervisor's claim stands")
+	code, _ := ExitCode(dir)
+	assert.Equal(t, 0, code)
+}
+
 func TestTerminateStopsTheWholeProcessGroup(t *testing.T) {
 	// A CLI that ignores SIGTERM and has a child: SIGKILL after the grace
 	// period ends both.
