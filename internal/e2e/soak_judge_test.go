@@ -111,7 +111,9 @@ type soakRun struct {
 	// attemptStart is when the attempt that ended the run's watch activity
 	// (PollProbe, WatchPane) started: the engine's ActivityTaskStarted
 	// event time; zero when no attempt ended it (Temporal's timeout with
-	// none running). heartbeat is that activity's heartbeat timeout.
+	// none running) or when no worker took the task before a host answered
+	// it by ID (the engine then writes a started event of its own, at the
+	// answer). heartbeat is that activity's heartbeat timeout.
 	attemptStart time.Time
 	heartbeat    time.Duration
 	// pending describes a run still open: its pending activities.
@@ -467,7 +469,13 @@ func (j *judge) readHistory(r *soakRun) {
 				r.heartbeat = a.GetHeartbeatTimeout().AsDuration()
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			if watch[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] {
+			// A started event without a request ID is the engine's own,
+			// written with the completion of a task no worker took (a host
+			// resumed the loop and answered it by ID first): it says
+			// nothing of when the loop began, only that it was after the
+			// run's start.
+			a := ev.GetActivityTaskStartedEventAttributes()
+			if watch[a.GetScheduledEventId()] && a.GetRequestId() != "" {
 				r.attemptStart = at
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
