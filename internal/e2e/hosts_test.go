@@ -226,6 +226,12 @@ func stallDurawait(t *testing.T, stall time.Duration) {
 	w.script("through", `{"type":"system","subtype":"init","session_id":"{session}"}`, `@wait go-on`,
 		`{"type":"result","subtype":"success","is_error":false,"result":"ran through the stall","session_id":"{session}"}`)
 	through := c.startAgent(t, "fake", "through", map[string]any{"cwd": w.path("work/repo")})
+	t.Cleanup(func() {
+		// Not left running when the test fails before it ends the CLI.
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		_, _ = c.call(ctx, "cancel_agent", map[string]any{"invocation_id": through}, "")
+	})
 	var wg sync.WaitGroup
 	var waited waitResult
 	var text textResult

@@ -171,6 +171,13 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`,
 	}, "\n")+"\n"), 0o644))
 	agentID := legacy.startAgent(t, "fake", "hold", map[string]any{"cwd": w.path("work")})
+	t.Cleanup(func() {
+		// Its CLI holds until cancelled: it is not left running past the
+		// test (durawait, stopped later, would leave it to its supervisor).
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		_, _ = legacy.call(ctx, "cancel_agent", map[string]any{"invocation_id": agentID}, "")
+	})
 
 	var waitForID, textID string
 	eventually(t, "the three waits to run", func() bool {
