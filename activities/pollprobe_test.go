@@ -343,7 +343,8 @@ func TestPollProbeResumedSamplesAtOnceAndCountsWhatItsScheduleTook(t *testing.T)
 	clock := newFakeClock(t0.Add(5 * time.Second))
 	prober := newProber(clock, text("Pending"))
 	obs := &recordingObserver{}
-	res, err := pollRun{clock: clock, prober: prober, observer: obs, resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
+	record := workflows.ProbeRecord{Observed: true, Observation: "Pending"}
+	res, err := pollRun{clock: clock, prober: prober, observer: obs, resumed: &record}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
 	assert.Equal(t, seconds(5, 7, 9, 10), prober.callTimes(), "a sample at once, then every poll, the last on the bound")
@@ -351,6 +352,27 @@ func TestPollProbeResumedSamplesAtOnceAndCountsWhatItsScheduleTook(t *testing.T)
 	assert.Equal(t, 10.0, res.ElapsedSec)
 	require.Len(t, obs.samples, 4)
 	assert.Equal(t, 3, obs.samples[0].Number)
+}
+
+// A loop resumed with nothing on record (lost before it recorded its
+// first observation) counts only its own samples: one whose downstream
+// server stays unreachable answers with no samples and no observation,
+// never with samples it cannot show.
+func TestPollProbeResumedWithNothingOnRecordCountsItsOwnSamples(t *testing.T) {
+	clock := newFakeClock(t0.Add(5 * time.Second))
+	down := step{err: &UnavailableError{Server: "demo", Err: errors.New("transport closed")}}
+	res, err := pollRun{clock: clock, prober: newProber(clock, down), resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+	assert.Equal(t, 0, res.Samples)
+	assert.Empty(t, res.LastObservation)
+	assert.Contains(t, res.ProbeError, "transport closed")
+
+	clock = newFakeClock(t0.Add(5 * time.Second))
+	res, err = pollRun{clock: clock, prober: newProber(clock, text("Pending")), resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Samples, "the 4 taken since the resume")
+	assert.Equal(t, "Pending", res.LastObservation)
 }
 
 func TestPollProbeResumedQuietWindowCarriesOver(t *testing.T) {
@@ -483,7 +505,8 @@ func TestPollProbeResumedWithoutAWindowStartsOneAtItsFirstSample(t *testing.T) {
 func TestPollProbeResumedPastTheBoundTakesTheFinalSampleNow(t *testing.T) {
 	clock := newFakeClock(t0.Add(12 * time.Second))
 	prober := newProber(clock, text("READY"))
-	res, err := pollRun{clock: clock, prober: prober, resumed: &workflows.ProbeRecord{}}.run(t, input(matchesReady, 2, 10))
+	record := workflows.ProbeRecord{Observed: true, Observation: "Pending"}
+	res, err := pollRun{clock: clock, prober: prober, resumed: &record}.run(t, input(matchesReady, 2, 10))
 	require.NoError(t, err)
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, "READY", res.LastObservation)

@@ -67,15 +67,19 @@ type PollProgress struct {
 }
 
 // ResumeProgress is the progress a loop resumed at now continues from:
-// samples estimated from the schedule (the samples a loop that had run
-// without a break would have taken before now: the count a resumed wait
-// reports is approximate), the recorded observation, and the quiet window
-// of record when it has one (none: the window starts again at the next
-// sample, which settles later, never earlier).
+// the recorded observation, with the samples estimated from the schedule
+// (the samples a loop that had run without a break would have taken
+// before now: the count a resumed wait reports is approximate), and the
+// quiet window of record when it has one (none: the window starts again at
+// the next sample, which settles later, never earlier). A record with no
+// observation (the loop was lost before it recorded one) gives nothing:
+// the resumed loop counts its own samples, so a wait that then observes
+// nothing answers with no samples and no observation, as one whose
+// downstream server was never reachable.
 func ResumeProgress(s PollSchedule, record ProbeRecord, now time.Time) PollProgress {
-	p := PollProgress{Samples: s.SamplesBefore(now)}
+	var p PollProgress
 	if record.Observed {
-		p.Samples = max(p.Samples, 1)
+		p.Samples = max(s.SamplesBefore(now), 1)
 		p.HasObservation = true
 		p.LastObservation = record.Observation
 		p.QuietSince = record.QuietSince

@@ -630,6 +630,14 @@ func (j *judge) judgeWaitFor(sw *soakWait, answer string, from *soakRun, runs []
 	}
 }
 
+// observedNothing reports whether a wait_for answer is a timeout whose loop
+// knew no observation (it was resumed with none on record, and its
+// downstream server stayed unreachable): a later loop that closed the run
+// may know one, and the answers agree on the outcome.
+func observedNothing(res waitResult) bool {
+	return res.Reason == "timeout" && res.Samples == 0 && res.LastObservation == ""
+}
+
 // compareWaitFor holds the answer to the result of the run it came from,
 // and reports whether it is that run's own result.
 func (j *judge) compareWaitFor(sw *soakWait, got waitResult, from *soakRun, runs []*soakRun) bool {
@@ -645,7 +653,7 @@ func (j *judge) compareWaitFor(sw *soakWait, got waitResult, from *soakRun, runs
 	switch {
 	case exact && got != rec:
 		j.fail(ruleNotItsRun, sw, "answered %+v, its run completed with %+v%s", got, rec, j.evidence(sw, runs))
-	case !exact && (got.Reason != rec.Reason || got.Condition != rec.Condition || got.LastObservation != rec.LastObservation):
+	case !exact && (got.Reason != rec.Reason || got.Condition != rec.Condition || (got.LastObservation != rec.LastObservation && !observedNothing(got))):
 		j.fail(ruleNotItsRun, sw, "answered %+v in process; the run, closed by a later loop, completed with %+v%s", got, rec, j.evidence(sw, runs))
 	case !exact:
 		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered %s/%d samples/%.1f s, its run closed by a later loop with %s/%d samples/%.1f s",
@@ -676,15 +684,23 @@ func (j *judge) judgeWaitForRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
 		// "no worker answered the probe loop ... within max_wait_sec +
 		// 30 s": the contract's answer when no worker could run the loop
-		// to its end; checked against when durawait was up.
-		bound := r.start.Add(time.Duration(sw.maxWait)*time.Second + workflows.LoopGrace)
-		if r.failureType == workflows.ErrTypeNoHost && j.s.noWorkerFor(r, r.start, bound) {
-			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: no host answered within its bound and grace; durawait up and running at most %s at a time in it",
-				sw.id, sw.kind, shortRun(r.runID), j.s.longestUp(r.start, bound).Round(time.Millisecond)))
+		// to its end; checked against when durawait was up from the
+		// moment an answer was due (the flip, or the bound of a wait that
+		// had not flipped by then: a loop running before it has nothing
+		// to answer yet) to the bound and grace.
+		bound := r.start.Add(time.Duration(sw.maxWait) * time.Second)
+		due := bound
+		if flip := nsTime(sw.flipAt.Load()); !flip.IsZero() && flip.Before(due) {
+			due = maxTime(flip, r.start)
+		}
+		end := bound.Add(workflows.LoopGrace)
+		if r.failureType == workflows.ErrTypeNoHost && j.s.noWorkerFor(r, due, end) {
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: no host answered within its bound and grace; durawait up and running at most %s at a time from %s, when its answer was due",
+				sw.id, sw.kind, shortRun(r.runID), j.s.longestUp(due, end).Round(time.Millisecond), clock(due)))
 			return
 		}
-		j.fail(ruleWrongRun, sw, "run %s failed %s %q; durawait was up and running %s at a stretch within its bound%s",
-			shortRun(r.runID), r.failureType, r.failure, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
+		j.fail(ruleWrongRun, sw, "run %s failed %s %q; durawait was up and running %s at a stretch from %s, when its answer was due, to its bound and grace%s",
+			shortRun(r.runID), r.failureType, r.failure, j.s.longestUp(due, end).Round(time.Millisecond), clock(due), j.evidence(sw, runs))
 	default:
 		j.fail(ruleWrongRun, sw, "run %s ended %s%s", shortRun(r.runID), r.status, j.evidence(sw, runs))
 	}
@@ -1027,12 +1043,12 @@ func (j *judge) classify(f soakCallFailure) (string, bool) {
 	overlaps := func(from time.Time) bool { return len(s.downsDuring(from, f.failed)) > 0 }
 	if f.isError {
 		switch {
-		case strings.Contains(f.msg, "no worker ran the probe in time"):
-			// wait_for.md: a loop no worker ran by its bound ends
-			// without a sample. The engine has the run that failed so,
+		case strings.Contains(f.msg, "no worker answered the probe loop"):
+			// wait_for.md: a loop no worker answered by its bound and
+			// grace ends with this error (NoHost). The engine has the run that failed so,
 			// and the judge holds that run to the premise
 			// (judgeWaitForRun), so the answer itself is the contract's.
-			return "wait_for isError: no sample within the bound (its run is judged)", true
+			return "wait_for isError: no host answered within the bound and grace (its run is judged)", true
 		case f.tool == "wait_for_text" && strings.Contains(f.msg, `"tmux_unavailable"`) && strings.Contains(f.msg, `"retryable":true`) &&
 			strings.Contains(f.msg, "within the bound"):
 			// tmux.md: tmux_unavailable is retryable; this one is a
