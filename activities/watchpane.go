@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,10 @@ type PaneWatcher struct {
 	// LivenessInterval is how often the pane's life is re-checked while no
 	// notification arrives (text itself is event-driven).
 	LivenessInterval time.Duration
+	// Logger, when set, gets a debug line each time a watch has read its
+	// baseline: text printed after that line's time is the watch's
+	// output, never its baseline (the crash soak's judge reads it).
+	Logger *slog.Logger
 }
 
 // Watch follows the pane through its session's read-only control client
@@ -91,6 +96,9 @@ func (w *PaneWatcher) watch(ctx context.Context, workflowID string, in workflows
 	baseline, err := srv.Capture(ctx, pane)
 	if err != nil {
 		return fail(err)
+	}
+	if w.Logger != nil {
+		w.Logger.Debug("a pane watch read its baseline", "workflow", workflowID, "pane", pane, "bytes", len(baseline))
 	}
 	if strings.Contains(baseline, spec.Text) {
 		return workflows.TextWaitOutcome{Result: workflows.NewTextResult(spec, true, "baseline", guarantee+", before the baseline was captured")}, nil

@@ -60,7 +60,7 @@ func New(opts Options) (*Workers, error) {
 	ws := &Workers{}
 	var panes *activities.PaneWatcher
 	if opts.TmuxQueue != "" {
-		panes = &activities.PaneWatcher{Clients: tmuxwatch.NewHub(), Observer: opts.Observer}
+		panes = &activities.PaneWatcher{Clients: tmuxwatch.NewHub(), Observer: opts.Observer, Logger: opts.Logger}
 		ws.closers = append(ws.closers, panes.Clients.Close)
 	}
 	host, err := hosting.New(hosting.Options{

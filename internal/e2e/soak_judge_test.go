@@ -181,6 +181,39 @@ type judge struct {
 	classes              map[string]*soakClass
 	// cliEnds counts how the agent CLI's runs ended (its ends.log).
 	cliEnds map[string]int
+	// baselines are when each wait's pane watches read their baselines
+	// (durawait's debug log over all its starts), by workflow ID, in
+	// order.
+	baselines map[string][]time.Time
+}
+
+// soakBaselineRead is durawait's debug line of a pane watch that has read
+// its baseline (activities.PaneWatcher).
+var soakBaselineRead = regexp.MustCompile(`time=(\S+) level=DEBUG msg="a pane watch read its baseline".*? workflow="?([^"\s]+)`)
+
+// readBaselines reads from durawait's log when each pane watch read its
+// baseline.
+func (j *judge) readBaselines() {
+	j.baselines = map[string][]time.Time{}
+	for _, m := range soakBaselineRead.FindAllStringSubmatch(readFile(j.s.w.path("durawait.log")), -1) {
+		if at, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
+			j.baselines[m[2]] = append(j.baselines[m[2]], at)
+		}
+	}
+}
+
+// lastBaseline is when the last pane watch of workflowID to read its
+// baseline by at did so: the watch an answer given at at came from (a
+// watch that starts again reads a new baseline); zero when the log has
+// none.
+func (j *judge) lastBaseline(workflowID string, at time.Time) time.Time {
+	var last time.Time
+	for _, b := range j.baselines[workflowID] {
+		if !b.After(at) {
+			last = b
+		}
+	}
+	return last
 }
 
 // soakClass is one class of failed calls: whether the contract tells a
@@ -201,6 +234,7 @@ func (s *soak) judge() soakVerdict {
 	j := &judge{s: s, tc: temporalClient(s.t, s.w.owner().Engine), right: map[soakKind]int{},
 		rightByProtocol: map[string]int{}, classes: map[string]*soakClass{}, cliEnds: map[string]int{}}
 	j.collectRuns()
+	j.readBaselines()
 	for _, sw := range s.snapshot() {
 		j.judgeWait(sw)
 	}
@@ -881,11 +915,14 @@ func (j *judge) textMaxWait(r *soakRun) time.Duration {
 // source that fits when the text was printed relative to the watch the
 // result came from (which began at watchFrom: exactly so when exact, at
 // or after it otherwise). Text printed before the watch began is in its
-// baseline; text printed after it began (and its baseline was read:
-// soakBaselineSlack) is in its output, unless durawait went down between,
+// baseline; text typed after the answering watch read its baseline (its
+// line in durawait's log, the last for the wait by the answer at at) is in
+// its output. Without that line, text printed after the watch began and
+// soakBaselineSlack is in its output, unless durawait went down between,
 // which starts the watch again with a new baseline.
 func (j *judge) textOutcome(sw *soakWait, res textResult, watchFrom time.Time, exact bool, r *soakRun, at time.Time) (problem, excuse string) {
 	typed, appeared := nsTime(sw.flipAt.Load()), nsTime(sw.appearedAt.Load())
+	baselineAt := j.lastBaseline(r.id, at)
 	switch {
 	case res.Text != sw.text():
 		return fmt.Sprintf("answered for the text %q, want %q", res.Text, sw.text()), ""
@@ -904,7 +941,9 @@ func (j *judge) textOutcome(sw *soakWait, res textResult, watchFrom time.Time, e
 		return fmt.Sprintf("matched %q, which the soak never saw in the pane", sw.text()), ""
 	case appeared.Before(watchFrom) && res.Source != "baseline":
 		return fmt.Sprintf("source %q, but the text was in the pane (%s) before the watch began (%s): want baseline", res.Source, clock(appeared), clock(watchFrom)), ""
-	case exact && typed.After(watchFrom.Add(soakBaselineSlack)) && len(j.s.downsDuring(watchFrom, typed)) == 0 && res.Source != "output":
+	case !baselineAt.IsZero() && typed.After(baselineAt) && res.Source != "output":
+		return fmt.Sprintf("source %q, but the text was typed (%s) after the watch that answered read its baseline (%s, durawait's log): want output", res.Source, clock(typed), clock(baselineAt)), ""
+	case baselineAt.IsZero() && exact && typed.After(watchFrom.Add(soakBaselineSlack)) && len(j.s.downsDuring(watchFrom, typed)) == 0 && res.Source != "output":
 		return fmt.Sprintf("source %q, but the text was typed (%s) after its watch began (%s) and its baseline was read: want output", res.Source, clock(typed), clock(watchFrom)), ""
 	case res.Source != "baseline" && res.Source != "output":
 		return fmt.Sprintf("source %q", res.Source), ""
@@ -1161,6 +1200,11 @@ func (j *judge) report(wall time.Duration) string {
 		}
 		fmt.Fprintf(&b, "    %s\n", e)
 	}
+	reads := 0
+	for _, at := range j.baselines {
+		reads += len(at)
+	}
+	fmt.Fprintf(&b, "  pane watches' baselines read (durawait's log, the text waits' evidence) %d, of %d waits\n", reads, len(j.baselines))
 	fmt.Fprintf(&b, "  wall time %s\n", wall.Round(time.Second))
 	fmt.Fprintf(&b, "  restart -> /healthz 200  p50 %s, max %s (%d starts)\n", p50d(s.healthz), maxd(s.healthz), len(s.healthz))
 	fmt.Fprintf(&b, "  kill -> probes sampling again  p50 %s, max %s (%d measured; %d kills came before sampling resumed)\n",
