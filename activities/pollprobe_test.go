@@ -450,23 +450,24 @@ func TestPollProbeRecordsTheObservationWhenItChangesAtMostOnceAThirdOfTheBound(t
 	}
 }
 
-func TestPollProbeAnUnchangingOutputIsRecordedOnce(t *testing.T) {
-	clock := newFakeClock(t0)
-	prober := newProber(clock, text("Pending"))
-	var records []workflows.ProbeRecord
-	_, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, 30))
-	require.NoError(t, err)
-	assert.Equal(t, []workflows.ProbeRecord{{Observed: true, Observation: "Pending"}}, records)
-}
-
-func TestPollProbeASampleThatEndsTheWaitRecordsNothing(t *testing.T) {
-	clock := newFakeClock(t0)
-	prober := newProber(clock, text("READY"))
-	var records []workflows.ProbeRecord
-	res, err := pollRun{clock: clock, prober: prober, records: &records}.run(t, input(matchesReady, 1, 30))
-	require.NoError(t, err)
-	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
-	assert.Empty(t, records, "its answer is the record")
+// An unchanging output is recorded once; a sample that ends the wait is
+// not recorded at all (its answer is the record).
+func TestPollProbeRecordsAnUnchangingOutputOnceAndAnEndingSampleNever(t *testing.T) {
+	for _, c := range []struct {
+		output string
+		reason workflows.WaitReason
+		want   []workflows.ProbeRecord
+	}{
+		{"Pending", workflows.WaitReasonTimeout, []workflows.ProbeRecord{{Observed: true, Observation: "Pending"}}},
+		{"READY", workflows.WaitReasonMatched, nil},
+	} {
+		clock := newFakeClock(t0)
+		var records []workflows.ProbeRecord
+		res, err := pollRun{clock: clock, prober: newProber(clock, text(c.output)), records: &records}.run(t, input(matchesReady, 1, 30))
+		require.NoError(t, err)
+		assert.Equal(t, c.reason, res.Reason, c.output)
+		assert.Equal(t, c.want, records, c.output)
+	}
 }
 
 // A loop resumed on a host that cannot reach the downstream server until
