@@ -126,6 +126,9 @@ const claimWait = 30 * time.Second
 // nothing (the run is the other's).
 func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	claimed, err := writeOnce(filepath.Join(dir, SupervisorFile), processRecord(os.Getpid()))
+	if err != nil && Started(dir) {
+		return 127 // the run is another supervisor's: leave its folder alone
+	}
 	if err != nil {
 		return recordExit(dir, 127, err)
 	}

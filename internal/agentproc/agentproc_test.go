@@ -178,3 +178,16 @@ func TestAReusedPidIsNeitherTheRunNorSignalled(t *testing.T) {
 		t.Fatal("the recorded group was not stopped")
 	}
 }
+
+// A supervisor that cannot write its claim into a folder another
+// supervisor has claimed leaves the folder alone: no exit status is
+// recorded for the other's run.
+func TestASupervisorThatCannotClaimAClaimedRunRecordsNothing(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, SupervisorFile), []byte(strconv.Itoa(os.Getpid())), 0o600))
+	// The claim's temporary file cannot be written: a folder is in its way.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, SupervisorFile+"."+strconv.Itoa(os.Getpid())+".tmp"), 0o700))
+	assert.Equal(t, 127, Supervise(dir, t.TempDir(), "", []string{"true"}))
+	_, recorded := ExitCode(dir)
+	assert.False(t, recorded, "the other supervisor's run has no exit status")
+}
