@@ -132,9 +132,12 @@ func TestARunStoppedBeforeItBeganLaunchesNothing(t *testing.T) {
 func TestALostRunResumedByTwoFollowersAtOnceLaunchesOnce(t *testing.T) {
 	spool := t.TempDir()
 	launches := filepath.Join(t.TempDir(), "launches")
-	// The supervisor: claims the run as agentproc.Supervise does (its pid,
-	// linked once), counts the launch, and runs on as a CLI would.
-	supervisor := []string{"sh", "-c", `d=$2; echo $$ > "$d/sup.$$"; ln "$d/sup.$$" "$d/supervisor.pid" || exit 0; echo launch >> "$0"; exec sleep 30`, launches}
+	// The supervisor: counts its launch, then claims the run as
+	// agentproc.Supervise does (its pid, linked once) and runs on as a CLI
+	// would. It counts before it claims, so the count is written before
+	// the launcher (which waits for the claim) returns; a second launch
+	// that finds the run claimed still counts.
+	supervisor := []string{"sh", "-c", `d=$2; echo launch >> "$0"; echo $$ > "$d/sup.$$"; ln "$d/sup.$$" "$d/supervisor.pid" || exit 0; exec sleep 30`, launches}
 	gone := exec.Command("true")
 	require.NoError(t, gone.Run())
 	id := "agent/lost"
