@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
@@ -148,15 +150,22 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	)
 	go func() {
 		defer close(done)
-		var handle client.WorkflowUpdateHandle
-		handle, waitErr = f.updateAgentWait(ctx, id, "", client.WorkflowUpdateStageAccepted)
-		if waitErr == nil {
-			// The invocation runs and took the wait: only now is the
-			// call attached to it (an unknown or closed one logs no
-			// wait line).
-			noteWait(ctx, id, waitAttached)
-			waitErr = handle.Get(ctx, &payload)
-		}
+		updateID := newAgentWaitUpdateID()
+		attached := false
+		waitErr = f.retryAgentWait(ctx, id, time.Now().Add(f.opts.Agents.WaitWindow), func() error {
+			handle, err := f.updateAgentWait(ctx, id, updateID, client.WorkflowUpdateStageAccepted)
+			if err != nil {
+				return err
+			}
+			if !attached {
+				// The invocation runs and took the wait: only now is
+				// the call attached to it (an unknown or closed one
+				// logs no wait line).
+				noteWait(ctx, id, waitAttached)
+				attached = true
+			}
+			return handle.Get(ctx, &payload)
+		})
 	}()
 	token := progressToken(req)
 	report := func(ev workflows.WaitEvent) {
@@ -200,13 +209,80 @@ func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, stage 
 	})
 }
 
+// newAgentWaitUpdateID names one wait_agent call's wait update. The call
+// sends it again under the same name when the engine could not deliver
+// it, so an update the invocation had already accepted is re-attached,
+// not doubled.
+func newAgentWaitUpdateID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "wait-" + hex.EncodeToString(b)
+}
+
+// The pause between two sends of a wait update the engine could not
+// deliver starts at agentUpdateRetryFirst and doubles up to
+// agentUpdateRetryMax.
+const (
+	agentUpdateRetryFirst = 100 * time.Millisecond
+	agentUpdateRetryMax   = 2 * time.Second
+)
+
+// retryAgentWait runs send (a wait update to invocation id, and its
+// outcome) until it succeeds, and again after a failure the engine may
+// get past while the invocation runs: its host restarting takes the
+// invocation's workflow task with it, and the engine aborts the updates
+// that task was to deliver ("workflow update was aborted", or "not
+// ready" after the task failed). A failure that will not pass (the
+// update's own error, an unknown or closed invocation, a cancelled call)
+// or one still there at until is returned.
+func (f *Front) retryAgentWait(ctx context.Context, id string, until time.Time, send func() error) error {
+	pause := agentUpdateRetryFirst
+	for {
+		err := send()
+		if err == nil || !updateMayPass(err) || ctx.Err() != nil || !time.Now().Before(until) {
+			return err
+		}
+		desc, derr := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		if derr != nil || desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return err
+		}
+		f.opts.Logger.Debug("a wait update was not delivered; sending it again", "invocation", id, "error", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, agentUpdateRetryMax)
+	}
+}
+
+// updateMayPass reports whether a wait update's failure may pass when the
+// update is sent again: not the update handler's own error, nor the
+// engine's word that the invocation is unknown, closed, or the request
+// wrong.
+func updateMayPass(err error) bool {
+	var (
+		app          *temporal.ApplicationError
+		canceled     *temporal.CanceledError
+		notFound     *serviceerror.NotFound
+		invalid      *serviceerror.InvalidArgument
+		precondition *serviceerror.FailedPrecondition
+		denied       *serviceerror.PermissionDenied
+	)
+	return !errors.As(err, &app) && !errors.As(err, &canceled) && !errors.As(err, &notFound) &&
+		!errors.As(err, &invalid) && !errors.As(err, &precondition) && !errors.As(err, &denied)
+}
+
 // agentAnswer is wait_agent's answer once the wait update returned payload
 // or err.
 func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.InvocationPayload, err error) *mcp.CallToolResult {
 	if err != nil {
 		// A finished invocation takes no updates: its result is the answer.
 		final, ferr := f.finalPayload(ctx, id)
-		if ferr != nil {
+		switch {
+		case errors.Is(ferr, errRunningUnanswered):
+			return mcp.NewToolResultError(fmt.Sprintf("wait_agent: %v (the wait failed: %v)", ferr, err))
+		case ferr != nil:
 			return mcp.NewToolResultError("wait_agent: " + ferr.Error())
 		}
 		return structuredResult(final)
@@ -224,6 +300,10 @@ func agentMemo(spec workflows.AgentSpec) map[string]any {
 	return m
 }
 
+// errRunningUnanswered is finalPayload's answer for an invocation that
+// still runs: its wait failed, and the client should call again.
+var errRunningUnanswered = errors.New("the invocation is running but did not answer; call again")
+
 // finalPayload reads a closed invocation's result, or explains why not.
 func (f *Front) finalPayload(ctx context.Context, id string) (workflows.InvocationPayload, error) {
 	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
@@ -236,7 +316,7 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 	}
 	noteAgentProvider(ctx, memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider"))
 	if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return workflows.InvocationPayload{}, errors.New("the invocation is running but did not answer; call again")
+		return workflows.InvocationPayload{}, errRunningUnanswered
 	}
 	var payload workflows.InvocationPayload
 	if err := f.opts.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &payload); err != nil {

@@ -112,6 +112,13 @@ func (r taskRef) tool() string {
 // by its creation time in Unix milliseconds and a random suffix.
 const agentTaskUpdatePrefix = "task-"
 
+// agentTaskAcceptWait bounds how long a task-augmented wait_agent sends
+// its wait update again (retryAgentWait) before the call fails: a task's
+// creation answers at once, not at the end of a wait window.
+const agentTaskAcceptWait = 30 * time.Second
+
+// newAgentTaskUpdateID names the wait update of a wait_agent task created
+// at now.
 func newAgentTaskUpdateID(now time.Time) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -225,7 +232,11 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
 		}
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
-		if _, uerr := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted); uerr == nil {
+		uerr := f.retryAgentWait(ctx, id, time.Now().Add(agentTaskAcceptWait), func() error {
+			_, err := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted)
+			return err
+		})
+		if uerr == nil {
 			// The invocation runs and took the wait: only now is the
 			// call attached to it (an unknown or closed one logs no
 			// wait line), as on the plain path (handleWaitAgent).

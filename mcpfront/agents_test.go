@@ -1,0 +1,101 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// agentFront is a Front whose Temporal holds one running invocation, whose
+// wait updates answer with updates in turn (an error, or the payload
+// delivered), recording each update's options in sent.
+func agentFront(t *testing.T, updates []error, sent *[]client.UpdateWorkflowOptions) *Front {
+	t.Helper()
+	tc := &mocks.Client{}
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+	}, nil)
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, opts client.UpdateWorkflowOptions) client.WorkflowUpdateHandle {
+			n := len(*sent)
+			*sent = append(*sent, opts)
+			if n < len(updates) && updates[n] != nil {
+				return nil
+			}
+			h := &mocks.WorkflowUpdateHandle{}
+			h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, out any) error {
+				*out.(*workflows.InvocationPayload) = workflows.InvocationPayload{InvocationID: opts.WorkflowID, Status: workflows.AgentSucceeded}
+				return nil
+			})
+			return h
+		},
+		func(_ context.Context, _ client.UpdateWorkflowOptions) error {
+			if n := len(*sent) - 1; n < len(updates) {
+				return updates[n]
+			}
+			return nil
+		})
+	return New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}})
+}
+
+func waitAgentRequest() mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "wait_agent"
+	req.Params.Arguments = map[string]any{"invocation_id": workflows.InvocationID("", [16]byte{1})}
+	return req
+}
+
+// A wait update the engine could not deliver (the invocation's host
+// restarting took its workflow task, and the engine aborted the update)
+// is sent again, under the same update ID, while the invocation runs: the
+// call answers with the run's state, not "running but did not answer;
+// call again" (the soak's wait_agent failures while durawait was up).
+func TestAWaitUpdateTheEngineCouldNotDeliverIsSentAgain(t *testing.T) {
+	for _, undelivered := range []error{
+		serviceerror.NewWorkflowNotReady("Unable to perform workflow execution update due to unexpected workflow task failure."),
+		serviceerror.NewUnavailable("workflow update was aborted"),
+	} {
+		var sent []client.UpdateWorkflowOptions
+		f := agentFront(t, []error{undelivered, undelivered}, &sent)
+		res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v: %s", undelivered, resultText(res))
+		var out workflows.InvocationPayload
+		require.NoError(t, json.Unmarshal([]byte(resultText(res)), &out))
+		assert.Equal(t, workflows.AgentSucceeded, out.Status)
+		require.Len(t, sent, 3, "two undelivered sends, then the delivered one")
+		assert.NotEmpty(t, sent[0].UpdateID)
+		assert.Equal(t, sent[0].UpdateID, sent[2].UpdateID, "sent again under its name, so an accepted one is re-attached")
+	}
+}
+
+// The update's own error and the engine's word that the request is wrong
+// are not sent again: the call answers at once.
+func TestAWaitUpdateThatWillNotPassIsNotSentAgain(t *testing.T) {
+	for _, final := range []error{
+		temporal.NewApplicationError("the handler failed", "x"),
+		serviceerror.NewInvalidArgument("bad update"),
+	} {
+		var sent []client.UpdateWorkflowOptions
+		f := agentFront(t, []error{final}, &sent)
+		res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+		require.NoError(t, err)
+		assert.True(t, res.IsError, "%v", final)
+		assert.Len(t, sent, 1, "%v: sent once", final)
+	}
+}
