@@ -167,7 +167,7 @@ SOAK_STALLS ?= 5s,30s,120s,5s,30s,120s,5s,30s,120s
 ## the judge counts every answer, run and failed call (docs/soak.md). Report
 ## in soak-report.txt; DURAWAIT_SOAK_SEED=<seed> replays a run
 soak:
-	{ DURAWAIT_SOAK_WAITS=$(SOAK_WAITS) DURAWAIT_SOAK_KILLS=$(SOAK_KILLS) DURAWAIT_SOAK_STALLS=$(SOAK_STALLS) \
+	{ DURAWAIT_SOAK_WAITS=$(SOAK_WAITS) DURAWAIT_SOAK_KILLS=$(SOAK_KILLS) DURAWAIT_SOAK_STALLS=$(SOAK_STALLS) DURAWAIT_SOAK_LOG=$(CURDIR)/soak-durawait.log \
 		$(GO) test -count=1 -timeout 6h -run '^TestSoakCrashes$$' -v ./internal/e2e/ 2>&1; echo "exit status $$?"; } | tee soak-report.txt
 	@grep -q '^exit status 0$$' soak-report.txt
 

@@ -53,7 +53,13 @@ func TestSoakCrashes(t *testing.T) {
 func runSoak(t *testing.T, knobs soakKnobs, durawait string) soakVerdict {
 	s := newSoak(t, knobs, durawait)
 	s.run()
-	return s.judge()
+	v := s.judge()
+	if keep := os.Getenv("DURAWAIT_SOAK_LOG"); keep != "" {
+		// durawait's output over all its starts, kept past the test's
+		// temp dir for whoever reads the failures.
+		require.NoError(t, os.WriteFile(keep, []byte(readFile(s.w.path("durawait.log"))), 0o644))
+	}
+	return v
 }
 
 // soakKnobs are the soak's size and randomness.
