@@ -369,3 +369,57 @@ func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *
 	eventually(t, "the host back to stop the CLI", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
 	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
 }
+
+// An operator's `durawait waits show` of a wait_for whose host is down
+// (its only worker killed with -9, no peer to adopt it) shows what the
+// probe loop last recorded on its activity, marked recorded: the host
+// that holds the loop's live progress cannot answer, and the record is
+// the wait's last word until a host resumes it.
+func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
+	w := newWorkspace(t)
+	engine := startDevServer(t)
+	tc := temporalClient(t, engine)
+	_, err := tc.OperatorService().AddSearchAttributes(context.Background(), &operatorservice.AddSearchAttributesRequest{
+		Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
+	})
+	require.NoError(t, err)
+	awaitSearchAttributes(t, temporalTarget{Namespace: "default", client: tc})
+	worker := w.startRole("worker", w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo")), engine)
+	front := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), ""), engine).client(t)
+
+	w.write("job", "pending for the record")
+	callCtx, hangUp := context.WithCancel(context.Background())
+	t.Cleanup(hangUp)
+	go func() { _, _ = front.call(callCtx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "") }()
+	var id string
+	eventually(t, "the probe loop's record of its first observation", func() bool {
+		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
+		if len(ids) != 1 {
+			return false
+		}
+		id = ids[0]
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		require.NoError(t, err)
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	worker.kill9()
+	// The file changes after the kill: no host samples it now, so show
+	// can only give the record.
+	w.write("job", "changed while the host was down")
+
+	out, errOut, ok := w.waits("show", id, "--temporal", engine, "--namespace", "default", "--json")
+	require.True(t, ok, errOut)
+	var detail struct {
+		LastObservation map[string]any `json:"last_observation"`
+		State           string         `json:"state"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &detail), out)
+	assert.Equal(t, "running", detail.State)
+	assert.Equal(t, map[string]any{"recorded": true, "has_observation": true, "last_observation": "pending for the record"},
+		detail.LastObservation, out)
+}

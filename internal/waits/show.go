@@ -139,10 +139,21 @@ func heartbeatOf(pa *workflowpb.PendingActivityInfo) any {
 	if pa.GetActivityType().GetName() == workflows.PollProbeActivityName {
 		var record workflows.ProbeRecord
 		if err := converter.GetDefaultDataConverter().FromPayloads(details, &record); err == nil {
-			return record
+			return recordedObservation(record)
 		}
 	}
 	return decodeAll(details)
+}
+
+// recordedObservation is a probe loop's record as show prints it: in the
+// fields of what a live loop says (workflows.PollProgress), with recorded
+// set, as it is what the loop last recorded, not what its host says now.
+func recordedObservation(r workflows.ProbeRecord) map[string]any {
+	out := map[string]any{"recorded": true, "has_observation": r.Observed, "last_observation": r.Observation}
+	if !r.QuietSince.IsZero() {
+		out["quiet_since"] = r.QuietSince
+	}
+	return out
 }
 
 // apply adds what one history event says to d.
