@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/agentproc"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -574,4 +577,50 @@ func TestTheEngineReportsTheAgentHostsThatPollTheClaimQueue(t *testing.T) {
 		return polling(workflows.AgentClaimQueue("durawait")) == 1
 	})
 	assert.Zero(t, polling(workflows.AgentClaimQueue("nobody")))
+}
+
+// Another OS user on the machine cannot reach an agent run's spool: not
+// its output, nor the spool folder whose lock (agentproc.LockSpool)
+// orders the resumption of a lost run, so no other user can read a run
+// or stall its resumption by holding that lock. The data dir sits here in
+// a folder every user may enter, so the refusal is durawait's own (its
+// data dir is private), not the test's temp dir's.
+func TestAnotherOSUserCannotReachTheAgentSpool(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("acting as another OS user (nobody) needs root")
+	}
+	w := &agentWorkspace{workspace: newWorkspace(t)}
+	shared, err := os.MkdirTemp("", "durawait-shared-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(shared) })
+	require.NoError(t, os.Chmod(shared, 0o755))
+	data := filepath.Join(shared, "data")
+	c := w.startServe(w.writeConfigAt("serve.toml", data, agentsTOML(w.workspace, 60))).client(t)
+	w.script("hold", `{"type":"system","subtype":"init","session_id":"{session}"}`, `@wait go`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`)
+	id := c.startAgent(t, "fake", "hold", map[string]any{"cwd": w.path("work/repo")})
+	t.Cleanup(func() { w.release("go") })
+	eventually(t, "the CLI running", func() bool { return strings.Contains(readFile(w.path("argv.log")), "hold") })
+	runs, err := filepath.Glob(filepath.Join(data, "agents", "*", agentproc.StdoutFile))
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "the run's spooled output")
+
+	// opens opens path for reading as the user nobody (what a flock needs).
+	opens := func(path string) error {
+		cmd := exec.Command("sh", "-c", `exec 9<"$1"`, "sh", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	require.NoError(t, opens(shared), "nobody can open the shared folder (else the refusals below prove nothing)")
+	for _, path := range []string{filepath.Join(data, "agents"), runs[0]} {
+		err := opens(path)
+		require.Error(t, err, "nobody opened %s", path)
+		assert.Contains(t, err.Error(), "ermission denied", path)
+	}
+	w.release("go")
+	assert.Equal(t, "succeeded", c.waitUntilFinished(t, id).Status)
 }

@@ -390,7 +390,9 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 	w.write("job", "pending for the record")
 	callCtx, hangUp := context.WithCancel(context.Background())
 	t.Cleanup(hangUp)
-	go func() { _, _ = front.call(callCtx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "") }()
+	go func() {
+		_, _ = front.call(callCtx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "")
+	}()
 	var id string
 	eventually(t, "the probe loop's record of its first observation", func() bool {
 		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
