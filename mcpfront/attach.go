@@ -63,9 +63,16 @@ type sharedWait struct {
 // subscription.
 func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan workflows.WaitEvent, func(), error) {
 	events, unsubscribe := f.subscribe(w.id)
-	f.waitSettled(ctx, w.id)
 	report := &startReport{}
-	run, err := f.start(context.WithValue(ctx, startReportKey{}, report), w)
+	var (
+		run client.WorkflowRun
+		err error
+	)
+	// The Temporal calls, off the stack the call then blocks on.
+	offStack(func() {
+		f.waitSettled(ctx, w.id)
+		run, err = f.start(context.WithValue(ctx, startReportKey{}, report), w)
+	})
 	if err != nil {
 		unsubscribe()
 		return nil, nil, nil, err
@@ -94,7 +101,8 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 			// A worker in this process (durawait serve) takes the first
 			// workflow task in the start's answer, skipping the trip through
 			// matching; without one the SDK asks nothing of the kind.
-			EnableEagerStart: true,
+			EnableEagerStart:    true,
+			WorkflowTaskTimeout: workflows.TaskTimeout,
 		}, w.workflow, w.input)
 		return err
 	})

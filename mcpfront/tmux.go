@@ -109,9 +109,12 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 			Message: startFailure(err)}), nil
 	}
 	defer unsubscribe()
+	id, bound := w.id, w.bound
+	// w is not used past here: its start's memo and attributes are not held
+	// through the wait.
 	token := progressToken(req)
 	var out workflows.TextWaitOutcome
-	err = f.awaitOutcome(ctx, run, events, w.bound, &out, func(ev workflows.WaitEvent) bool {
+	err = f.awaitOutcome(ctx, run, events, bound, &out, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.TextWaitOutcome:
 			out = e
@@ -129,10 +132,10 @@ func (f *Front) handleWaitForText(ctx context.Context, req mcp.CallToolRequest) 
 		if release() && !draining(ctx) {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = f.opts.Temporal.CancelWorkflow(cctx, w.id, run.GetRunID())
-			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait is cancelled", "workflow_id", w.id)
+			_ = f.opts.Temporal.CancelWorkflow(cctx, id, run.GetRunID())
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait is cancelled", "workflow_id", id)
 		} else {
-			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait runs on for the other callers attached", "workflow_id", w.id)
+			f.opts.Logger.Debug("wait_for_text: the caller hung up; the wait runs on for the other callers attached", "workflow_id", id)
 		}
 		return nil, ctx.Err()
 	}

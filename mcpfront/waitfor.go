@@ -42,10 +42,13 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return startFailed("wait_for", err), nil
 	}
 	defer unsubscribe()
+	bound, maxWaitSec := w.bound, w.input.(workflows.WaitForInput).Spec.MaxWaitSec
+	// w is not used past here: its start's memo and attributes are not held
+	// through the wait.
 
 	token := progressToken(req)
 	var result workflows.WaitForResult
-	err = f.awaitOutcome(ctx, run, events, w.bound, &result, func(ev workflows.WaitEvent) bool {
+	err = f.awaitOutcome(ctx, run, events, bound, &result, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
 		case workflows.Sample:
 			noteSample(ctx)
@@ -65,7 +68,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return nil, ctx.Err()
 	}
 	if isCanceled(err) {
-		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID(), w.input.(workflows.WaitForInput).Spec.MaxWaitSec), nil
+		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID(), maxWaitSec), nil
 	}
 	return waitForAnswer(result, err), nil
 }

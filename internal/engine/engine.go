@@ -45,6 +45,10 @@ const (
 	// embedded engine reads new tasks: high enough that a task is
 	// dispatched when it is written, not on a tick.
 	engineQueuePollRPS = 1000
+	// engineHistoryCacheSize is how many workflows' mutable state the
+	// engine's history service keeps in memory; the others are read from
+	// the database when their next event comes.
+	engineHistoryCacheSize = 1024
 )
 
 // Options configure the embedded engine.
@@ -361,6 +365,12 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 		dynamicconfig.TransferProcessorMaxPollRPS.Key():   engineQueuePollRPS,
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():      engineQueuePollRPS,
 		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): engineQueuePollRPS,
+		// A wait's workflow is touched at its start, when its state
+		// changes and at its end: between, its mutable state need not
+		// stay in memory (128,000 by default). Measured at 5,000 open
+		// waits (docs/performance.md): 30 KiB less per wait, starts 15 %
+		// slower in a burst (the evicted states are read back).
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): engineHistoryCacheSize,
 	}
 	if opts.WorkflowCacheSize > 0 {
 		dyn[dynamicconfig.WorkerStickyCacheSize.Key()] = opts.WorkflowCacheSize
