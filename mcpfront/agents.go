@@ -103,6 +103,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		// start it twice.
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowTaskTimeout:      workflows.TaskTimeout,
 		StaticSummary:            workflows.AgentSummary(spec),
 		StaticDetails:            workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
 		Memo:                     principalMemo(agentMemo(spec), principal),

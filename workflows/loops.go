@@ -22,6 +22,16 @@ import (
 // it, as its schedule-to-close timeout, even if no host is left.
 const LoopGrace = 30 * time.Second
 
+// TaskTimeout is the workflow task timeout of durawait's workflows (its
+// waits, agent invocations and host leases), which their starters set. A
+// task of theirs is milliseconds of work; when the worker holding one
+// dies (a kill -9, a crash), Temporal gives the task to another worker
+// only after this timeout. At the SDK's 10 s, each kill that caught a
+// wait's task in hand added 10 s to that wait's recovery, and a run of
+// kills a few seconds apart kept a wait's first task from completing for
+// half a minute (the soak's late answers).
+const TaskTimeout = 4 * time.Second
+
 // stopLoopTimeout bounds how long a cancelled wait waits for its host to
 // stop its loop: a live host answers at once, and a host that is down
 // runs no loop (its next holder sees the wait closed).

@@ -402,6 +402,10 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 		id = ids[0]
 		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
 		require.NoError(t, err)
+		// Its workflow tasks time out after workflows.TaskTimeout, not
+		// the SDK's 10 s: a task in the hands of the killed worker below
+		// goes to another within it.
+		require.Equal(t, workflows.TaskTimeout, desc.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration())
 		for _, pa := range desc.GetPendingActivities() {
 			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
 				return true

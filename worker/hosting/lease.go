@@ -229,6 +229,7 @@ func (r *Runtime) signalOnline(ctx context.Context) error {
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:            workflows.HostLeaseSummary(host),
+			WorkflowTaskTimeout:      workflows.TaskTimeout,
 			TypedSearchAttributes: temporal.NewSearchAttributes(
 				workflows.KeyTool.ValueSet(workflows.ToolInternal), workflows.KeyHost.ValueSet(host)),
 		},
