@@ -153,8 +153,12 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		defer close(done)
 		updateID := newAgentWaitUpdateID()
 		attached := false
-		waitErr = f.retryAgentWait(ctx, id, time.Now().Add(f.opts.Agents.WaitWindow), func() error {
-			handle, err := f.updateAgentWait(ctx, id, updateID, client.WorkflowUpdateStageAccepted)
+		until := time.Now().Add(f.opts.Agents.WaitWindow)
+		waitErr = f.retryAgentWait(ctx, id, until, func() error {
+			// A send again asks only for what is left of the call's
+			// window (an update already accepted keeps its own).
+			window := max(time.Until(until), time.Second)
+			handle, err := f.updateAgentWait(ctx, id, updateID, window, client.WorkflowUpdateStageAccepted)
 			if err != nil {
 				return err
 			}
@@ -198,14 +202,14 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	return f.agentAnswer(ctx, id, payload, waitErr), nil
 }
 
-// updateAgentWait sends the wait update to an invocation, with updateID
-// when not empty (a task's), and returns once it reaches stage.
-func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+// updateAgentWait sends the wait update, of window, to an invocation, with
+// updateID when not empty, and returns once it reaches stage.
+func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, window time.Duration, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
 	return f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
 		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
-		Args:         []any{workflows.AgentWaitRequest{Window: f.opts.Agents.WaitWindow}},
+		Args:         []any{workflows.AgentWaitRequest{Window: window}},
 		WaitForStage: stage,
 	})
 }

@@ -22,9 +22,10 @@ import (
 )
 
 // agentFront is a Front whose Temporal holds one running invocation, whose
-// wait updates answer with updates in turn (an error, or the payload
-// delivered), recording each update's options in sent.
-func agentFront(t *testing.T, updates []error, sent *[]client.UpdateWorkflowOptions) *Front {
+// wait updates answer with updates in turn (an error, or accepted), and
+// whose accepted updates' outcomes with gets in turn (an error, or the
+// payload delivered), recording each update's options in sent.
+func agentFront(t *testing.T, updates, gets []error, sent *[]client.UpdateWorkflowOptions) *Front {
 	t.Helper()
 	tc := &mocks.Client{}
 	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
@@ -39,6 +40,13 @@ func agentFront(t *testing.T, updates []error, sent *[]client.UpdateWorkflowOpti
 			}
 			h := &mocks.WorkflowUpdateHandle{}
 			h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, out any) error {
+				if len(gets) > 0 {
+					err := gets[0]
+					gets = gets[1:]
+					if err != nil {
+						return err
+					}
+				}
 				*out.(*workflows.InvocationPayload) = workflows.InvocationPayload{InvocationID: opts.WorkflowID, Status: workflows.AgentSucceeded}
 				return nil
 			})
@@ -71,7 +79,7 @@ func TestAWaitUpdateTheEngineCouldNotDeliverIsSentAgain(t *testing.T) {
 		serviceerror.NewUnavailable("workflow update was aborted"),
 	} {
 		var sent []client.UpdateWorkflowOptions
-		f := agentFront(t, []error{undelivered, undelivered}, &sent)
+		f := agentFront(t, []error{undelivered, undelivered}, nil, &sent)
 		res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%v: %s", undelivered, resultText(res))
@@ -81,7 +89,59 @@ func TestAWaitUpdateTheEngineCouldNotDeliverIsSentAgain(t *testing.T) {
 		require.Len(t, sent, 3, "two undelivered sends, then the delivered one")
 		assert.NotEmpty(t, sent[0].UpdateID)
 		assert.Equal(t, sent[0].UpdateID, sent[2].UpdateID, "sent again under its name, so an accepted one is re-attached")
+		first, again := sent[0].Args[0].(workflows.AgentWaitRequest), sent[2].Args[0].(workflows.AgentWaitRequest)
+		assert.Less(t, again.Window, first.Window, "sent again, it asks only for what is left of the call's window")
 	}
+}
+
+// An accepted wait update whose outcome the engine could not deliver (its
+// mutable state evicted, the poll aborted) is sent again under its name,
+// which re-attaches to it: the call answers with the run's state.
+func TestAnAcceptedWaitUpdateWhoseOutcomeWasLostIsReattached(t *testing.T) {
+	var sent []client.UpdateWorkflowOptions
+	f := agentFront(t, nil, []error{serviceerror.NewUnavailable("workflow update was aborted")}, &sent)
+	res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	require.Len(t, sent, 2)
+	assert.Equal(t, sent[0].UpdateID, sent[1].UpdateID)
+}
+
+// A call whose invocation closed while its update was being sent again
+// stops sending, and answers from the closed invocation.
+func TestAWaitUpdateIsNotSentAgainToAClosedInvocation(t *testing.T) {
+	tc := &mocks.Client{}
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED},
+	}, nil)
+	updates := 0
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, func(context.Context, client.UpdateWorkflowOptions) error {
+		updates++
+		return serviceerror.NewUnavailable("workflow update was aborted")
+	})
+	run := &mocks.WorkflowRun{}
+	run.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, out any) error {
+		*out.(*workflows.InvocationPayload) = workflows.InvocationPayload{Status: workflows.AgentSucceeded}
+		return nil
+	})
+	tc.On("GetWorkflow", mock.Anything, mock.Anything, "").Return(run)
+	f := New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}})
+	res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	assert.Equal(t, 1, updates, "sent once: the invocation had closed")
+}
+
+// A call whose caller hangs up while its update is being sent again stops.
+func TestAWaitUpdateIsNotSentAgainForACallerWhoLeft(t *testing.T) {
+	var sent []client.UpdateWorkflowOptions
+	aborted := serviceerror.NewUnavailable("workflow update was aborted")
+	f := agentFront(t, []error{aborted, aborted, aborted, aborted, aborted, aborted, aborted, aborted}, nil, &sent)
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	_, err := f.handleWaitAgent(ctx, waitAgentRequest())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, len(sent), 8, "the sends stopped with the call")
 }
 
 // The update's own error and the engine's word that the request is wrong
@@ -92,7 +152,7 @@ func TestAWaitUpdateThatWillNotPassIsNotSentAgain(t *testing.T) {
 		serviceerror.NewInvalidArgument("bad update"),
 	} {
 		var sent []client.UpdateWorkflowOptions
-		f := agentFront(t, []error{final}, &sent)
+		f := agentFront(t, []error{final}, nil, &sent)
 		res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
 		require.NoError(t, err)
 		assert.True(t, res.IsError, "%v", final)

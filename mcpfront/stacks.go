@@ -1,7 +1,14 @@
 package mcpfront
 
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
 // offStack runs fn on a goroutine of its own and returns when it has
-// returned (a panic of fn's goes on in the caller).
+// returned (a panic of fn's goes on in the caller, with fn's stack in its
+// message; fn's runtime.Goexit ends the caller too).
 //
 // A wait's call blocks for up to minutes on the transport's goroutine,
 // about 16 KiB deep (net/http, OTel, mcp-go's large frames, then the
@@ -13,15 +20,30 @@ package mcpfront
 // (docs/performance.md). A handler makes such calls before it blocks
 // through offStack, whose goroutine ends with them.
 func offStack(fn func()) {
-	var panicked any
+	var (
+		returned bool
+		panicked any
+		trace    []byte
+	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer func() { panicked = recover() }()
+		defer func() {
+			if !returned {
+				if panicked = recover(); panicked != nil {
+					trace = debug.Stack()
+				}
+			}
+		}()
 		fn()
+		returned = true
 	}()
 	<-done
-	if panicked != nil {
-		panic(panicked)
+	switch {
+	case returned:
+	case panicked != nil:
+		panic(fmt.Sprintf("%v\n\n(on offStack's goroutine)\n%s", panicked, trace))
+	default:
+		runtime.Goexit() // fn's goroutine exited (a test's FailNow): so does the caller
 	}
 }

@@ -232,10 +232,14 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
 		}
 		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
-		uerr := f.retryAgentWait(ctx, id, time.Now().Add(agentTaskAcceptWait), func() error {
-			_, err := f.updateAgentWait(ctx, id, ref.updateID, client.WorkflowUpdateStageAccepted)
+		// The sends, and each one's wait for the update's acceptance, end
+		// at agentTaskAcceptWait.
+		actx, cancel := context.WithTimeout(ctx, agentTaskAcceptWait)
+		uerr := f.retryAgentWait(actx, id, time.Now().Add(agentTaskAcceptWait), func() error {
+			_, err := f.updateAgentWait(actx, id, ref.updateID, f.opts.Agents.WaitWindow, client.WorkflowUpdateStageAccepted)
 			return err
 		})
+		cancel()
 		if uerr == nil {
 			// The invocation runs and took the wait: only now is the
 			// call attached to it (an unknown or closed one logs no

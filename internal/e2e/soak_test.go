@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand"
 	"os"
@@ -52,14 +53,36 @@ func TestSoakCrashes(t *testing.T) {
 // so a test can run the soak expecting it to fail.
 func runSoak(t *testing.T, knobs soakKnobs, durawait string) soakVerdict {
 	s := newSoak(t, knobs, durawait)
-	s.run()
-	v := s.judge()
 	if keep := os.Getenv("DURAWAIT_SOAK_LOG"); keep != "" {
 		// durawait's output over all its starts, kept past the test's
-		// temp dir for whoever reads the failures.
-		require.NoError(t, os.WriteFile(keep, []byte(readFile(s.w.path("durawait.log"))), 0o644))
+		// temp dir for whoever reads the failures (also when the soak's
+		// own machinery failed: cleanups run before the temp dir goes).
+		t.Cleanup(func() {
+			if err := copyFile(s.w.path("durawait.log"), keep); err != nil {
+				t.Logf("could not keep durawait's log: %v", err)
+			}
+		})
 	}
-	return v
+	s.run()
+	return s.judge()
+}
+
+// copyFile copies the file at from to to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // soakKnobs are the soak's size and randomness.
