@@ -224,14 +224,6 @@ func newAgentWaitUpdateID() string {
 	return "wait-" + hex.EncodeToString(b)
 }
 
-// The pause between two sends of a wait update the engine could not
-// deliver starts at agentUpdateRetryFirst and doubles up to
-// agentUpdateRetryMax.
-const (
-	agentUpdateRetryFirst = 100 * time.Millisecond
-	agentUpdateRetryMax   = 2 * time.Second
-)
-
 // retryAgentWait runs send (a wait update to invocation id, and its
 // outcome) until it succeeds, and again after a failure the engine may
 // get past while the invocation runs: its host restarting takes the
@@ -239,9 +231,10 @@ const (
 // that task was to deliver ("workflow update was aborted", or "not
 // ready" after the task failed). A failure that will not pass (the
 // update's own error, an unknown or closed invocation, a cancelled call)
-// or one still there at until is returned.
+// or one still there at until is returned. The sends are paced as a busy
+// engine's starts are (newBackoff).
 func (f *Front) retryAgentWait(ctx context.Context, id string, until time.Time, send func() error) error {
-	pause := agentUpdateRetryFirst
+	pauses := newBackoff()
 	for {
 		err := send()
 		if err == nil || !updateMayPass(err) || ctx.Err() != nil || !time.Now().Before(until) {
@@ -252,12 +245,9 @@ func (f *Front) retryAgentWait(ctx context.Context, id string, until time.Time, 
 			return err
 		}
 		f.opts.Logger.Debug("a wait update was not delivered; sending it again", "invocation", id, "error", err)
-		select {
-		case <-ctx.Done():
+		if pauses.wait(ctx) != nil {
 			return err
-		case <-time.After(pause):
 		}
-		pause = min(2*pause, agentUpdateRetryMax)
 	}
 }
 

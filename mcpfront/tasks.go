@@ -235,7 +235,8 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 		// The sends, and each one's wait for the update's acceptance, end
 		// at agentTaskAcceptWait.
 		actx, cancel := context.WithTimeout(ctx, agentTaskAcceptWait)
-		uerr := f.retryAgentWait(actx, id, time.Now().Add(agentTaskAcceptWait), func() error {
+		until, _ := actx.Deadline()
+		uerr := f.retryAgentWait(actx, id, until, func() error {
 			_, err := f.updateAgentWait(actx, id, ref.updateID, f.opts.Agents.WaitWindow, client.WorkflowUpdateStageAccepted)
 			return err
 		})
