@@ -429,3 +429,71 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 	assert.Equal(t, map[string]any{"recorded": true, "has_observation": true, "last_observation": "pending for the record"},
 		detail.LastObservation, out)
 }
+
+// A worker restarted after a kill -9 resumes its own host's waits at
+// once, whether or not its lease is granted: after a crash the grant is a
+// few engine round trips that a restarted, busy engine may take seconds to
+// make, and the waits must not wait for it. Here the grant never comes:
+// while the worker is down, the host's lease workflow is replaced by a
+// stand-in that no worker runs, so the restarted worker's "online" signal
+// is taken and never answered. Its wait's loop, whose task died with the
+// killed worker, is resumed all the same and answers the file's flip.
+func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
+	w := newWorkspace(t)
+	engine := startDevServer(t)
+	tc := temporalClient(t, engine)
+	_, err := tc.OperatorService().AddSearchAttributes(context.Background(), &operatorservice.AddSearchAttributesRequest{
+		Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
+	})
+	require.NoError(t, err)
+	awaitSearchAttributes(t, temporalTarget{Namespace: "default", client: tc})
+	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo"))
+	worker := w.startRole("worker", workerConfig, engine)
+	host := ownHost(t, worker)
+	front := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), ""), engine).client(t)
+
+	w.write("job", "pending")
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := front.call(ctx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "")
+		answered <- answer{res, err}
+	}()
+	eventually(t, "the wait's probe loop to run on the worker", func() bool {
+		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
+		if len(ids) != 1 {
+			return false
+		}
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), ids[0], "")
+		require.NoError(t, err)
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	worker.kill9()
+
+	ctx := context.Background()
+	leaseID := workflows.HostLeaseWorkflowID(host)
+	require.NoError(t, tc.TerminateWorkflow(ctx, leaseID, "", "replaced by a stand-in that never grants the lease"))
+	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: leaseID, TaskQueue: "no-worker-polls-this"}, "StandInForTheLease")
+	require.NoError(t, err)
+	w.write("job", "READY after the restart")
+	restarted := w.startRole("worker", workerConfig, engine)
+
+	a := <-answered
+	require.NoError(t, a.err)
+	require.False(t, a.res.IsError, resultText(a.res))
+	got := decodeWait(t, a.res)
+	assert.Equal(t, "matched", got.Reason)
+	assert.Equal(t, "READY after the restart", got.LastObservation)
+	assert.NotContains(t, restarted.log.String(), "holding the lease of a host", "the stand-in granted no lease")
+	assert.Contains(t, restarted.log.String(), "resumed the loops of a host's waits")
+}

@@ -101,13 +101,14 @@ func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities
 
 // StopLoop stops a wait's loop on this host, as its workflow asks. A stop
 // for a loop that does not run here is remembered (a resume under way
-// starts stopped) when this worker holds the host; when it does not (it
-// still polls the queue of a host it is handing back), the stop fails, and
+// starts stopped) when the host is this worker's own (whose waits it
+// resumes from its start) or one it holds; when it is neither (it still
+// polls the queue of a host it is handing back), the stop fails, and
 // Temporal's retry reaches the worker that runs the loop.
 func (r *Runtime) StopLoop(ctx context.Context, in workflows.LoopRef) error {
 	key := loopKey{in.WorkflowID, in.RunID}
 	host := r.hostOfQueue(activity.GetInfo(ctx).TaskQueue)
-	if !r.loops.has(key) && !r.holds(host) {
+	if !r.loops.has(key) && host != r.opts.Host && !r.holds(host) {
 		r.loops.stop(key)
 		return fmt.Errorf("the loop of %s does not run on this worker, which no longer holds host %s", in.WorkflowID, host)
 	}
@@ -145,7 +146,7 @@ func (r *Runtime) ClaimPaneHost(context.Context) (string, error) { return r.opts
 // activity's heartbeat details, trying until Temporal takes it (see
 // workflows.ProbeRecord: the loop goes on only once it is recorded).
 func (r *Runtime) recordProbe(ctx context.Context, ref loopRef, rec workflows.ProbeRecord) error {
-	delay := answerRetryInitial
+	delay := newRetryDelay()
 	for {
 		err := r.opts.Client.RecordActivityHeartbeatByID(ctx, r.opts.Namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, rec)
 		if err == nil || gone(err) || ctx.Err() != nil {
@@ -155,9 +156,8 @@ func (r *Runtime) recordProbe(ctx context.Context, ref loopRef, rec workflows.Pr
 			return nil // its workflow asks to stop it; the stop follows
 		}
 		r.logger.Warn("could not record a probe loop's state; trying again", "workflow", ref.WorkflowID, "error", err)
-		if sleepCtx(ctx, delay) != nil {
+		if sleepCtx(ctx, delay.next()) != nil {
 			return ctx.Err()
 		}
-		delay = min(2*delay, answerRetryMax)
 	}
 }

@@ -80,11 +80,15 @@ func (r *Runtime) hold(in workflows.HoldLeaseInput, token []byte, since time.Tim
 	r.wg.Go(func() { r.keep(ctx, l, lease) })
 }
 
-// keep renews a held lease until it ends, and meanwhile sweeps its
-// host's waits (the first sweep at once: the resume) on a goroutine of
-// their own: a sweep of thousands of waits never delays a renewal.
+// keep renews a held lease until it ends, and meanwhile sweeps an
+// adopted host's waits (the first sweep at once: the resume) on a
+// goroutine of their own: a sweep of thousands of waits never delays a
+// renewal. The own host's waits are swept from the worker's start,
+// whatever its lease (see Start).
 func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
-	r.wg.Go(func() { r.sweeps(ctx, l) })
+	if !l.own {
+		r.wg.Go(func() { r.sweeps(ctx, sweepTarget{host: l.host, since: l.since}) })
+	}
 	renew := time.NewTicker(renewInterval(lease))
 	defer renew.Stop()
 	for {
@@ -111,10 +115,29 @@ func (r *Runtime) keep(ctx context.Context, l *heldLease, lease time.Duration) {
 	}
 }
 
-// sweeps sweeps a held host's waits at once and every SweepInterval,
-// one sweep at a time, until the lease ends.
-func (r *Runtime) sweeps(ctx context.Context, l *heldLease) {
-	r.sweep(ctx, l)
+// sweepTarget is a host whose waits a worker sweeps: its own, from its
+// start, or one it adopted, from the grant of its lease.
+type sweepTarget struct {
+	host string
+	// own: the worker's own host (its orphaned agent CLIs are reaped too).
+	own bool
+	// since is when the worker began to poll the host's queue: a loop
+	// scheduled later reaches it through the queue (see resume).
+	since time.Time
+}
+
+// sweeps sweeps a host's waits at once and every SweepInterval, one sweep
+// at a time, until ctx ends (the worker stops, or the adopted host's lease
+// ends). A first sweep that could not list the host's waits (an engine
+// still loading after a restart) is tried again within a second or two,
+// not a SweepInterval later: it is the resume.
+func (r *Runtime) sweeps(ctx context.Context, t sweepTarget) {
+	b := newRetryDelay()
+	for !r.sweep(ctx, t) {
+		if sleepCtx(ctx, b.next()) != nil {
+			return
+		}
+	}
 	tick := time.NewTicker(r.opts.SweepInterval)
 	defer tick.Stop()
 	for {
@@ -122,7 +145,7 @@ func (r *Runtime) sweeps(ctx context.Context, l *heldLease) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			r.sweep(ctx, l)
+			r.sweep(ctx, t)
 		}
 	}
 }
@@ -201,15 +224,27 @@ func (r *Runtime) holdsOwn() bool {
 }
 
 // stayOnline tells the host's lease workflow that this worker is online,
-// at start and whenever it does not hold its own lease.
+// at start and whenever it does not hold its own lease. A signal the
+// engine did not take (a restarted engine still busy with its backlog) is
+// sent again within a second or two, not an onlineRecheck later: until it
+// is taken, no adopter is told to give the host back.
 func (r *Runtime) stayOnline() {
+	b := newRetryDelay()
 	for {
+		wait := onlineRecheck
 		if !r.holdsOwn() {
-			if err := r.signalOnline(r.ctx); err != nil && r.ctx.Err() == nil {
+			err := r.signalOnline(r.ctx)
+			switch {
+			case r.ctx.Err() != nil:
+				return
+			case err != nil:
 				r.logger.Warn("could not tell the host's lease that it is online; trying again", "error", err)
+				wait = b.next()
+			default:
+				b.reset()
 			}
 		}
-		if sleepCtx(r.ctx, onlineRecheck) != nil {
+		if sleepCtx(r.ctx, wait) != nil {
 			return
 		}
 	}

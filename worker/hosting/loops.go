@@ -169,13 +169,6 @@ func (l *loops) tell(workflowID string, result any, err error) {
 	}
 }
 
-// answerRetry bounds the delays between the attempts to answer an
-// activity while Temporal cannot be reached.
-const (
-	answerRetryInitial = 100 * time.Millisecond
-	answerRetryMax     = 2 * time.Second
-)
-
 // answer records the loop's end in Temporal, trying until Temporal takes
 // it, says the activity is gone (its wait was cancelled, or timed out), or
 // ctx ends (the loop was dropped: the host's next holder resumes it and
@@ -187,7 +180,7 @@ func (l *loops) answer(ctx context.Context, ref loopRef, result any, err error) 
 		return false
 	}
 	defer func() { <-l.answering }()
-	delay := answerRetryInitial
+	delay := newRetryDelay()
 	for {
 		cerr := l.client.CompleteActivityByID(ctx, l.namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, result, err)
 		if cerr == nil {
@@ -203,10 +196,9 @@ func (l *loops) answer(ctx context.Context, ref loopRef, result any, err error) 
 		}
 		l.logger.Warn("could not answer a loop's activity; trying again", "workflow", ref.WorkflowID, "error", cerr)
 		select {
-		case <-time.After(delay):
+		case <-time.After(delay.next()):
 		case <-ctx.Done():
 		}
-		delay = min(2*delay, answerRetryMax)
 	}
 }
 

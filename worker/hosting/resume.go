@@ -18,22 +18,23 @@ import (
 // resumeParallelism bounds the waits a sweep reads from Temporal at once.
 const resumeParallelism = 8
 
-// sweep looks up the running waits of a held host (DurawaitHost) and
-// makes this worker's loops match them: a wait whose loop does not run
-// here is resumed (the first sweep of a lease is the resume of a restarted
-// or adopted host), and a loop whose wait no longer runs is stopped (its
-// stop did not reach it: the wait was terminated, or timed out while its
-// host was down; an agent's CLI then stops with its invocation). Only a
-// loop scheduled before this worker got the lease is resumed: a later one
-// reaches it through the host's queue, which it polls.
-func (r *Runtime) sweep(ctx context.Context, l *heldLease) {
-	host := l.host
+// sweep looks up the running waits of a host (DurawaitHost) and makes
+// this worker's loops match them: a wait whose loop does not run here is
+// resumed (the first sweep is the resume of a restarted or adopted host),
+// and a loop whose wait no longer runs is stopped (its stop did not reach
+// it: the wait was terminated, or timed out while its host was down; an
+// agent's CLI then stops with its invocation). Only a loop scheduled
+// before this worker began to poll the host's queue is resumed at once: a
+// later one reaches it through the queue. It reports whether it could
+// list the host's waits.
+func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
+	host := t.host
 	running, err := r.runningWaits(ctx, host)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.logger.Warn("could not look up a host's waits; the next sweep tries again", "of", host, "error", err)
+			r.logger.Warn("could not look up a host's waits; trying again", "of", host, "error", err)
 		}
-		return
+		return false
 	}
 	seen := map[loopKey]bool{}
 	sem := make(chan struct{}, resumeParallelism)
@@ -49,7 +50,7 @@ func (r *Runtime) sweep(ctx context.Context, l *heldLease) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := r.resume(ctx, host, key, l.since); err != nil && ctx.Err() == nil {
+			if err := r.resume(ctx, host, key, t.since); err != nil && ctx.Err() == nil {
 				r.logger.Warn("could not resume a wait's loop; the next sweep tries again", "workflow", key.workflowID, "error", err)
 			}
 		})
@@ -63,9 +64,10 @@ func (r *Runtime) sweep(ctx context.Context, l *heldLease) {
 			r.loops.stop(ref.key())
 		}
 	}
-	if l.own {
+	if t.own {
 		r.reapOrphans(ctx)
 	}
+	return true
 }
 
 // reapOrphans stops the agent CLIs that run on under this host's spool

@@ -124,9 +124,9 @@ func New(opts Options) (*Runtime, error) {
 // Host is this worker's own host.
 func (r *Runtime) Host() string { return r.opts.Host }
 
-// Start polls this worker's queues and tells the host's lease workflow
-// that the host is online; the lease arrives on the instance queue, and
-// with it the resume of the host's waits.
+// Start polls this worker's queues, resumes its own host's waits and
+// tells the host's lease workflow that the host is online; the lease
+// arrives on the instance queue.
 func (r *Runtime) Start() error {
 	instance := sdkworker.New(r.opts.Client, workflows.InstanceQueue(r.opts.TaskQueue, r.opts.Instance), sdkworker.Options{})
 	instance.RegisterActivityWithOptions(r.HoldLease, activity.RegisterOptions{Name: workflows.HoldLeaseActivityName})
@@ -148,10 +148,17 @@ func (r *Runtime) Start() error {
 		}
 		r.workers = append(r.workers, w)
 	}
+	// The own host's waits are resumed from now, not from the grant of
+	// its lease: after a crash, the lease's grant is a few engine round
+	// trips that a restarted engine, busy with its backlog, may take
+	// seconds to make. Its loops are this worker's whatever its lease says
+	// (see lost), and one that another holder runs too does no harm.
+	since := time.Now()
 	if err := r.pollHost(r.opts.Host); err != nil {
 		r.stopWorkers()
 		return err
 	}
+	r.wg.Go(func() { r.sweeps(r.ctx, sweepTarget{host: r.opts.Host, own: true, since: since}) })
 	r.wg.Go(r.stayOnline)
 	return nil
 }
