@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,6 +22,15 @@ type soakFault struct {
 	file        string
 	snippet     string
 	replacement string
+	// caught is what the judge must find: a failure of this rule for a
+	// wait of this kind.
+	caught soakCaught
+}
+
+// soakCaught is a failure the judge must report for a fault.
+type soakCaught struct {
+	rule string
+	kind soakKind
 }
 
 // soakInjectedFaults are the bugs TestSoakJudgeFailsAnInjectedFault builds
@@ -40,6 +50,14 @@ type soakFault struct {
 // durawait was up, which the judge must count as wrong answers. When that
 // code moves, retarget the snippet to the new resume path; the helper
 // fails loudly until then, so the proof is never skipped silently.
+//
+// "A pane watch says every match was in its baseline": a wait_for_text
+// whose text is printed after its watch read the pane's baseline answers
+// matched with source "baseline" instead of "output" (the contract's
+// field that tells a caller whether the text was already there). Matched
+// and Text stay right, so only the judge's baseline rule can catch it:
+// the time the text was typed, against the time the answering watch read
+// its baseline (durawait's log).
 var soakInjectedFaults = []soakFault{{
 	name:    "a probe loop resumed after a crash never samples again",
 	file:    "activities/pollprobe.go",
@@ -52,12 +70,20 @@ var soakInjectedFaults = []soakFault{{
 		return loop.result(workflows.WaitReasonTimeout, ""), nil
 	}
 `,
+	caught: soakCaught{ruleWrongAnswer, kindMatch},
+}, {
+	name:        "a pane watch says every match was in its baseline",
+	file:        "activities/watchpane.go",
+	snippet:     `NewTextResult(spec, true, "output",`,
+	replacement: `NewTextResult(spec, true, /* INJECTED FAULT (internal/e2e/soak_inject_test.go) */ "baseline",`,
+	caught:      soakCaught{ruleWrongAnswer, kindText},
 }}
 
 // TestSoakJudgeFailsAnInjectedFault proves the soak's judge the way a
-// reviewer did: durawait built with soakInjectedFaults runs the small soak
-// of make test (seed 42), and the judge must fail it with wrong wait_for
-// answers. (The same soak passes on durawait as it is: TestSoakCrashes.)
+// reviewer did: durawait built with soakInjectedFaults (all of them, in
+// one binary: the faults touch different kinds of wait) runs the small
+// soak of make test (seed 42), and the judge must find each fault's
+// failures. (The same soak passes on durawait as it is: TestSoakCrashes.)
 func TestSoakJudgeFailsAnInjectedFault(t *testing.T) {
 	durawait := buildWithFaults(t, soakInjectedFaults...)
 	knobs := defaultSoakKnobs()
@@ -67,8 +93,10 @@ func TestSoakJudgeFailsAnInjectedFault(t *testing.T) {
 	for _, f := range v.failures {
 		t.Logf("the judge found (as it should): %s", f)
 	}
-	require.True(t, v.failed(ruleWrongAnswer, kindMatch),
-		"the judge passed a durawait built with %q: no wait_for matched wait was found wrong (see the report above)", soakInjectedFaults[0].name)
+	for _, f := range soakInjectedFaults {
+		assert.True(t, v.failed(f.caught.rule, f.caught.kind),
+			"the judge passed a durawait built with %q: no %q failure of a %v wait (see the report above)", f.name, f.caught.rule, f.caught.kind)
+	}
 }
 
 // TestSoakFaultNeedsItsSnippetOnce: a fault whose snippet is missing, or

@@ -49,6 +49,16 @@ const (
 	// engine's history service keeps in memory; the others are read from
 	// the database when their next event comes.
 	engineHistoryCacheSize = 1024
+	// engineWorkflowTaskRetryMaxInterval caps what the engine adds to the
+	// timeout of a workflow task's 4th and later attempts (5 s doubling
+	// to 10 minutes by default, meant to slow a workflow that fails each
+	// attempt). A cap below that first 5 s step turns the growth off (the
+	// engine's backoff then gives up, and the attempt keeps the
+	// workflow's own task timeout). The growth is what a kill storm
+	// wrecked: each kill timed out the task in hand, and after a few the
+	// next attempt of a wait's first task came 20 to 100 s later, past
+	// the wait's bound (docs/hosts.md, "Bounds").
+	engineWorkflowTaskRetryMaxInterval = time.Second
 )
 
 // Options configure the embedded engine.
@@ -350,31 +360,7 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	hostOf := func(svc primitives.ServiceName) static.Hosts {
 		return static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(conf.Services[string(svc)].RPC.GRPCPort)))
 	}
-	dyn := dynamicconfig.StaticClient{
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-		// One engine process: a task queue split in partitions only makes
-		// a task and its poller meet later (a task written to one
-		// partition waits for a poll forwarded from another).
-		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
-		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
-		// The engine has one history shard, and each of its queues reads
-		// new tasks at most MaxPollRPS times a second (20 by default):
-		// past that rate every activity and workflow task waits for the
-		// next 50 ms tick, five ticks on an agent's path from exit to
-		// answer.
-		dynamicconfig.TransferProcessorMaxPollRPS.Key():   engineQueuePollRPS,
-		dynamicconfig.TimerProcessorMaxPollRPS.Key():      engineQueuePollRPS,
-		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): engineQueuePollRPS,
-		// A wait's workflow is touched at its start, when its state
-		// changes and at its end: between, its mutable state need not
-		// stay in memory (128,000 by default). Measured at 5,000 open
-		// waits (docs/performance.md): 30 KiB less per wait, starts 15 %
-		// slower in a burst (the evicted states are read back).
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): engineHistoryCacheSize,
-	}
-	if opts.WorkflowCacheSize > 0 {
-		dyn[dynamicconfig.WorkerStickyCacheSize.Key()] = opts.WorkflowCacheSize
-	}
+	dyn := engineDynamicConfig(opts)
 	serverOpts := []temporal.ServerOption{
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
@@ -424,4 +410,39 @@ func freePort(ip string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// engineDynamicConfig is the embedded engine's dynamic configuration: the
+// defaults of a Temporal cluster, but for what one process on one machine
+// wants otherwise.
+func engineDynamicConfig(opts Options) dynamicconfig.StaticClient {
+	dyn := dynamicconfig.StaticClient{
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// One engine process: a task queue split in partitions only makes
+		// a task and its poller meet later (a task written to one
+		// partition waits for a poll forwarded from another).
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// The engine has one history shard, and each of its queues reads
+		// new tasks at most MaxPollRPS times a second (20 by default):
+		// past that rate every activity and workflow task waits for the
+		// next 50 ms tick, five ticks on an agent's path from exit to
+		// answer.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   engineQueuePollRPS,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      engineQueuePollRPS,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): engineQueuePollRPS,
+		// A wait's workflow is touched at its start, when its state
+		// changes and at its end: between, its mutable state need not
+		// stay in memory (128,000 by default). Measured at 5,000 open
+		// waits (docs/performance.md): 30 KiB less per wait, starts 15 %
+		// slower in a burst (the evicted states are read back).
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): engineHistoryCacheSize,
+		// A workflow task that timed out with a killed worker is tried
+		// again after the workflow's task timeout, however often.
+		dynamicconfig.WorkflowTaskRetryMaxInterval.Key(): engineWorkflowTaskRetryMaxInterval,
+	}
+	if opts.WorkflowCacheSize > 0 {
+		dyn[dynamicconfig.WorkerStickyCacheSize.Key()] = opts.WorkflowCacheSize
+	}
+	return dyn
 }

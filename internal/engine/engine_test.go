@@ -9,11 +9,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
 
@@ -136,4 +139,18 @@ func TestAFatalLineEndsOnlyTheBuild(t *testing.T) {
 	}()
 	bind := fmt.Errorf("bind: %w", syscall.EADDRINUSE)
 	l.Fatal("Failed to start gRPC listener", tag.Error(bind), tag.Service("worker"))
+}
+
+// The engine's dynamic configuration is read as the server reads it: a
+// workflow task's later attempts keep the workflow's own task timeout,
+// not one grown by the engine's backoff (whose first step is 5 s; a cap
+// under it turns the growth off), and the other settings convert.
+func TestTheEnginesDynamicConfigIsReadAsSet(t *testing.T) {
+	c := dynamicconfig.NewCollection(engineDynamicConfig(Options{WorkflowCacheSize: 300}), log.NewNoopLogger())
+	retryMax := dynamicconfig.WorkflowTaskRetryMaxInterval.Get(c)()
+	assert.Positive(t, retryMax, "0 would mean no cap at all")
+	assert.Less(t, retryMax, 5*time.Second, "the engine's first backoff step: a cap under it turns the growth off")
+	assert.Equal(t, engineHistoryCacheSize, dynamicconfig.HistoryCacheHostLevelMaxSize.Get(c)())
+	assert.Equal(t, engineQueuePollRPS, dynamicconfig.TimerProcessorMaxPollRPS.Get(c)())
+	assert.Equal(t, 300, dynamicconfig.WorkerStickyCacheSize.Get(c)())
 }
