@@ -128,24 +128,27 @@ type sweepTarget struct {
 
 // sweeps sweeps a host's waits at once and every SweepInterval, one sweep
 // at a time, until ctx ends (the worker stops, or the adopted host's lease
-// ends). A first sweep that could not list the host's waits (an engine
-// still loading after a restart) is tried again within a second or two,
-// not a SweepInterval later: it is the resume.
+// ends). A sweep that could not list the host's waits or resume one of
+// them (an engine still loading after a restart, a read whose deadline
+// passed while the process was stopped) is made again within a second or
+// two, not a SweepInterval later: a wait it missed may be near its bound.
 func (r *Runtime) sweeps(ctx context.Context, t sweepTarget) {
+	repeat(ctx, r.opts.SweepInterval, func() bool { return r.sweep(ctx, t) })
+}
+
+// repeat runs once at once and then every interval, until ctx ends; after
+// a run that reports a failure, the next comes after a retryDelay instead.
+func repeat(ctx context.Context, interval time.Duration, once func() bool) {
 	b := newRetryDelay()
-	for !r.sweep(ctx, t) {
-		if sleepCtx(ctx, b.next()) != nil {
-			return
-		}
-	}
-	tick := time.NewTicker(r.opts.SweepInterval)
-	defer tick.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		wait := interval
+		if once() {
+			b.reset()
+		} else {
+			wait = b.next()
+		}
+		if sleepCtx(ctx, wait) != nil {
 			return
-		case <-tick.C:
-			r.sweep(ctx, t)
 		}
 	}
 }
@@ -229,25 +232,16 @@ func (r *Runtime) holdsOwn() bool {
 // sent again within a second or two, not an onlineRecheck later: until it
 // is taken, no adopter is told to give the host back.
 func (r *Runtime) stayOnline() {
-	b := newRetryDelay()
-	for {
-		wait := onlineRecheck
-		if !r.holdsOwn() {
-			err := r.signalOnline(r.ctx)
-			switch {
-			case r.ctx.Err() != nil:
-				return
-			case err != nil:
-				r.logger.Warn("could not tell the host's lease that it is online; trying again", "error", err)
-				wait = b.next()
-			default:
-				b.reset()
-			}
+	repeat(r.ctx, onlineRecheck, func() bool {
+		if r.holdsOwn() {
+			return true
 		}
-		if sleepCtx(r.ctx, wait) != nil {
-			return
+		err := r.signalOnline(r.ctx)
+		if err != nil && r.ctx.Err() == nil {
+			r.logger.Warn("could not tell the host's lease that it is online; trying again", "error", err)
 		}
-	}
+		return err == nil
+	})
 }
 
 // signalOnline signals the host's lease workflow (starting it if none

@@ -2,8 +2,10 @@ package hosting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -26,7 +28,7 @@ const resumeParallelism = 8
 // agent's CLI then stops with its invocation). Only a loop scheduled
 // before this worker began to poll the host's queue is resumed at once: a
 // later one reaches it through the queue. It reports whether it could
-// list the host's waits.
+// list the host's waits and resume every one it had to.
 func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	host := t.host
 	running, err := r.runningWaits(ctx, host)
@@ -40,6 +42,7 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	sem := make(chan struct{}, resumeParallelism)
 	var wg sync.WaitGroup
 	resumed := 0
+	var failed atomic.Int32
 	for _, e := range running {
 		key := loopKey{e.GetWorkflowId(), e.GetRunId()}
 		seen[key] = true
@@ -50,14 +53,21 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := r.resume(ctx, host, key, t.since); err != nil && ctx.Err() == nil {
-				r.logger.Warn("could not resume a wait's loop; the next sweep tries again", "workflow", key.workflowID, "error", err)
+			err := r.resume(ctx, host, key, t.since)
+			var bad undecodable
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case errors.As(err, &bad):
+				r.logger.Error("cannot resume a wait's loop: its input is unreadable", "workflow", key.workflowID, "error", err)
+			default:
+				failed.Add(1)
+				r.logger.Warn("could not resume a wait's loop; trying again", "workflow", key.workflowID, "error", err)
 			}
 		})
 	}
 	wg.Wait()
 	if resumed > 0 {
-		r.logger.Info("resumed the loops of a host's waits", "of", host, "waits", len(running), "resumed", resumed)
+		r.logger.Info("resumed the loops of a host's waits", "of", host, "waits", len(running), "resumed", resumed-int(failed.Load()), "failed", failed.Load())
 	}
 	for _, ref := range r.loops.of(host) {
 		if !seen[ref.key()] && r.closed(ctx, ref.key()) {
@@ -67,7 +77,7 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	if t.own {
 		r.reapOrphans(ctx)
 	}
-	return true
+	return failed.Load() == 0
 }
 
 // reapOrphans stops the agent CLIs that run on under this host's spool
@@ -202,6 +212,13 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 	return latest, nil
 }
 
+// undecodable is a loop whose recorded input cannot be read: no sweep
+// will resume it (its wait ends at its bound plus LoopGrace, with no
+// host), so it is not tried again at once.
+type undecodable struct{ error }
+
+func (u undecodable) Unwrap() error { return u.error }
+
 // queueDelivery is how long a loop scheduled after this worker got its
 // host's lease is left to the host's queue. One that has not arrived by
 // then was handed to a poll of a process that died (Temporal gives an
@@ -234,7 +251,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 	case workflows.PollProbeActivityName:
 		var in workflows.PollInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return fmt.Errorf("decode the probe loop's input: %w", err)
+			return undecodable{fmt.Errorf("decode the probe loop's input: %w", err)}
 		}
 		record, err := r.probeRecord(ctx, key, p.activityID)
 		if err != nil {
@@ -244,7 +261,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 	case workflows.WatchPaneActivityName:
 		var in workflows.WatchPaneInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return fmt.Errorf("decode the pane watch's input: %w", err)
+			return undecodable{fmt.Errorf("decode the pane watch's input: %w", err)}
 		}
 		if r.canWatch(in) {
 			r.startWatch(ctx, ref, in)
@@ -252,7 +269,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 	case workflows.RunAgentActivityName:
 		var in workflows.RunAgentInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return fmt.Errorf("decode the agent run's input: %w", err)
+			return undecodable{fmt.Errorf("decode the agent run's input: %w", err)}
 		}
 		if r.canFollow(in) {
 			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers})
