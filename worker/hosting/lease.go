@@ -136,23 +136,6 @@ func (r *Runtime) sweeps(ctx context.Context, t sweepTarget) {
 	repeat(ctx, r.opts.SweepInterval, func() bool { return r.sweep(ctx, t) })
 }
 
-// repeat runs once at once and then every interval, until ctx ends; after
-// a run that reports a failure, the next comes after a retryDelay instead.
-func repeat(ctx context.Context, interval time.Duration, once func() bool) {
-	b := newRetryDelay()
-	for {
-		wait := interval
-		if once() {
-			b.reset()
-		} else {
-			wait = b.next()
-		}
-		if sleepCtx(ctx, wait) != nil {
-			return
-		}
-	}
-}
-
 // forget removes a lease from the held ones, unless a newer grant of the
 // same host replaced it; it reports whether it did.
 func (r *Runtime) forget(l *heldLease) bool {

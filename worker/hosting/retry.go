@@ -1,6 +1,9 @@
 package hosting
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // retryDelay paces the attempts of a call Temporal did not take (an
 // answer, a record, a signal, a sweep): 100 ms, doubling to 2 s, so a
@@ -23,3 +26,20 @@ func (d *retryDelay) next() time.Duration {
 
 // reset starts the doubling over, after an attempt that was taken.
 func (d *retryDelay) reset() { d.last = 0 }
+
+// repeat runs once at once and then every interval, until ctx ends; after
+// a run that reports a failure, the next comes after a retryDelay instead.
+func repeat(ctx context.Context, interval time.Duration, once func() bool) {
+	b := newRetryDelay()
+	for {
+		wait := interval
+		if once() {
+			b.reset()
+		} else {
+			wait = b.next()
+		}
+		if sleepCtx(ctx, wait) != nil {
+			return
+		}
+	}
+}
