@@ -70,7 +70,7 @@ const (
 )
 
 func (w *PaneWatcher) watch(ctx context.Context, workflowID string, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
-	srv := tmuxwatch.Server{Socket: in.Socket}
+	srv := w.Clients.Server(in.Socket)
 	spec := in.Spec
 	pane := spec.Target.PaneID
 	fail := func(err error) (workflows.TextWaitOutcome, error) {

@@ -19,6 +19,9 @@ import (
 type Hub struct {
 	mu      sync.Mutex
 	clients map[sessionKey]*controlClient
+	// gates bound the tmux commands in flight to each server (by socket):
+	// see Server.
+	gates   map[string]chan struct{}
 	closed  bool
 	leaving sync.WaitGroup // clients detaching in the background
 	buffer  int            // events a follower may fall behind: followerBuffer
@@ -32,7 +35,30 @@ type sessionKey struct {
 
 // NewHub returns a Hub with no clients yet.
 func NewHub() *Hub {
-	return &Hub{clients: make(map[sessionKey]*controlClient), buffer: followerBuffer}
+	return &Hub{clients: make(map[sessionKey]*controlClient), gates: make(map[string]chan struct{}), buffer: followerBuffer}
+}
+
+// commandsPerServer is how many tmux commands (each a client of the tmux
+// server for its moment: list-panes, capture-pane) a Hub's watches run at
+// once against one server. A kill -9 of durawait takes the commands in
+// flight with it, and tmux 3.3a's server segfaults when many of its
+// clients die at once (docs/tmux.md): a restarted worker resuming a
+// hundred pane watches at once ran a hundred, and the crash soak's tmux
+// server died at the 80th kill. A command takes milliseconds, so a few
+// lanes serve hundreds of watches.
+const commandsPerServer = 4
+
+// Server is the tmux server on socket, its commands bounded by this hub
+// (commandsPerServer), shared by every watch of the hub.
+func (h *Hub) Server(socket string) Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	gate, ok := h.gates[socket]
+	if !ok {
+		gate = make(chan struct{}, commandsPerServer)
+		h.gates[socket] = gate
+	}
+	return Server{Socket: socket, gate: gate}
 }
 
 // errHubClosed is returned by Follow after Close.

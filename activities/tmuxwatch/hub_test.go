@@ -352,3 +352,28 @@ func TestLocateNamesTheSessionsThatHoldAPane(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "stale_generation", string(te.Code))
 }
+
+// A hub's watches share one bound on the commands in flight to each tmux
+// server: with the bound taken, a command waits (here until its context
+// ends, without starting tmux), and a place freed lets the next run.
+func TestAHubBoundsTheCommandsInFlightToAServer(t *testing.T) {
+	srv := testServer(t)
+	h := NewHub()
+	gated := h.Server(srv.Socket)
+	require.Equal(t, gated.gate, h.Server(srv.Socket).gate, "one bound per server")
+	require.NotEqual(t, gated.gate, h.Server(srv.Socket+"-other").gate, "another server, another bound")
+
+	for range commandsPerServer {
+		gated.gate <- struct{}{} // every place taken, as by commands in flight
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := gated.ListPanes(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a command waits for a place")
+
+	<-gated.gate
+	panes, err := gated.ListPanes(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, panes, 1)
+	assert.Len(t, gated.gate, commandsPerServer-1, "the command gave its place back")
+}

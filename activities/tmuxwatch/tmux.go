@@ -29,6 +29,9 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 // Server is one tmux server, by socket path (empty: the user's default).
 type Server struct {
 	Socket string
+	// gate, when set (Hub.Server), bounds the commands in flight to the
+	// server: a command waits for a place in it.
+	gate chan struct{}
 }
 
 func (s Server) args(args ...string) []string {
@@ -40,6 +43,14 @@ func (s Server) args(args ...string) []string {
 
 // run runs one tmux command and returns its standard output.
 func (s Server) run(ctx context.Context, args ...string) (string, error) {
+	if s.gate != nil {
+		select {
+		case s.gate <- struct{}{}:
+			defer func() { <-s.gate }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("tmux %s: %w", args[0], ctx.Err())
+		}
+	}
 	cmd := exec.CommandContext(ctx, "tmux", s.args(args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
