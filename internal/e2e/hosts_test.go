@@ -377,13 +377,7 @@ func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *
 // the wait's last word until a host resumes it.
 func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 	w := newWorkspace(t)
-	engine := startDevServer(t)
-	tc := temporalClient(t, engine)
-	_, err := tc.OperatorService().AddSearchAttributes(context.Background(), &operatorservice.AddSearchAttributesRequest{
-		Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
-	})
-	require.NoError(t, err)
-	awaitSearchAttributes(t, temporalTarget{Namespace: "default", client: tc})
+	engine, tc := devServerWithSearchAttributes(t)
 	worker := w.startRole("worker", w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo")), engine)
 	front := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), ""), engine).client(t)
 
@@ -393,26 +387,13 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 	go func() {
 		_, _ = front.call(callCtx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "")
 	}()
-	var id string
-	eventually(t, "the probe loop's record of its first observation", func() bool {
-		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
-		if len(ids) != 1 {
-			return false
-		}
-		id = ids[0]
-		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
-		require.NoError(t, err)
-		// Its workflow tasks time out after workflows.TaskTimeout, not
-		// the SDK's 10 s: a task in the hands of the killed worker below
-		// goes to another within it.
-		require.Equal(t, workflows.TaskTimeout, desc.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration())
-		for _, pa := range desc.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
-				return true
-			}
-		}
-		return false
-	})
+	id := awaitProbeRecord(t, tc)
+	desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err)
+	// Its workflow tasks time out after workflows.TaskTimeout, not the
+	// SDK's 10 s: a task in the hands of the killed worker below goes to
+	// another within it.
+	require.Equal(t, workflows.TaskTimeout, desc.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration())
 	worker.kill9()
 	// The file changes after the kill: no host samples it now, so show
 	// can only give the record.
@@ -440,13 +421,7 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 // killed worker, is resumed all the same and answers the file's flip.
 func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
 	w := newWorkspace(t)
-	engine := startDevServer(t)
-	tc := temporalClient(t, engine)
-	_, err := tc.OperatorService().AddSearchAttributes(context.Background(), &operatorservice.AddSearchAttributesRequest{
-		Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
-	})
-	require.NoError(t, err)
-	awaitSearchAttributes(t, temporalTarget{Namespace: "default", client: tc})
+	engine, tc := devServerWithSearchAttributes(t)
 	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo"))
 	worker := w.startRole("worker", workerConfig, engine)
 	host := ownHost(t, worker)
@@ -464,26 +439,13 @@ func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
 		res, err := front.call(ctx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": 120}), "")
 		answered <- answer{res, err}
 	}()
-	eventually(t, "the wait's probe loop to run on the worker", func() bool {
-		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
-		if len(ids) != 1 {
-			return false
-		}
-		desc, err := tc.DescribeWorkflowExecution(context.Background(), ids[0], "")
-		require.NoError(t, err)
-		for _, pa := range desc.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
-				return true
-			}
-		}
-		return false
-	})
+	awaitProbeRecord(t, tc)
 	worker.kill9()
 
 	ctx := context.Background()
 	leaseID := workflows.HostLeaseWorkflowID(host)
 	require.NoError(t, tc.TerminateWorkflow(ctx, leaseID, "", "replaced by a stand-in that never grants the lease"))
-	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: leaseID, TaskQueue: "no-worker-polls-this"}, "StandInForTheLease")
+	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: leaseID, TaskQueue: "no-worker-polls-this"}, "StandInForTheLease")
 	require.NoError(t, err)
 	w.write("job", "READY after the restart")
 	restarted := w.startRole("worker", workerConfig, engine)
@@ -496,4 +458,42 @@ func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
 	assert.Equal(t, "READY after the restart", got.LastObservation)
 	assert.NotContains(t, restarted.log.String(), "holding the lease of a host", "the stand-in granted no lease")
 	assert.Contains(t, restarted.log.String(), "resumed the loops of a host's waits")
+}
+
+// devServerWithSearchAttributes starts a Temporal dev server with
+// durawait's search attributes created, as an operator creates them.
+func devServerWithSearchAttributes(t *testing.T) (string, client.Client) {
+	t.Helper()
+	engine := startDevServer(t)
+	tc := temporalClient(t, engine)
+	_, err := tc.OperatorService().AddSearchAttributes(context.Background(), &operatorservice.AddSearchAttributesRequest{
+		Namespace: "default", SearchAttributes: workflows.SearchAttributes(),
+	})
+	require.NoError(t, err)
+	awaitSearchAttributes(t, temporalTarget{Namespace: "default", client: tc})
+	return engine, tc
+}
+
+// awaitProbeRecord waits for the one running wait_for's probe loop to
+// record its first observation on its activity (so it runs on a worker),
+// and returns the wait's ID.
+func awaitProbeRecord(t *testing.T, tc client.Client) string {
+	t.Helper()
+	var id string
+	eventually(t, "the probe loop's record of its first observation", func() bool {
+		ids := found(t, tc, `WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'`)
+		if len(ids) != 1 {
+			return false
+		}
+		id = ids[0]
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		require.NoError(t, err)
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.PollProbeActivityName && pa.GetHeartbeatDetails() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	return id
 }
