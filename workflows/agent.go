@@ -281,7 +281,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(run, func(f workflow.Future) {
 			var final AgentFinal
-			err := f.Get(ctx, &final)
+			err := awaitLoop(ctx, f, claim.Host, &final)
 			st.final = finalFrom(final, err, cancelled, in.MaxRun)
 		})
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {

@@ -29,6 +29,7 @@ func newBoundsEnv() *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(AgentInvocation, workflow.RegisterOptions{Name: AgentWorkflowName})
 	env.RegisterActivityWithOptions(func(context.Context, LoopRef) error { return nil },
 		activity.RegisterOptions{Name: StopLoopActivityName})
+	env.RegisterActivityWithOptions(loopAnswerStub, activity.RegisterOptions{Name: LoopAnswerActivityName})
 	return env
 }
 
@@ -58,6 +59,31 @@ func TestARunWhoseHostIsDownAtMaxRunEndsAtTemporalsBound(t *testing.T) {
 	assert.Equal(t, ErrCodeTimeout, final.Error.Code)
 	assert.Contains(t, final.Error.Message, "agents.max_run_sec (3 s) while no worker on its host was up")
 	assert.GreaterOrEqual(t, env.Now().Sub(start), maxRun+LoopGrace)
+}
+
+// A run that ended on its host after Temporal's bound had ended its
+// activity (the host and the engine stalled together) ends with the end
+// its host had, not with "no worker on its host was up".
+func TestARunThatEndedAfterTemporalsBoundEndsAsItsHostSaw(t *testing.T) {
+	env := newBoundsEnv()
+	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return hostClaim, nil },
+		activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(3*time.Second+LoopGrace).
+		Return(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).
+		Return(AgentFinal{Status: AgentSucceeded, Output: "done"}, nil)
+
+	in := agentInput
+	in.MaxRun = 3 * time.Second
+	env.ExecuteWorkflow(AgentWorkflowName, in)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentSucceeded, final.Status)
+	require.NotNil(t, final.Output)
+	assert.Equal(t, "done", *final.Output)
 }
 
 // finalFrom maps every way a run ends to the invocation's end.

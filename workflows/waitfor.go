@@ -96,7 +96,7 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 		return WaitForResult{}, err
 	}
 	lctx := loopOptions(ctx, host, in.Spec.MaxWait(), PollSummary(in.Spec), false)
-	err = workflow.ExecuteActivity(lctx, PollProbeActivityName, PollInput{Spec: in.Spec, StartedAt: started}).Get(ctx, &result)
+	err = awaitLoop(ctx, workflow.ExecuteActivity(lctx, PollProbeActivityName, PollInput{Spec: in.Spec, StartedAt: started}), host, &result)
 	var timeoutErr *temporal.TimeoutError
 	switch {
 	case err == nil:

@@ -32,6 +32,12 @@ func pollProbeStub(context.Context, PollInput) (WaitForResult, error) {
 // stopLoopStub stands in for StopLoop; the mock decides what it does.
 func stopLoopStub(context.Context, LoopRef) error { panic("mocked") }
 
+// loopAnswerStub stands in for LoopAnswer; by default the host has no
+// answer of the loop (a mock may say otherwise).
+func loopAnswerStub(context.Context, LoopRef) (any, error) {
+	return nil, temporal.NewNonRetryableApplicationError("no answer here", ErrTypeNoLoopAnswer, nil)
+}
+
 // pickHostStub stands in for the local activity PickHost: the worker that
 // runs the workflow task is on host "picked".
 func pickHostStub(context.Context) (string, error) { return "picked", nil }
@@ -43,6 +49,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterActivityWithOptions(pollProbeStub, activity.RegisterOptions{Name: PollProbeActivityName})
 	env.RegisterActivityWithOptions(stopLoopStub, activity.RegisterOptions{Name: StopLoopActivityName})
 	env.RegisterActivityWithOptions(pickHostStub, activity.RegisterOptions{Name: PickHostActivityName})
+	env.RegisterActivityWithOptions(loopAnswerStub, activity.RegisterOptions{Name: LoopAnswerActivityName})
 	return env
 }
 
@@ -127,6 +134,45 @@ func TestWaitForWhoseHostNeverAnswersFailsSayingSo(t *testing.T) {
 	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
 	assert.Equal(t, ErrTypeNoHost, appErr.Type())
 	assert.Contains(t, appErr.Message(), "no worker answered the probe loop of k8s.kubectl_get within max_wait_sec 60 + 30 s: host h1")
+}
+
+// A loop that answered after Temporal had timed out its activity (the
+// host and the engine stalled together past the bound and LoopGrace) has
+// its answer taken from its host: the run records what the host's feed
+// told its caller, not "no worker answered".
+func TestWaitForWhoseLoopAnsweredAfterItsTimeoutRecordsTheLoopsAnswer(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	want := WaitForResult{Reason: WaitReasonTimeout, LastObservation: "Pending", ElapsedSec: 137, Samples: 2, EffectiveMaxWaitSec: 14}
+	var askedQueue string
+	var asked LoopRef
+	env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).
+		Return(func(ctx context.Context, ref LoopRef) (any, error) {
+			askedQueue, asked = activity.GetInfo(ctx).TaskQueue, ref
+			return want, nil
+		})
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(14), Host: "h1"})
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var got WaitForResult
+	require.NoError(t, env.GetWorkflowResult(&got))
+	assert.Equal(t, want, got)
+	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), askedQueue, "asked on the loop's host's queue")
+	assert.NotEmpty(t, asked.WorkflowID)
+	assert.NotEmpty(t, asked.RunID)
+
+	// The loop's own failure, as its host has it, is the run's.
+	env = newEnv(t)
+	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).
+		Return(nil, temporal.NewNonRetryableApplicationError("probe k8s.kubectl_get hung", ErrTypeProbeHung, nil))
+	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(14), Host: "h1"})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	assert.Equal(t, ErrTypeProbeHung, appErr.Type())
 }
 
 // A cancelled wait asks its loop's host to stop the loop (the cancel of an

@@ -240,9 +240,9 @@ func waitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome
 	setHost(ctx, host)
 	left := in.MaxWait - workflow.Now(ctx).Sub(started)
 	lctx := loopOptions(ctx, host, max(left, 0), WatchPaneSummary(in.Spec), false)
-	err = workflow.ExecuteActivity(lctx, WatchPaneActivityName, WatchPaneInput{
+	err = awaitLoop(ctx, workflow.ExecuteActivity(lctx, WatchPaneActivityName, WatchPaneInput{
 		Spec: in.Spec, TmuxQueue: in.HostQueue, Socket: in.Socket, Deadline: started.Add(in.MaxWait),
-	}).Get(ctx, &out)
+	}), host, &out)
 	var timeoutErr *temporal.TimeoutError
 	switch {
 	case err == nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/workflows"
@@ -114,6 +115,19 @@ func (r *Runtime) StopLoop(ctx context.Context, in workflows.LoopRef) error {
 	}
 	r.loops.stop(key)
 	return nil
+}
+
+// LoopAnswer answers a wait whose loop's activity Temporal ended by its
+// timeout with the end its loop gave on this worker (see
+// workflows.LoopAnswerActivityName), or a NoLoopAnswer error when it gave
+// none here.
+func (r *Runtime) LoopAnswer(ctx context.Context, in workflows.LoopRef) (any, error) {
+	result, err, ok := r.loops.collect(ctx, loopKey{in.WorkflowID, in.RunID})
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the loop of %s left no answer on this worker", in.WorkflowID), workflows.ErrTypeNoLoopAnswer, nil)
+	}
+	return result, err
 }
 
 // holds reports whether this worker holds host's lease.

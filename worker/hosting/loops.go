@@ -64,6 +64,11 @@ type loops struct {
 	// stopped are the runs whose stop arrived before their loop (a
 	// StopLoop overtaking a resumed loop), until stoppedTTL.
 	stopped map[loopKey]time.Time
+	// unrecorded are the ends of loops that Temporal refused because it
+	// had already ended their activity by its timeout, until stoppedTTL:
+	// the wait then asks for them (collect), so that its run records what
+	// the in-process feed told.
+	unrecorded map[loopKey]unrecordedEnd
 	// wg counts the loop goroutines.
 	wg sync.WaitGroup
 	// answering bounds the answers in flight to Temporal: when thousands
@@ -89,9 +94,16 @@ type runningLoop struct {
 	done      chan struct{}
 }
 
+// unrecordedEnd is a loop's end that Temporal did not take.
+type unrecordedEnd struct {
+	result any
+	err    error
+	at     time.Time
+}
+
 func newLoops(namespace string, c completer, observer activities.Observer, logger *slog.Logger) *loops {
 	return &loops{namespace: namespace, client: c, observer: observer, logger: logger,
-		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}, answering: make(chan struct{}, maxAnswering)}
+		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}, unrecorded: map[loopKey]unrecordedEnd{}, answering: make(chan struct{}, maxAnswering)}
 }
 
 // start runs the loop of ref unless one of its run is already running
@@ -151,8 +163,57 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		// once), then Temporal records it: a crash in between leaves the
 		// loop to be resumed, and its answer is taken again.
 		l.tell(lp.ref.WorkflowID, result, err)
+		if !l.answer(lp.answering, lp.ref, result, err) && lp.answering.Err() == nil {
+			l.keepUnrecorded(lp.ref.key(), result, err)
+		}
+		return
 	}
 	l.answer(lp.answering, lp.ref, result, err)
+}
+
+// keepUnrecorded keeps the end of a loop that Temporal refused (its
+// activity had timed out) for its wait to collect.
+func (l *loops) keepUnrecorded(key loopKey, result any, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for k, u := range l.unrecorded {
+		if now.Sub(u.at) >= stoppedTTL {
+			delete(l.unrecorded, k)
+		}
+	}
+	l.unrecorded[key] = unrecordedEnd{result: result, err: err, at: now}
+}
+
+// collect returns the end of the loop of a run whose activity Temporal
+// ended by its timeout (see workflows.LoopAnswerActivityName): the end
+// Temporal refused, or, for a loop still running here, its end once it
+// comes (a loop past its bound ends within its last sample's allowance).
+// ok is false when this worker has none: then, and when ctx ends first,
+// the run's loop is stopped here, so that it tells no caller an answer
+// its run does not record.
+func (l *loops) collect(ctx context.Context, key loopKey) (result any, err error, ok bool) {
+	l.mu.Lock()
+	u, kept := l.unrecorded[key]
+	lp, running := l.running[key]
+	l.mu.Unlock()
+	switch {
+	case kept:
+		return u.result, u.err, true
+	case !running:
+		l.stop(key)
+		return nil, nil, false
+	}
+	select {
+	case <-lp.done:
+	case <-ctx.Done():
+		l.stop(key)
+		return nil, nil, false
+	}
+	l.mu.Lock()
+	u, kept = l.unrecorded[key]
+	l.mu.Unlock()
+	return u.result, u.err, kept
 }
 
 // tell tells the observer a loop's end: its outcome, or its failure.

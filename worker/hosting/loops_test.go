@@ -239,3 +239,60 @@ func TestADropDoesNotWaitForAnAnswerTemporalRefuses(t *testing.T) {
 	assert.Empty(t, c.all(), "no answer was recorded")
 	assert.False(t, l.has(ref1.key()))
 }
+
+// A loop's end that Temporal refused because it had already timed out the
+// loop's activity (the host and the engine stalled together) is kept, and
+// handed to the wait that asks for it: the very answer the in-process feed
+// told. A loop still running when asked is waited for.
+func TestAnEndTemporalRefusedIsCollectedByItsWait(t *testing.T) {
+	c, o := newFakeCompleter(), &recordingObserver{}
+	c.fail = []error{serviceerror.NewNotFound("activity not found")}
+	l := newTestLoops(c, o)
+	result := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, LastObservation: "pending", Samples: 2}
+	release := make(chan struct{})
+	l.start(context.Background(), ref1, func(context.Context) (any, error) {
+		<-release
+		return result, nil
+	})
+	collected := make(chan any, 1)
+	go func() {
+		got, err, ok := l.collect(context.Background(), ref1.key())
+		assert.NoError(t, err)
+		assert.True(t, ok)
+		collected <- got
+	}()
+	close(release)
+	select {
+	case got := <-collected:
+		assert.Equal(t, result, got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running loop's end was not collected")
+	}
+	assert.Equal(t, []workflows.WaitEvent{result}, o.all(), "the feed was told the same end")
+	assert.Empty(t, c.all(), "Temporal took no answer")
+
+	// Asked again after the end: still kept.
+	got, err, ok := l.collect(context.Background(), ref1.key())
+	require.True(t, ok)
+	assert.NoError(t, err)
+	assert.Equal(t, result, got)
+}
+
+// A wait that asks a worker with no end of its loop gets none, and a loop
+// of that run resumed later starts stopped: it tells nobody an answer its
+// run will not record.
+func TestAnUnknownLoopIsNotCollectedAndStartsStopped(t *testing.T) {
+	c, o := newFakeCompleter(), &recordingObserver{}
+	l := newTestLoops(c, o)
+	_, _, ok := l.collect(context.Background(), ref1.key())
+	assert.False(t, ok)
+	l.start(context.Background(), ref1, func(ctx context.Context) (any, error) {
+		require.Error(t, ctx.Err(), "it starts stopped")
+		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
+	})
+	got := awaitAnswers(t, c, 1)
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, got[0].err, &canceled)
+	l.wg.Wait()
+	assert.Empty(t, o.all(), "nothing told")
+}

@@ -213,6 +213,7 @@ func (r *Runtime) pollHost(host string) error {
 	w.RegisterActivityWithOptions(r.StopLoop, activity.RegisterOptions{Name: workflows.StopLoopActivityName})
 	w.RegisterActivityWithOptions(r.AgentLive, activity.RegisterOptions{Name: workflows.AgentLiveActivityName})
 	w.RegisterActivityWithOptions(r.ProbeState, activity.RegisterOptions{Name: workflows.ProbeStateActivityName})
+	w.RegisterActivityWithOptions(r.LoopAnswer, activity.RegisterOptions{Name: workflows.LoopAnswerActivityName})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("poll the queue of host %s: %w", host, err)
 	}
