@@ -149,11 +149,11 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		waitErr error
 		done    = make(chan struct{})
 	)
+	until := time.Now().Add(f.opts.Agents.WaitWindow)
 	go func() {
 		defer close(done)
 		updateID := newAgentWaitUpdateID()
 		attached := false
-		until := time.Now().Add(f.opts.Agents.WaitWindow)
 		waitErr = f.retryAgentWait(ctx, id, until, func() error {
 			// A send again asks only for what is left of the call's
 			// window (an update already accepted keeps its own).
@@ -199,7 +199,34 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if waitErr != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if waitErr != nil && !time.Now().Before(until) {
+		// The call's window ran out before the engine delivered its wait
+		// (a restarted engine with a backlog aborts updates): a running
+		// invocation answers as any window's end does.
+		if elapsed, ok := f.windowElapsed(ctx, id); ok {
+			return structuredResult(elapsed), nil
+		}
+	}
 	return f.agentAnswer(ctx, id, payload, waitErr), nil
+}
+
+// windowElapsed is wait_agent's answer at the end of its window for an
+// invocation that is running, read from the engine's record of it (status
+// running, reason wait_elapsed, elapsed_ms): what the invocation's own
+// answer says at a window's end, without the output it had shown, and with
+// any blocker left for the next call, which the invocation delivers
+// then. ok is false when the invocation is not running (its result is
+// the answer) or cannot be read.
+func (f *Front) windowElapsed(ctx context.Context, id string) (workflows.InvocationPayload, bool) {
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil || desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return workflows.InvocationPayload{}, false
+	}
+	started := desc.WorkflowExecutionInfo.GetStartTime().AsTime()
+	return workflows.InvocationPayload{
+		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonWaitElapsed,
+		ElapsedMs: time.Since(started).Milliseconds(),
+	}, true
 }
 
 // updateAgentWait sends the wait update, of window, to an invocation, with

@@ -94,6 +94,29 @@ func TestAWaitUpdateTheEngineCouldNotDeliverIsSentAgain(t *testing.T) {
 	}
 }
 
+// A call whose window runs out while the engine still cannot deliver its
+// wait (a restarted engine with a backlog aborting updates) answers as a
+// window's end does for a running invocation (running, wait_elapsed), not
+// with an error: the caller calls again, as after any window.
+func TestACallWhoseWindowRanOutUndeliveredAnswersWaitElapsed(t *testing.T) {
+	var sent []client.UpdateWorkflowOptions
+	undelivered := make([]error, 1000)
+	for i := range undelivered {
+		undelivered[i] = serviceerror.NewUnavailable("workflow update was aborted")
+	}
+	f := agentFront(t, undelivered, nil, &sent)
+	f.opts.Agents.WaitWindow = 300 * time.Millisecond
+	res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	var out workflows.InvocationPayload
+	require.NoError(t, json.Unmarshal([]byte(resultText(res)), &out))
+	assert.Equal(t, workflows.AgentRunning, out.Status)
+	assert.Equal(t, workflows.AgentReasonWaitElapsed, out.Reason)
+	assert.Equal(t, workflows.InvocationID("", [16]byte{1}), out.InvocationID)
+	assert.NotEmpty(t, sent, "the wait was sent")
+}
+
 // An accepted wait update whose outcome the engine could not deliver (its
 // mutable state evicted, the poll aborted) is sent again under its name,
 // which re-attaches to it: the call answers with the run's state.
