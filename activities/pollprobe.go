@@ -246,20 +246,28 @@ func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.WaitR
 }
 
 // sampleDeadline is when a sample taken at start must be judged by: the
-// wait's deadline, or FinalSampleAllowance after the sample taken on the
-// bound itself (or by a loop resumed past it).
+// wait's deadline; for the sample on the bound itself, FinalSampleAllowance
+// after the bound, even when the loop woke for it a little late (a busy
+// worker), so that the wait answers within max_wait_sec + 1 s; for a loop
+// that wakes past even that (resumed after a crash), FinalSampleAllowance
+// after it wakes, so that its one sample is a real one.
 func sampleDeadline(deadline, start time.Time) time.Time {
-	if !start.Before(deadline) {
-		return start.Add(FinalSampleAllowance)
+	switch final := deadline.Add(FinalSampleAllowance); {
+	case start.Before(deadline):
+		return deadline
+	case start.Before(final):
+		return final
 	}
-	return deadline
+	return start.Add(FinalSampleAllowance)
 }
 
 var errDeadline = errors.New("probe call outlived the wait's bound")
 
-// FinalSampleAllowance is how long the sample taken on the bound itself may
-// take to answer before the wait ends without it.
-const FinalSampleAllowance = time.Second
+// FinalSampleAllowance is how long past the bound the sample taken on the
+// bound itself may take to answer before the wait ends without it: under
+// the second the contract allows past max_wait_sec, leaving the rest for
+// the answer's way to its caller.
+const FinalSampleAllowance = 800 * time.Millisecond
 
 // call runs one probe call, raced against the deadline. A call that
 // outlives the deadline is abandoned.

@@ -556,3 +556,23 @@ func TestPollProbeCostlyAllowedPatternCannotStretchTheWait(t *testing.T) {
 type anyTool struct{}
 
 func (anyTool) ResolveProbeTool(name string) (string, error) { return "demo." + name, nil }
+
+// The sample on the bound is judged by the bound plus its allowance, even
+// when the loop woke for it a little late, so the wait answers within
+// max_wait_sec + 1 s; a loop that wakes past that (resumed after a crash)
+// gets the allowance from its wake-up, so its one sample is a real one.
+func TestASampleIsJudgedByTheBoundOrTheFinalAllowance(t *testing.T) {
+	deadline := t0.Add(10 * time.Second)
+	for _, c := range []struct {
+		start, want time.Time
+	}{
+		{t0.Add(3 * time.Second), deadline},
+		{deadline, deadline.Add(FinalSampleAllowance)},
+		{deadline.Add(300 * time.Millisecond), deadline.Add(FinalSampleAllowance)},
+		{deadline.Add(FinalSampleAllowance), deadline.Add(2 * FinalSampleAllowance)},
+		{deadline.Add(time.Minute), deadline.Add(time.Minute + FinalSampleAllowance)},
+	} {
+		assert.Equal(t, c.want, sampleDeadline(deadline, c.start), "a sample started %s after the bound", c.start.Sub(deadline))
+	}
+	assert.Less(t, FinalSampleAllowance, time.Second, "the answer needs some of the second past the bound")
+}
