@@ -722,6 +722,11 @@ func (s *soak) openByFamily() map[string]int {
 // through it, every wait must still end right, and the judge reports how
 // soon after the SIGCONT the due answers came.
 func (s *soak) stallCycle(d time.Duration) {
+	if len(s.downs) > 0 {
+		// A running durawait is paused, not one still coming back from
+		// the kill before: the kills measure that recovery.
+		s.gap(time.Until(s.downs[len(s.downs)-1].to.Add(stallSettle)))
+	}
 	s.gap(time.Duration(200+s.rng.Intn(1800)) * time.Millisecond)
 	deadline := time.Now().Add(5 * time.Second)
 	for open := s.openByFamily(); len(open) < 3 && time.Now().Before(deadline); open = s.openByFamily() {
@@ -756,6 +761,13 @@ func (s *soak) stallCycle(d time.Duration) {
 	s.t.Logf("soak: stall %d: durawait stopped %s with %v open, %d flipped meanwhile", len(s.stalls), d, st.open, st.flipped)
 	s.gap(stallAftermath)
 }
+
+// stallSettle is how long durawait has run since its last restart before
+// a stall begins (the recovery target after a kill: by then every wait
+// samples again and its caller has called again), so that a stall's
+// figures say how soon a paused durawait answers what came due, not how
+// soon one still recovering from a kill does.
+const stallSettle = soakRecoveryTarget
 
 // stallAftermath is how long durawait runs on after a SIGCONT before the
 // next kill: the engine's timers that came due while it was stopped (the
