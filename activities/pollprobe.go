@@ -248,7 +248,8 @@ func (l *probeLoop) judge(ctx context.Context, start time.Time) (workflows.WaitR
 // sampleDeadline is when a sample taken at start must be judged by: the
 // wait's deadline; for the sample on the bound itself, FinalSampleAllowance
 // after the bound, even when the loop woke for it a little late (a busy
-// worker), so that the wait answers within max_wait_sec + 1 s; for a loop
+// worker; never less than a quarter of it), so that the wait answers
+// within max_wait_sec + 1 s; for a loop
 // that wakes past even that (resumed after a crash), FinalSampleAllowance
 // after it wakes, so that its one sample is a real one.
 func sampleDeadline(deadline, start time.Time) time.Time {
@@ -256,9 +257,18 @@ func sampleDeadline(deadline, start time.Time) time.Time {
 	case start.Before(deadline):
 		return deadline
 	case start.Before(final):
-		return final
+		// At least a quarter of the allowance, even for a loop that woke
+		// just before its end: still within the second past the bound.
+		return maxTime(final, start.Add(FinalSampleAllowance/4))
 	}
 	return start.Add(FinalSampleAllowance)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 var errDeadline = errors.New("probe call outlived the wait's bound")

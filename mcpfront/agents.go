@@ -150,10 +150,10 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		done    = make(chan struct{})
 	)
 	until := time.Now().Add(f.opts.Agents.WaitWindow)
+	attached := false // the invocation accepted the wait (read after done)
 	go func() {
 		defer close(done)
 		updateID := newAgentWaitUpdateID()
-		attached := false
 		waitErr = f.retryAgentWait(ctx, id, until, func() error {
 			// A send again asks only for what is left of the call's
 			// window (an update already accepted keeps its own).
@@ -199,10 +199,11 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if waitErr != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if waitErr != nil && !time.Now().Before(until) {
+	if waitErr != nil && !attached && updateMayPass(waitErr) && !time.Now().Before(until) {
 		// The call's window ran out before the engine delivered its wait
 		// (a restarted engine with a backlog aborts updates): a running
-		// invocation answers as any window's end does.
+		// invocation answers as any window's end does. A wait it accepted
+		// may have taken a blocker with it, so that one answers as before.
 		if elapsed, ok := f.windowElapsed(ctx, id); ok {
 			return structuredResult(elapsed), nil
 		}
@@ -211,15 +212,16 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 }
 
 // windowElapsed is wait_agent's answer at the end of its window for an
-// invocation that is running, read from the engine's record of it (status
-// running, reason wait_elapsed, elapsed_ms): what the invocation's own
-// answer says at a window's end, without the output it had shown, and with
-// any blocker left for the next call, which the invocation delivers
-// then. ok is false when the invocation is not running (its result is
+// invocation that is running and never took this call's wait, read from
+// the engine's record of it (status running, reason wait_elapsed,
+// elapsed_ms): what the invocation's own answer says at a window's end,
+// without the output it had shown; a blocker it saw is left for the next
+// call, which it delivers then. ok is false when the invocation is not running (its result is
 // the answer) or cannot be read.
 func (f *Front) windowElapsed(ctx context.Context, id string) (workflows.InvocationPayload, bool) {
 	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil || desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if err != nil || desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING ||
+		desc.WorkflowExecutionInfo.GetStartTime() == nil {
 		return workflows.InvocationPayload{}, false
 	}
 	started := desc.WorkflowExecutionInfo.GetStartTime().AsTime()

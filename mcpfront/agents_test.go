@@ -17,11 +17,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/durawait/durawait/workflows"
 )
 
-// agentFront is a Front whose Temporal holds one running invocation, whose
+// agentFront is a Front whose Temporal holds one running invocation (begun
+// a minute ago), whose
 // wait updates answer with updates in turn (an error, or accepted), and
 // whose accepted updates' outcomes with gets in turn (an error, or the
 // payload delivered), recording each update's options in sent.
@@ -29,7 +31,8 @@ func agentFront(t *testing.T, updates, gets []error, sent *[]client.UpdateWorkfl
 	t.Helper()
 	tc := &mocks.Client{}
 	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
-		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+			StartTime: timestamppb.New(time.Now().Add(-time.Minute))},
 	}, nil)
 	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, opts client.UpdateWorkflowOptions) client.WorkflowUpdateHandle {
@@ -114,7 +117,22 @@ func TestACallWhoseWindowRanOutUndeliveredAnswersWaitElapsed(t *testing.T) {
 	assert.Equal(t, workflows.AgentRunning, out.Status)
 	assert.Equal(t, workflows.AgentReasonWaitElapsed, out.Reason)
 	assert.Equal(t, workflows.InvocationID("", [16]byte{1}), out.InvocationID)
+	assert.GreaterOrEqual(t, out.ElapsedMs, time.Minute.Milliseconds(), "counted from the invocation's start")
+	assert.Less(t, out.ElapsedMs, time.Hour.Milliseconds())
 	assert.NotEmpty(t, sent, "the wait was sent")
+
+	// A wait the invocation accepted but whose answer never came (it may
+	// have carried a blocker away) still answers as before.
+	sent = nil
+	f = agentFront(t, nil, []error{serviceerror.NewUnavailable("workflow update was aborted"), serviceerror.NewUnavailable("workflow update was aborted"),
+		serviceerror.NewUnavailable("workflow update was aborted"), serviceerror.NewUnavailable("workflow update was aborted"),
+		serviceerror.NewUnavailable("workflow update was aborted"), serviceerror.NewUnavailable("workflow update was aborted"),
+		serviceerror.NewUnavailable("workflow update was aborted"), serviceerror.NewUnavailable("workflow update was aborted")}, &sent)
+	f.opts.Agents.WaitWindow = 300 * time.Millisecond
+	res, err = f.handleWaitAgent(context.Background(), waitAgentRequest())
+	require.NoError(t, err)
+	assert.True(t, res.IsError, resultText(res))
+	assert.Contains(t, resultText(res), "call again")
 }
 
 // An accepted wait update whose outcome the engine could not deliver (its

@@ -18,11 +18,15 @@ import (
 // answer instead of "no worker answered".
 const LoopAnswerActivityName = "LoopAnswer"
 
-// ErrTypeNoLoopAnswer is the error type of a host's LoopAnswer that has
-// no answer of the loop: the loop does not run on it and left none there.
-// A loop of that run resumed later starts stopped, so it tells nobody an
-// answer the run does not record.
-const ErrTypeNoLoopAnswer = "NoLoopAnswer"
+// Error types of a host's LoopAnswer. ErrTypeNoLoopAnswer: the host has
+// no end of the loop (the loop does not run on it and left none there); a
+// loop of that run resumed later starts stopped, so it tells nobody an
+// answer the run does not record. ErrTypeLoopFailed: the loop's end was
+// its failure, the error's cause.
+const (
+	ErrTypeNoLoopAnswer = "NoLoopAnswer"
+	ErrTypeLoopFailed   = "LoopFailed"
+)
 
 // loopAnswerTimeout bounds how long a wait whose loop's activity timed out
 // waits for its host's answer: a live host answers at once, or when the
@@ -31,30 +35,34 @@ const loopAnswerTimeout = 10 * time.Second
 
 // awaitLoop waits for a loop's activity (future, on host's queue) into
 // valuePtr. When Temporal ended the activity by its timeout, it asks the
-// host for the answer its loop gave meanwhile (LoopAnswerActivityName)
-// and returns that; the timeout error itself when the host had none.
+// host for the end its loop gave meanwhile (LoopAnswerActivityName) and
+// returns that; the timeout error itself when no host had one. The ask is
+// not cut short by a cancel of the wait: the loop may have told its
+// caller its end already, and the run must record the same.
 func awaitLoop(ctx workflow.Context, future workflow.Future, host string, valuePtr any) error {
 	err := future.Get(ctx, valuePtr)
 	var timeoutErr *temporal.TimeoutError
-	if err == nil || ctx.Err() != nil || !errors.As(err, &timeoutErr) {
+	if err == nil || !errors.As(err, &timeoutErr) {
 		return err
 	}
-	info := workflow.GetInfo(ctx)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	actx, _ := workflow.NewDisconnectedContext(ctx)
+	info := workflow.GetInfo(actx)
+	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
 		TaskQueue:              HostQueue(info.TaskQueueName, host),
 		ScheduleToCloseTimeout: loopAnswerTimeout,
 		Summary:                "the loop's answer, from host " + host,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		// Tried again only when it reached a worker handing the host over.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, MaximumInterval: 2 * time.Second},
 	})
 	ref := LoopRef{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
-	aerr := workflow.ExecuteActivity(actx, LoopAnswerActivityName, ref).Get(ctx, valuePtr)
+	aerr := workflow.ExecuteActivity(actx, LoopAnswerActivityName, ref).Get(actx, valuePtr)
 	var appErr *temporal.ApplicationError
-	var answerTimeout *temporal.TimeoutError
 	switch {
 	case aerr == nil:
 		return nil
-	case errors.As(aerr, &answerTimeout), errors.As(aerr, &appErr) && appErr.Type() == ErrTypeNoLoopAnswer:
-		return err // no host had the loop's answer: the loop's own timeout stands
+	case errors.As(aerr, &appErr) && appErr.Type() == ErrTypeLoopFailed && errors.Unwrap(appErr) != nil:
+		return errors.Unwrap(appErr) // the loop's own failure, as its host has it
 	}
-	return aerr // the loop's own failure, as its host has it
+	// No host had the loop's end (or none could say): the timeout stands.
+	return err
 }

@@ -168,11 +168,28 @@ func TestWaitForWhoseLoopAnsweredAfterItsTimeoutRecordsTheLoopsAnswer(t *testing
 	env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
 		Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
 	env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).
-		Return(nil, temporal.NewNonRetryableApplicationError("probe k8s.kubectl_get hung", ErrTypeProbeHung, nil))
+		Return(nil, temporal.NewNonRetryableApplicationError("the loop failed", ErrTypeLoopFailed,
+			temporal.NewNonRetryableApplicationError("probe k8s.kubectl_get hung", ErrTypeProbeHung, nil)))
 	env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(14), Host: "h1"})
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
 	assert.Equal(t, ErrTypeProbeHung, appErr.Type())
+	assert.Contains(t, appErr.Message(), "probe k8s.kubectl_get hung")
+
+	// A host that could not say (its LoopAnswer timed out, or failed
+	// otherwise): the loop's timeout stands, as "no worker answered".
+	for _, answerErr := range []error{
+		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil),
+		temporal.NewNonRetryableApplicationError("unable to find activityType=LoopAnswer", "ActivityNotRegistered", nil),
+	} {
+		env = newEnv(t)
+		env.OnActivity(PollProbeActivityName, mock.Anything, mock.Anything).
+			Return(WaitForResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+		env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).Return(nil, answerErr)
+		env.ExecuteWorkflow(WaitForWorkflowName, WaitForInput{Spec: testSpec(14), Host: "h1"})
+		require.ErrorAs(t, env.GetWorkflowError(), &appErr, "%v", answerErr)
+		assert.Equal(t, ErrTypeNoHost, appErr.Type(), "%v", answerErr)
+	}
 }
 
 // A cancelled wait asks its loop's host to stop the loop (the cancel of an

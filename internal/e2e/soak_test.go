@@ -724,7 +724,7 @@ func (s *soak) openByFamily() map[string]int {
 func (s *soak) stallCycle(d time.Duration) {
 	if len(s.downs) > 0 {
 		// A running durawait is paused, not one still coming back from
-		// the kill before: the kills measure that recovery.
+		// the kill (or stall) before: the kills measure that recovery.
 		s.gap(time.Until(s.downs[len(s.downs)-1].to.Add(stallSettle)))
 	}
 	s.gap(time.Duration(200+s.rng.Intn(1800)) * time.Millisecond)

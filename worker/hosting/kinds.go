@@ -119,15 +119,26 @@ func (r *Runtime) StopLoop(ctx context.Context, in workflows.LoopRef) error {
 
 // LoopAnswer answers a wait whose loop's activity Temporal ended by its
 // timeout with the end its loop gave on this worker (see
-// workflows.LoopAnswerActivityName), or a NoLoopAnswer error when it gave
-// none here.
+// workflows.LoopAnswerActivityName): the loop's result, or its failure
+// wrapped as ErrTypeLoopFailed. With none here, it answers NoLoopAnswer,
+// unless this worker neither is nor holds the loop's host (it polls the
+// host's queue while handing it over): then the error is retryable, and
+// the activity's next attempt may reach the worker that ran the loop.
 func (r *Runtime) LoopAnswer(ctx context.Context, in workflows.LoopRef) (any, error) {
-	result, err, ok := r.loops.collect(ctx, loopKey{in.WorkflowID, in.RunID})
-	if !ok {
+	key := loopKey{in.WorkflowID, in.RunID}
+	host := r.hostOfQueue(activity.GetInfo(ctx).TaskQueue)
+	if !r.loops.knows(key) && host != r.opts.Host && !r.holds(host) {
+		return nil, fmt.Errorf("the loop of %s does not run on this worker, which no longer holds host %s", in.WorkflowID, host)
+	}
+	end, ok := r.loops.collect(ctx, key)
+	switch {
+	case !ok:
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the loop of %s left no answer on this worker", in.WorkflowID), workflows.ErrTypeNoLoopAnswer, nil)
+	case end.err != nil:
+		return nil, temporal.NewNonRetryableApplicationError("the loop failed", workflows.ErrTypeLoopFailed, end.err)
 	}
-	return result, err
+	return end.result, nil
 }
 
 // holds reports whether this worker holds host's lease.

@@ -64,10 +64,11 @@ type loops struct {
 	// stopped are the runs whose stop arrived before their loop (a
 	// StopLoop overtaking a resumed loop), until stoppedTTL.
 	stopped map[loopKey]time.Time
-	// unrecorded are the ends of loops that Temporal refused because it
-	// had already ended their activity by its timeout, until stoppedTTL:
-	// the wait then asks for them (collect), so that its run records what
-	// the in-process feed told.
+	// unrecorded are the ends of loops that Temporal has not recorded:
+	// until it does, or, when it refused one because it had already
+	// ended the loop's activity by its timeout, until unrecordedTTL. The
+	// wait then asks for it (collect), so that its run records what the
+	// in-process feed told.
 	unrecorded map[loopKey]unrecordedEnd
 	// wg counts the loop goroutines.
 	wg sync.WaitGroup
@@ -82,6 +83,10 @@ const maxAnswering = 16
 
 // stoppedTTL is how long a stop that found no loop is remembered.
 const stoppedTTL = 2 * time.Minute
+
+// unrecordedTTL is how long an end Temporal refused is kept for its wait
+// (which asks within seconds of the refusal).
+const unrecordedTTL = 2 * time.Minute
 
 type runningLoop struct {
 	ref    loopRef
@@ -161,59 +166,83 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 	default:
 		// The in-process feed hears the end first (a call answers at
 		// once), then Temporal records it: a crash in between leaves the
-		// loop to be resumed, and its answer is taken again.
+		// loop to be resumed, and its answer is taken again. Until
+		// Temporal has it, the end is kept for the wait to collect: an
+		// answer Temporal refuses because it timed out the activity (a
+		// stall of the host and its engine together) is what the run
+		// records then, and the wait may ask while the answer still
+		// queues or retries.
+		l.keepEnd(lp.ref.key(), result, err)
 		l.tell(lp.ref.WorkflowID, result, err)
-		if !l.answer(lp.answering, lp.ref, result, err) && lp.answering.Err() == nil {
-			l.keepUnrecorded(lp.ref.key(), result, err)
+		if l.answer(lp.answering, lp.ref, result, err) || lp.answering.Err() != nil {
+			l.forgetEnd(lp.ref.key())
 		}
 		return
 	}
 	l.answer(lp.answering, lp.ref, result, err)
 }
 
-// keepUnrecorded keeps the end of a loop that Temporal refused (its
-// activity had timed out) for its wait to collect.
-func (l *loops) keepUnrecorded(key loopKey, result any, err error) {
+// keepEnd keeps a loop's end until Temporal records it (forgetEnd), or,
+// when Temporal refuses it, for unrecordedTTL.
+func (l *loops) keepEnd(key loopKey, result any, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
 	for k, u := range l.unrecorded {
-		if now.Sub(u.at) >= stoppedTTL {
+		if now.Sub(u.at) >= unrecordedTTL {
 			delete(l.unrecorded, k)
 		}
 	}
 	l.unrecorded[key] = unrecordedEnd{result: result, err: err, at: now}
 }
 
+// forgetEnd drops a loop's kept end: Temporal recorded it, or the loop
+// was dropped (the host's next holder resumes it).
+func (l *loops) forgetEnd(key loopKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.unrecorded, key)
+}
+
 // collect returns the end of the loop of a run whose activity Temporal
 // ended by its timeout (see workflows.LoopAnswerActivityName): the end
-// Temporal refused, or, for a loop still running here, its end once it
-// comes (a loop past its bound ends within its last sample's allowance).
-// ok is false when this worker has none: then, and when ctx ends first,
-// the run's loop is stopped here, so that it tells no caller an answer
-// its run does not record.
-func (l *loops) collect(ctx context.Context, key loopKey) (result any, err error, ok bool) {
+// kept here, or, for a loop still running here, its end once it comes (a
+// loop past its bound ends within its last sample's allowance). ok is
+// false when this worker has none: then, and when ctx ends first, the
+// run's loop is stopped here, so that it tells no caller an answer its
+// run does not record.
+func (l *loops) collect(ctx context.Context, key loopKey) (end unrecordedEnd, ok bool) {
 	l.mu.Lock()
-	u, kept := l.unrecorded[key]
+	end, kept := l.unrecorded[key]
 	lp, running := l.running[key]
 	l.mu.Unlock()
 	switch {
 	case kept:
-		return u.result, u.err, true
+		return end, true
 	case !running:
 		l.stop(key)
-		return nil, nil, false
+		return unrecordedEnd{}, false
 	}
 	select {
 	case <-lp.done:
 	case <-ctx.Done():
 		l.stop(key)
-		return nil, nil, false
+		return unrecordedEnd{}, false
 	}
 	l.mu.Lock()
-	u, kept = l.unrecorded[key]
-	l.mu.Unlock()
-	return u.result, u.err, kept
+	defer l.mu.Unlock()
+	end, kept = l.unrecorded[key]
+	return end, kept
+}
+
+// knows reports whether this worker runs the loop of a run or keeps its
+// end.
+func (l *loops) knows(key loopKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, running := l.running[key]
+	_, kept := l.unrecorded[key]
+	return running || kept
 }
 
 // tell tells the observer a loop's end: its outcome, or its failure.

@@ -254,29 +254,58 @@ func TestAnEndTemporalRefusedIsCollectedByItsWait(t *testing.T) {
 		<-release
 		return result, nil
 	})
-	collected := make(chan any, 1)
+	collected := make(chan unrecordedEnd, 1)
 	go func() {
-		got, err, ok := l.collect(context.Background(), ref1.key())
-		assert.NoError(t, err)
+		end, ok := l.collect(context.Background(), ref1.key())
 		assert.True(t, ok)
-		collected <- got
+		collected <- end
 	}()
+	select {
+	case end := <-collected:
+		t.Fatalf("collected %+v before the loop ended", end)
+	case <-time.After(200 * time.Millisecond): // a check that it waits, not a timing claim
+	}
 	close(release)
 	select {
-	case got := <-collected:
-		assert.Equal(t, result, got)
+	case end := <-collected:
+		assert.Equal(t, result, end.result)
+		assert.NoError(t, end.err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the running loop's end was not collected")
 	}
+	l.wg.Wait()
 	assert.Equal(t, []workflows.WaitEvent{result}, o.all(), "the feed was told the same end")
 	assert.Empty(t, c.all(), "Temporal took no answer")
 
 	// Asked again after the end: still kept.
-	got, err, ok := l.collect(context.Background(), ref1.key())
+	end, ok := l.collect(context.Background(), ref1.key())
 	require.True(t, ok)
-	assert.NoError(t, err)
-	assert.Equal(t, result, got)
+	assert.Equal(t, result, end.result)
 }
+
+// An end is collectable from the moment the feed is told it, while its
+// answer to Temporal still waits or is tried again (a busy engine), and
+// forgotten once Temporal records it.
+func TestAnEndIsKeptUntilTemporalRecordsIt(t *testing.T) {
+	c := newFakeCompleter()
+	c.fail = []error{serviceerror.NewUnavailable("busy"), serviceerror.NewUnavailable("busy"), serviceerror.NewUnavailable("busy")}
+	told := make(chan struct{})
+	l := newTestLoops(c, observerFunc(func(string, workflows.WaitEvent) { close(told) }))
+	result := workflows.WaitForResult{Reason: workflows.WaitReasonMatched}
+	l.start(context.Background(), ref1, func(context.Context) (any, error) { return result, nil })
+	<-told
+	end, ok := l.collect(context.Background(), ref1.key())
+	require.True(t, ok, "kept while its answer is retried")
+	assert.Equal(t, result, end.result)
+	awaitAnswers(t, c, 1)
+	l.wg.Wait()
+	assert.False(t, l.knows(ref1.key()), "forgotten once recorded")
+}
+
+// observerFunc is an Observer from a function.
+type observerFunc func(string, workflows.WaitEvent)
+
+func (f observerFunc) Observe(id string, e workflows.WaitEvent) { f(id, e) }
 
 // A wait that asks a worker with no end of its loop gets none, and a loop
 // of that run resumed later starts stopped: it tells nobody an answer its
@@ -284,10 +313,10 @@ func TestAnEndTemporalRefusedIsCollectedByItsWait(t *testing.T) {
 func TestAnUnknownLoopIsNotCollectedAndStartsStopped(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	l := newTestLoops(c, o)
-	_, _, ok := l.collect(context.Background(), ref1.key())
+	_, ok := l.collect(context.Background(), ref1.key())
 	assert.False(t, ok)
 	l.start(context.Background(), ref1, func(ctx context.Context) (any, error) {
-		require.Error(t, ctx.Err(), "it starts stopped")
+		assert.Error(t, ctx.Err(), "it starts stopped")
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
 	})
 	got := awaitAnswers(t, c, 1)
