@@ -70,6 +70,8 @@ type loops struct {
 	// wait then asks for it (collect), so that its run records what the
 	// in-process feed told.
 	unrecorded map[loopKey]unrecordedEnd
+	// pruned is when unrecorded was last rid of its expired ends.
+	pruned time.Time
 	// wg counts the loop goroutines.
 	wg sync.WaitGroup
 	// answering bounds the answers in flight to Temporal: when thousands
@@ -188,10 +190,15 @@ func (l *loops) keepEnd(key loopKey, result any, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
-	for k, u := range l.unrecorded {
-		if now.Sub(u.at) >= unrecordedTTL {
-			delete(l.unrecorded, k)
+	if now.Sub(l.pruned) >= unrecordedTTL {
+		// Once per TTL, not per end: thousands of loops that end at once
+		// are kept side by side while their answers queue.
+		for k, u := range l.unrecorded {
+			if now.Sub(u.at) >= unrecordedTTL {
+				delete(l.unrecorded, k)
+			}
 		}
+		l.pruned = now
 	}
 	l.unrecorded[key] = unrecordedEnd{result: result, err: err, at: now}
 }
