@@ -727,6 +727,9 @@ func (s *soak) stallCycle(d time.Duration) {
 		// the kill (or stall) before: the kills measure that recovery.
 		s.gap(time.Until(s.downs[len(s.downs)-1].to.Add(stallSettle)))
 	}
+	// The waits that ended meanwhile are replaced, so that waits of all
+	// three kinds are open when it stops (the kill cycles refill too).
+	s.refill()
 	s.gap(time.Duration(200+s.rng.Intn(1800)) * time.Millisecond)
 	deadline := time.Now().Add(5 * time.Second)
 	for open := s.openByFamily(); len(open) < 3 && time.Now().Before(deadline); open = s.openByFamily() {
