@@ -96,7 +96,7 @@ type Pane = workflows.Pane
 
 // paneFormat asks list-panes for the fields of Pane, of its generation and
 // its session's ID, separated by a unit separator that titles do not
-// contain.
+// contain (printed as such, or escaped: fieldSeparator).
 const paneFormat = "#{pane_id}\x1f#{pid}\x1f#{start_time}\x1f#{pane_pid}\x1f#{session_name}\x1f#{window_index}\x1f#{window_name}\x1f" +
 	"#{pane_index}\x1f#{pane_title}\x1f#{pane_current_command}\x1f#{pane_width}\x1f#{pane_height}\x1f#{pane_active}\x1f#{pane_dead}\x1f#{session_id}"
 
@@ -134,8 +134,9 @@ func (s Server) paneRows(ctx context.Context) ([]paneRow, error) {
 		return nil, err
 	}
 	var rows []paneRow
+	sep := fieldSeparator(out)
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		f := strings.Split(line, "\x1f")
+		f := strings.Split(line, sep)
 		if len(f) != 15 {
 			continue
 		}
@@ -148,6 +149,17 @@ func (s Server) paneRows(ctx context.Context) ([]paneRow, error) {
 		}, sessionID: f[14]})
 	}
 	return rows, nil
+}
+
+// fieldSeparator is the separator of paneFormat's fields as tmux printed
+// them: the unit separator itself (tmux 3.3 and earlier), or its octal
+// escape, as tmux 3.4 and later print every control character of a
+// format's output.
+func fieldSeparator(out string) string {
+	if strings.Contains(out, "\x1f") {
+		return "\x1f"
+	}
+	return `\037`
 }
 
 // Lookup finds paneID and checks its generation.
