@@ -33,27 +33,40 @@ func newBoundsEnv() *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
+// runOutAtTemporalsBound is an environment whose claimed run's activity
+// Temporal ends by its bound (maxRun plus LoopGrace): no host answered it.
+func runOutAtTemporalsBound(maxRun time.Duration) *testsuite.TestWorkflowEnvironment {
+	env := newBoundsEnv()
+	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return hostClaim, nil },
+		activity.RegisterOptions{Name: ClaimAgentHostActivity})
+	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(maxRun+LoopGrace).
+		Return(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	return env
+}
+
+// runAgentInvocation runs an invocation of maxRun in env to its end and
+// returns its payload.
+func runAgentInvocation(t *testing.T, env *testsuite.TestWorkflowEnvironment, maxRun time.Duration) InvocationPayload {
+	t.Helper()
+	in := agentInput
+	in.MaxRun = maxRun
+	env.ExecuteWorkflow(AgentWorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	return final
+}
+
 // The host stops the CLI at max_run_sec and answers with what it had
 // said; when no host is up to (it was down at the deadline), Temporal's
 // bound (max_run_sec plus LoopGrace) ends the invocation failed with
 // error.code "timeout", saying why no output is known.
 func TestARunWhoseHostIsDownAtMaxRunEndsAtTemporalsBound(t *testing.T) {
 	const maxRun = 3 * time.Second
-	env := newBoundsEnv()
-	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return hostClaim, nil },
-		activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
+	env := runOutAtTemporalsBound(maxRun)
 	start := env.Now()
-	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(maxRun+LoopGrace).
-		Return(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
-
-	in := agentInput
-	in.MaxRun = maxRun
-	env.ExecuteWorkflow(AgentWorkflowName, in)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := runAgentInvocation(t, env, maxRun)
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeTimeout, final.Error.Code)
@@ -65,22 +78,10 @@ func TestARunWhoseHostIsDownAtMaxRunEndsAtTemporalsBound(t *testing.T) {
 // activity (the host and the engine stalled together) ends with the end
 // its host had, not with "no worker on its host was up".
 func TestARunThatEndedAfterTemporalsBoundEndsAsItsHostSaw(t *testing.T) {
-	env := newBoundsEnv()
-	env.RegisterActivityWithOptions(func(context.Context) (AgentHostClaim, error) { return hostClaim, nil },
-		activity.RegisterOptions{Name: ClaimAgentHostActivity})
-	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
-	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(3*time.Second+LoopGrace).
-		Return(AgentFinal{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil))
+	env := runOutAtTemporalsBound(3 * time.Second)
 	env.OnActivity(LoopAnswerActivityName, mock.Anything, mock.Anything).
 		Return(AgentFinal{Status: AgentSucceeded, Output: "done"}, nil)
-
-	in := agentInput
-	in.MaxRun = 3 * time.Second
-	env.ExecuteWorkflow(AgentWorkflowName, in)
-
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := runAgentInvocation(t, env, 3*time.Second)
 	assert.Equal(t, AgentSucceeded, final.Status)
 	require.NotNil(t, final.Output)
 	assert.Equal(t, "done", *final.Output)
