@@ -143,10 +143,10 @@ func BenchmarkWaitForTextLatency(b *testing.B) {
 		token := "TOKEN-" + itoa(i)
 		done := make(chan time.Time, 1)
 		go func() {
-			waitText(b, c, pane, token)
+			waitTextWithProgress(b, c, pane, token, token)
 			done <- time.Now()
 		}()
-		eventually(b, "the control client", func() bool { return tw.controlClients() == 1 })
+		eventually(b, "the baseline read", func() bool { return len(c.messagesOf(token)) > 0 })
 		printed := time.Now()
 		_, err := lines.WriteString(token + "\n")
 		require.NoError(b, err)

@@ -152,7 +152,11 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	assert.Equal(t, "main", panes[0].Session)
 	text := make(chan textResult, 1)
 	go func() { text <- waitText(t, c, panes[0], "SPLIT-DONE") }()
-	eventually(t, "the control client to attach", func() bool { return tw.controlClients() == 1 })
+	// A front in another process sends no progress (docs/architecture.md):
+	// the worker's log says when the baseline is read.
+	eventually(t, "the baseline read", func() bool {
+		return strings.Count(worker.log.String(), `msg="a pane watch read its baseline"`) == 1
+	})
 	tw.typeLine(panes[0].PaneID, `printf '%s-%s\n' SPLIT DONE`)
 	r := <-text
 	assert.True(t, r.Matched)

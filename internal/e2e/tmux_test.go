@@ -194,10 +194,16 @@ func TestWaitForTextOnARealPane(t *testing.T) {
 		assert.Contains(t, r.GenerationGuarantee, "verified")
 	})
 
+	// later prints once the wait has read its baseline (the control
+	// client attaches before the baseline is captured, so text printed
+	// as soon as it attaches may land in the baseline).
+	calls := 0
 	later := func(t testing.TB, text string, print func()) textResult {
+		calls++
+		token := fmt.Sprintf("later-%d", calls)
 		done := make(chan textResult, 1)
-		go func() { done <- waitText(t, c, pane, text) }()
-		eventually(t, "the control client to attach", func() bool { return tw.controlClients() == 1 })
+		go func() { done <- waitTextWithProgress(t, c, pane, text, token) }()
+		eventually(t, "the baseline read", func() bool { return len(c.messagesOf(token)) > 0 })
 		print()
 		r := <-done
 		eventually(t, "the control client to detach", func() bool { return tw.controlClients() == 0 })
