@@ -178,7 +178,10 @@ type judge struct {
 	// attempt closed it): only their outcome is compared with the run.
 	excused, excusedRuns []string
 	inProcess            []string
-	classes              map[string]*soakClass
+	// paneLosses counts the text waits that answered a pane error
+	// excused by a death of the soak's tmux server.
+	paneLosses int
+	classes    map[string]*soakClass
 	// cliEnds counts how the agent CLI's runs ended (its ends.log).
 	cliEnds map[string]int
 	// baselines are when each wait's pane watches read their baselines
@@ -825,6 +828,21 @@ func (j *judge) judgeText(sw *soakWait, answer string, from *soakRun, runs []*so
 		j.fail(ruleWrongAnswer, sw, "undecodable answer %q%s", answer, j.evidence(sw, runs))
 		return
 	}
+	if got.Error != nil {
+		// Only a pane that died with the soak's tmux server answers an
+		// error; every run is judged as no answer came from it.
+		excuse := j.s.paneLost(sw, workflows.TextErrorCode(got.Error.Code), answerAt)
+		if excuse == "" {
+			j.fail(ruleWrongAnswer, sw, "answered the error %s %q%s", got.Error.Code, got.Error.Message, j.evidence(sw, runs))
+			return
+		}
+		j.excused = append(j.excused, fmt.Sprintf("wait %d (%s): answered %s: %s", sw.id, sw.kind, got.Error.Code, excuse))
+		j.paneLosses++
+		for _, r := range runs {
+			j.judgeTextRun(sw, r, runs)
+		}
+		return
+	}
 	exact := j.exactFrom(from, answerAt)
 	var rec textOutcome
 	switch {
@@ -875,6 +893,10 @@ func (j *judge) judgeTextRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 		return
 	}
 	if rec.Error != nil {
+		if excuse := j.s.paneLost(sw, workflows.TextErrorCode(rec.Error.Code), r.closed); excuse != "" {
+			j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: %s: %s", sw.id, sw.kind, shortRun(r.runID), rec.Error.Code, excuse))
+			return
+		}
 		// tmux_unavailable, "no worker on the tmux host ... watched pane
 		// ... within the bound": the contract's answer when no worker
 		// could watch; checked against when durawait was up.
@@ -938,7 +960,15 @@ func (j *judge) textOutcome(sw *soakWait, res textResult, watchFrom time.Time, e
 	case !at.After(typed):
 		return fmt.Sprintf("matched at %s, before %q was typed at %s", clock(at), sw.text(), clock(typed)), ""
 	case appeared.IsZero():
-		return fmt.Sprintf("matched %q, which the soak never saw in the pane", sw.text()), ""
+		problem = fmt.Sprintf("matched %q, which the soak never saw in the pane", sw.text())
+		sw.mu.Lock()
+		target := sw.target
+		sw.mu.Unlock()
+		if lastAlive, died, gone := j.s.paneGone(target); gone && died.After(typed) {
+			// Typed while the server ran; it died before the soak saw it.
+			return problem, fmt.Sprintf("typed at %s, its pane's tmux server died between %s and %s", clock(typed), clock(lastAlive), clock(died))
+		}
+		return problem, ""
 	case appeared.Before(watchFrom) && res.Source != "baseline":
 		return fmt.Sprintf("source %q, but the text was in the pane (%s) before the watch began (%s): want baseline", res.Source, clock(appeared), clock(watchFrom)), ""
 	case !baselineAt.IsZero() && typed.After(baselineAt) && res.Source != "output":
@@ -1094,6 +1124,10 @@ func (j *judge) classify(f soakCallFailure) (string, bool) {
 			// run's outcome ("no worker ... watched pane ... within the
 			// bound"), which judgeTextRun holds to its premise.
 			return "wait_for_text isError: tmux_unavailable, no worker watched within the bound (its run is judged)", true
+		case f.tool == "wait_for_text" && s.paneLost(f.wait, textErrorCode(f.msg), f.failed) != "":
+			// The pane died with the soak's tmux server (soak_tmux_test.go):
+			// the wait's client takes this answer as its last.
+			return fmt.Sprintf("wait_for_text isError: %s, its pane died with the soak's tmux server", textErrorCode(f.msg)), true
 		case f.tool == "start_agent" && strings.Contains(f.msg, "call again with the same request_id"):
 			// agents.md, limits.md: an overloaded start_agent answers
 			// "call again with the same request_id".
@@ -1151,6 +1185,7 @@ func (j *judge) report(wall time.Duration) string {
 	fmt.Fprintf(&b, "  mid-result: flipped waits undelivered at the kill  p50 %d, max %d\n", p50i(s.midResultPending), maxi(s.midResultPending))
 	fmt.Fprintf(&b, "  downstream probe server kills %d\n", s.downstreamKills)
 	fmt.Fprintf(&b, "  stalls (SIGSTOP, then SIGCONT) %d of %d\n", len(s.stalls), len(s.knobs.stalls))
+	s.reportTmux(&b, j.paneLosses)
 	j.reportStalls(&b)
 	fmt.Fprintf(&b, "  start_agent calls answered when repeated with their request_id after a failed call %d\n", s.startsRepeated)
 	fmt.Fprintf(&b, "  agent CLI runs ended (the fake CLI's record):")

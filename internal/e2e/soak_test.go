@@ -97,6 +97,9 @@ type soakKnobs struct {
 	// matchMaxWait is the max_wait_sec of a wait_for whose file flips;
 	// 0 is flippedMaxWait's default.
 	matchMaxWait int
+	// tmuxCrashes are the kills of the soak's tmux server, spread over
+	// the kill cycles (soak_tmux_test.go).
+	tmuxCrashes int
 }
 
 // Defaults of the knobs the environment does not set. A flipped
@@ -112,9 +115,9 @@ const (
 )
 
 // defaultSoakKnobs are the small soak of make test: N = 12, M = 6, one
-// 5 s stall.
+// 5 s stall, one crash of the tmux server.
 func defaultSoakKnobs() soakKnobs {
-	return soakKnobs{waits: 12, kills: 6, seed: time.Now().UnixNano(), stalls: []time.Duration{5 * time.Second}}
+	return soakKnobs{waits: 12, kills: 6, seed: time.Now().UnixNano(), stalls: []time.Duration{5 * time.Second}, tmuxCrashes: 1}
 }
 
 // soakKnobsFromEnv are the knobs the environment sets, on top of the
@@ -152,6 +155,7 @@ func soakKnobsFromEnv(t *testing.T) soakKnobs {
 		}
 	}
 	envInt("DURAWAIT_SOAK_MATCH_MAX_WAIT", &k.matchMaxWait)
+	envInt("DURAWAIT_SOAK_TMUX_CRASHES", &k.tmuxCrashes)
 	return k
 }
 
@@ -206,6 +210,9 @@ type soakWait struct {
 
 	mu         sync.Mutex
 	invocation string // the agent invocation the client waited on
+	// target is the pane a wait_for_text waits on: the soak's pane when
+	// it made its first call.
+	target paneInfo
 	// calls are the client's calls, with their time and failure, for the
 	// judge's evidence.
 	calls []string
@@ -261,8 +268,12 @@ type soak struct {
 	rng      *rand.Rand // the kill loop's only: plans, moments, choices
 	w        *tmuxWorld
 	addr     string
-	pane     paneInfo
 	srv      *soakServer
+
+	// tmuxMu guards lives: the soak's tmux server's lives, the running
+	// one last (soak_tmux_test.go).
+	tmuxMu sync.Mutex
+	lives  []*soakTmuxLife
 
 	typing sync.Mutex // one line typed into the pane at a time
 
@@ -472,12 +483,16 @@ func (s *soak) run() {
 	s.startServer()
 	c, err := s.connectMCPGo(context.Background())
 	require.NoError(s.t, err)
-	s.pane = listPanes(s.t, c)[0]
+	require.NoError(s.t, s.firstTmuxLife(listPanes(s.t, c)[0]))
 	_ = c.Close()
 
 	stopFlips := make(chan struct{})
 	flipsDone := make(chan struct{})
 	go func() { defer close(flipsDone); s.flipper(stopFlips) }()
+	stopTmuxWatch := make(chan struct{})
+	tmuxWatchDone := make(chan struct{})
+	go func() { defer close(tmuxWatchDone); s.watchTmux(stopTmuxWatch) }()
+	defer func() { close(stopTmuxWatch); <-tmuxWatchDone }()
 
 	s.launch(s.knobs.waits)
 	stallsAt := s.stallSchedule()
@@ -485,6 +500,9 @@ func (s *soak) run() {
 		if s.knobs.budget > 0 && time.Since(s.began) > s.knobs.budget {
 			s.budgetHit = true
 			break
+		}
+		if s.tmuxCrashDue(i) {
+			s.crashTmux()
 		}
 		for _, d := range stallsAt[i] {
 			s.stallCycle(d)
@@ -905,26 +923,60 @@ func (s *soak) flip(sw *soakWait) {
 			s.t.Errorf("flip %d: %v", sw.id, err)
 		}
 	case kindText:
-		// The command line typed does not hold the text; its output does.
-		out, err := exec.Command("tmux", "-S", s.w.socket, "send-keys", "-t", s.pane.PaneID, "-l",
-			fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id), ";", "send-keys", "-t", s.pane.PaneID, "Enter").CombinedOutput()
-		if err != nil {
+		s.typeText(sw)
+	}
+}
+
+// typeText prints the text of sw in its pane, unless the pane died with
+// its tmux server: then nothing is printed (flipAt is cleared) and the wait
+// answers a pane error the judge holds to that death.
+func (s *soak) typeText(sw *soakWait) {
+	sw.mu.Lock()
+	pane := sw.target
+	sw.mu.Unlock()
+	if _, _, gone := s.paneGone(pane); gone {
+		sw.flipAt.Store(0)
+		return
+	}
+	// The command line typed does not hold the text; its output does.
+	out, err := exec.Command("tmux", "-S", s.w.socket, "send-keys", "-t", pane.PaneID, "-l",
+		fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id), ";", "send-keys", "-t", pane.PaneID, "Enter").CombinedOutput()
+	if err != nil {
+		if !s.paneDies(pane) {
 			s.t.Errorf("flip %d: tmux: %v: %s", sw.id, err, out)
-			return
 		}
-		s.notePrinted(sw)
+		return
+	}
+	s.notePrinted(sw, pane)
+}
+
+// paneDies says whether the server of pane is found gone within a few of
+// the soak's checks (a tmux command failed: was it the server's death?).
+func (s *soak) paneDies(pane paneInfo) bool {
+	deadline := time.Now().Add(5 * soakTmuxCheck)
+	for {
+		if _, _, gone := s.paneGone(pane); gone {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(soakTmuxCheck / 4)
 	}
 }
 
 // notePrinted records when the text of sw is in the pane: the shell ran
 // the printf between the flip and then.
-func (s *soak) notePrinted(sw *soakWait) {
+func (s *soak) notePrinted(sw *soakWait, pane paneInfo) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		out, err := exec.Command("tmux", "-S", s.w.socket, "capture-pane", "-p", "-J", "-S", "-50", "-t", s.pane.PaneID).Output()
+		out, err := exec.Command("tmux", "-S", s.w.socket, "capture-pane", "-p", "-J", "-S", "-50", "-t", pane.PaneID).Output()
 		if err == nil && strings.Contains(string(out), sw.text()) {
 			sw.appearedAt.Store(time.Now().UnixNano())
 			return
+		}
+		if _, _, gone := s.paneGone(pane); gone {
+			return // the judge holds the wait's answer to the death
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -1139,6 +1191,13 @@ func (c *soakCaller) call(tool string, args map[string]any) *mcp.CallToolResult 
 func (s *soak) runWait(sw *soakWait) {
 	c := &soakCaller{s: s, sw: sw}
 	defer c.close()
+	if sw.kind == kindText {
+		// Its pane is set before it can be flipped.
+		pane := s.currentPane()
+		sw.mu.Lock()
+		sw.target = pane
+		sw.mu.Unlock()
+	}
 	sw.startedAt.Store(time.Now().UnixNano())
 	var sent, once sync.Once
 	c.onSend = func() { sent.Do(func() { s.inflightStarts.Add(1) }) }
@@ -1238,13 +1297,40 @@ func (s *soak) startAgent(c *soakCaller, args map[string]any) string {
 	}
 }
 
-// runText calls wait_for_text until it answers; the judge reads the answer.
+// runText calls wait_for_text until it answers; the judge reads the
+// answer. A pane error once the pane's tmux server died is its answer too:
+// the client's pane is gone.
 func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
+	sw.mu.Lock()
+	pane := sw.target
+	sw.mu.Unlock()
 	startedAfterASecond(c, started)
-	res := c.call("wait_for_text", map[string]any{
-		"target": map[string]any{"paneId": s.pane.PaneID, "generation": s.pane.Generation}, "text": sw.text(),
-	})
-	sw.setAnswer(resultText(res), c.sent, c.answered)
+	args := map[string]any{"target": map[string]any{"paneId": pane.PaneID, "generation": pane.Generation}, "text": sw.text()}
+	for {
+		sent := time.Now()
+		res, err := c.once("wait_for_text", args)
+		if err == nil {
+			sw.setAnswer(resultText(res), c.sent, c.answered)
+			return
+		}
+		if at := time.Now(); s.paneLost(sw, textErrorCode(err.Error()), at) != "" {
+			sw.setAnswer(err.Error(), sent, at)
+			return
+		}
+		c.retry()
+	}
+}
+
+// tmuxCrashDue says whether the soak kills its tmux server before kill
+// cycle i: knobs.tmuxCrashes times, spread evenly over the cycles.
+func (s *soak) tmuxCrashDue(i int) bool {
+	n := s.knobs.tmuxCrashes
+	for k := 1; k <= n; k++ {
+		if i == k*s.knobs.kills/(n+1) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {
