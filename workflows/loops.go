@@ -53,6 +53,15 @@ func loopOptions(ctx workflow.Context, host string, bound time.Duration, summary
 	})
 }
 
+// workflowStart is when the run was started: the engine's record of the
+// call that started it, from which a wait's bound is counted. The first
+// workflow task can run much later (the process that started the run was
+// killed before running it; a restarted engine's backlog), and a bound
+// counted from it would answer late by as much.
+func workflowStart(ctx workflow.Context) time.Time {
+	return workflow.GetInfo(ctx).WorkflowStartTime
+}
+
 // stopLoop asks the run's host to stop its loop (StopLoop), even on a
 // cancelled ctx: cancelling the loop's activity reaches no worker by
 // itself, since it has no heartbeat to carry the cancel. It waits at most

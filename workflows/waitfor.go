@@ -85,7 +85,7 @@ func WaitFor(ctx workflow.Context, in WaitForInput) (WaitForResult, error) {
 
 // waitFor is WaitFor's body.
 func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err error) {
-	started := workflow.Now(ctx)
+	started := workflowStart(ctx)
 	host, err := loopHost(ctx, in.Host)
 	if err != nil {
 		return WaitForResult{}, err
@@ -95,7 +95,8 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 	}); err != nil {
 		return WaitForResult{}, err
 	}
-	lctx := loopOptions(ctx, host, in.Spec.MaxWait(), PollSummary(in.Spec), false)
+	left := in.Spec.MaxWait() - workflow.Now(ctx).Sub(started)
+	lctx := loopOptions(ctx, host, max(left, 0), PollSummary(in.Spec), false)
 	err = awaitLoop(ctx, workflow.ExecuteActivity(lctx, PollProbeActivityName, PollInput{Spec: in.Spec, StartedAt: started}), host, &result)
 	var timeoutErr *temporal.TimeoutError
 	switch {

@@ -224,7 +224,7 @@ func WaitForText(ctx workflow.Context, in WaitForTextInput) (TextWaitOutcome, er
 
 // waitForText is WaitForText's body.
 func waitForText(ctx workflow.Context, in WaitForTextInput) (out TextWaitOutcome, err error) {
-	started := workflow.Now(ctx)
+	started := workflowStart(ctx)
 	host := in.Host
 	if host == "" {
 		if host, err = claimPaneHost(ctx, in); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/workflows"
@@ -496,4 +497,58 @@ func awaitProbeRecord(t *testing.T, tc client.Client) string {
 		return false
 	})
 	return id
+}
+
+// A wait's bound counts from the call that started it, not from the first
+// time a worker ran its workflow (the engine's record of the start, not
+// the first workflow task: before 2026-12-05 a wait whose first task a kill
+// caught answered late by the time no worker ran it, in the crash soak).
+// Here the wait is started through a front while its only worker is down,
+// and the worker comes back only after the bound: the loop takes the one
+// sample a late loop takes and answers timeout, its elapsed_sec counting
+// the time no worker ran it.
+func TestABoundCountsFromTheCallNotFromTheFirstWorkflowTask(t *testing.T) {
+	w := newWorkspace(t)
+	engine, tc := devServerWithSearchAttributes(t)
+	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo"))
+	worker := w.startRole("worker", workerConfig, engine)
+	front := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), ""), engine).client(t)
+	eventually(t, "the front to list the worker's tools", func() bool { return listedTools(t, front)["read_file"] != "" })
+	worker.kill9()
+
+	w.write("job", "pending")
+	const maxWait = 3
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	called := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := front.call(ctx, "wait_for", readFileWait(w.path("job"), map[string]any{"max_wait_sec": maxWait}), "")
+		answered <- answer{res, err}
+	}()
+	eventually(t, "the wait's run in the engine", func() bool {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: "default", Query: fmt.Sprintf("WorkflowType = %q", workflows.WaitForWorkflowName),
+		})
+		return err == nil && len(resp.Executions) == 1
+	})
+	// The worker stays down past the bound (and a second more): the
+	// scenario, not a hope.
+	down := maxWait*time.Second + time.Second
+	time.Sleep(time.Until(called.Add(down)))
+	require.Zero(t, w.calls("job"), "no worker sampled while down")
+	w.startRole("worker", workerConfig, engine)
+
+	a := <-answered
+	require.NoError(t, a.err)
+	require.False(t, a.res.IsError, resultText(a.res))
+	got := decodeWait(t, a.res)
+	assert.Equal(t, "timeout", got.Reason)
+	assert.Equal(t, 1, got.Samples, "a loop that starts past its bound takes one sample")
+	assert.Equal(t, 1, w.calls("job"))
+	assert.GreaterOrEqual(t, got.ElapsedSec, down.Seconds(), "elapsed_sec counts from the call")
 }

@@ -928,22 +928,28 @@ func (s *soak) flip(sw *soakWait) {
 }
 
 // typeText prints the text of sw in its pane, unless the pane died with
-// its tmux server: then nothing is printed (flipAt is cleared) and the wait
-// answers a pane error the judge holds to that death.
+// its tmux server: then nothing is printed in it, flipAt is cleared, and
+// the wait answers a pane error the judge holds to that death. The keys
+// count as typed (flipAt kept) only when the server of its pane took them:
+// the same tmux invocation prints the pid of the server it reached.
 func (s *soak) typeText(sw *soakWait) {
 	sw.mu.Lock()
 	pane := sw.target
 	sw.mu.Unlock()
-	if _, _, gone := s.paneGone(pane); gone {
+	lastAlive, _, gone := s.paneGone(pane)
+	if gone {
 		sw.flipAt.Store(0)
 		return
 	}
 	// The command line typed does not hold the text; its output does.
-	out, err := exec.Command("tmux", "-S", s.w.socket, "send-keys", "-t", pane.PaneID, "-l",
-		fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id), ";", "send-keys", "-t", pane.PaneID, "Enter").CombinedOutput()
-	if err != nil {
+	cmd, cancel := s.tmuxCommand("send-keys", "-t", pane.PaneID, "-l", fmt.Sprintf("printf '%%s%%s\\n' SOAK %dZ", sw.id),
+		";", "send-keys", "-t", pane.PaneID, "Enter", ";", "display-message", "-p", "#{pid}")
+	out, err := cmd.CombinedOutput()
+	cancel()
+	if pid := s.lifePID(pane); err != nil || strings.TrimSpace(string(out)) != strconv.Itoa(pid) {
+		sw.flipAt.Store(0)
 		if !s.paneDies(pane) {
-			s.t.Errorf("flip %d: tmux: %v: %s", sw.id, err, out)
+			s.t.Errorf("flip %d: tmux (server of pane %s: pid %d, last seen running %s): %v: %s", sw.id, pane.PaneID, pid, clock(lastAlive), err, out)
 		}
 		return
 	}
@@ -1298,8 +1304,8 @@ func (s *soak) startAgent(c *soakCaller, args map[string]any) string {
 }
 
 // runText calls wait_for_text until it answers; the judge reads the
-// answer. A pane error once the pane's tmux server died is its answer too:
-// the client's pane is gone.
+// answer. An error about the pane once the pane's tmux server died is its
+// answer too: the client's pane is gone.
 func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
 	sw.mu.Lock()
 	pane := sw.target
@@ -1313,7 +1319,7 @@ func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
 			sw.setAnswer(resultText(res), c.sent, c.answered)
 			return
 		}
-		if at := time.Now(); s.paneLost(sw, textErrorCode(err.Error()), at) != "" {
+		if code, at := textErrorCode(err.Error()), time.Now(); finalPaneLoss(code) && s.paneLost(sw, code, at) != "" {
 			sw.setAnswer(err.Error(), sent, at)
 			return
 		}
@@ -1322,11 +1328,13 @@ func (s *soak) runText(c *soakCaller, sw *soakWait, started func()) {
 }
 
 // tmuxCrashDue says whether the soak kills its tmux server before kill
-// cycle i: knobs.tmuxCrashes times, spread evenly over the cycles.
+// cycle i: knobs.tmuxCrashes times, spread evenly over the cycles, a cycle
+// after the stalls' spread (stallSchedule), so that the text waits open at
+// a stall are not all on a dead pane.
 func (s *soak) tmuxCrashDue(i int) bool {
 	n := s.knobs.tmuxCrashes
 	for k := 1; k <= n; k++ {
-		if i == k*s.knobs.kills/(n+1) {
+		if i == min(k*s.knobs.kills/(n+1)+1, s.knobs.kills-1) {
 			return true
 		}
 	}

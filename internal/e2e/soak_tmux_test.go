@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,8 +39,19 @@ type soakTmuxLife struct {
 	crashed bool
 }
 
-// soakTmuxCheck is how often the soak checks that its tmux server runs.
-const soakTmuxCheck = 200 * time.Millisecond
+// soakTmuxCheck is how often the soak checks that its tmux server runs;
+// soakTmuxCommand bounds each tmux command of the soak's own.
+const (
+	soakTmuxCheck   = 200 * time.Millisecond
+	soakTmuxCommand = 10 * time.Second
+)
+
+// tmuxCommand is a tmux command on the soak's socket, bounded by
+// soakTmuxCommand; cancel releases it.
+func (s *soak) tmuxCommand(args ...string) (cmd *exec.Cmd, cancel context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), soakTmuxCommand)
+	return exec.CommandContext(ctx, "tmux", append([]string{"-S", s.w.socket}, args...)...), cancel
+}
 
 // firstTmuxLife records the server the workspace started, with the pane
 // list_panes listed.
@@ -57,7 +69,9 @@ func (s *soak) firstTmuxLife(pane paneInfo) error {
 
 // tmuxServerPID is the pid of the tmux server on the soak's socket.
 func (s *soak) tmuxServerPID() (int, error) {
-	out, err := exec.Command("tmux", "-S", s.w.socket, "display-message", "-p", "#{pid}").CombinedOutput()
+	cmd, cancel := s.tmuxCommand("display-message", "-p", "#{pid}")
+	defer cancel()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("tmux display-message: %w: %s", err, out)
 	}
@@ -70,7 +84,7 @@ func (s *soak) tmuxServerPID() (int, error) {
 
 // watchTmux checks the tmux server every soakTmuxCheck until stop and
 // starts another when it is gone. A server that cannot be started again
-// fails the soak's machinery.
+// fails the soak's machinery; the watch tries again every second.
 func (s *soak) watchTmux(stop <-chan struct{}) {
 	tick := time.NewTicker(soakTmuxCheck)
 	defer tick.Stop()
@@ -81,20 +95,29 @@ func (s *soak) watchTmux(stop <-chan struct{}) {
 		case <-tick.C:
 		}
 		life := s.currentLife()
-		if processRuns(life.pid) {
+		if life.died.IsZero() {
+			// The time is taken before the check: the server ran then.
+			now := time.Now()
+			if processRuns(life.pid) {
+				s.tmuxMu.Lock()
+				life.lastAlive = now
+				s.tmuxMu.Unlock()
+				continue
+			}
 			s.tmuxMu.Lock()
-			life.lastAlive = time.Now()
+			life.died = time.Now()
 			s.tmuxMu.Unlock()
-			continue
+			s.t.Logf("soak: the tmux server (pid %d) died between %s and %s; starting another", life.pid, clock(life.lastAlive), clock(life.died))
 		}
-		s.tmuxMu.Lock()
-		life.died = time.Now()
-		s.tmuxMu.Unlock()
-		s.t.Logf("soak: the tmux server (pid %d) died between %s and %s; starting another", life.pid, clock(life.lastAlive), clock(life.died))
 		next, err := s.startTmuxLife()
 		if err != nil {
 			s.t.Errorf("soak: could not start the tmux server again: %v", err)
-			return
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+			continue
 		}
 		s.tmuxMu.Lock()
 		s.lives = append(s.lives, next)
@@ -120,14 +143,17 @@ func processRuns(pid int) bool {
 // be down at that moment, so through the tmuxwatch package list_panes
 // uses).
 func (s *soak) startTmuxLife() (*soakTmuxLife, error) {
-	if out, err := exec.Command("tmux", "-S", s.w.socket, "new-session", "-d", "-s", "main", "-x", "120", "-y", "30", "sh").CombinedOutput(); err != nil {
+	cmd, cancel := s.tmuxCommand("new-session", "-d", "-s", "main", "-x", "120", "-y", "30", "sh")
+	out, err := cmd.CombinedOutput()
+	cancel()
+	if err != nil {
 		return nil, fmt.Errorf("tmux new-session: %w: %s", err, out)
 	}
 	pid, err := s.tmuxServerPID()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), soakTmuxCommand)
 	defer cancel()
 	panes, err := tmuxwatch.Server{Socket: s.w.socket}.ListPanes(ctx)
 	if err != nil {
@@ -142,6 +168,18 @@ func (s *soak) startTmuxLife() (*soakTmuxLife, error) {
 		pane: paneInfo{PaneID: p.PaneID, Generation: p.Generation, Session: p.Session, Command: p.CurrentCommand, Width: p.Width, Active: p.Active, Dead: p.Dead}}, nil
 }
 
+// lifePID is the pid of the server of pane, or 0.
+func (s *soak) lifePID(pane paneInfo) int {
+	s.tmuxMu.Lock()
+	defer s.tmuxMu.Unlock()
+	for _, l := range s.lives {
+		if l.pane.Generation == pane.Generation {
+			return l.pid
+		}
+	}
+	return 0
+}
+
 // currentLife is the tmux server's life the soak last started.
 func (s *soak) currentLife() *soakTmuxLife {
 	s.tmuxMu.Lock()
@@ -150,7 +188,9 @@ func (s *soak) currentLife() *soakTmuxLife {
 }
 
 // currentPane is the pane a new text wait targets: the running server's,
-// once the soak has started one again after a death.
+// once the soak has started one again after a death (a soak whose tmux
+// server cannot be started again has failed already, and its waits are
+// lost).
 func (s *soak) currentPane() paneInfo {
 	for {
 		s.tmuxMu.Lock()
@@ -164,10 +204,15 @@ func (s *soak) currentPane() paneInfo {
 	}
 }
 
-// crashTmux kills the running tmux server, as a crash of it would.
+// crashTmux kills the running tmux server, as a crash of it would; a
+// server that died on its own meanwhile is left to the watch.
 func (s *soak) crashTmux() {
 	life := s.currentLife()
 	s.tmuxMu.Lock()
+	if !life.died.IsZero() {
+		s.tmuxMu.Unlock()
+		return
+	}
 	life.crashed = true
 	s.tmuxMu.Unlock()
 	if err := syscall.Kill(life.pid, syscall.SIGKILL); err != nil {
@@ -189,11 +234,18 @@ func (s *soak) paneGone(pane paneInfo) (lastAlive, died time.Time, gone bool) {
 }
 
 // soakPaneLossCodes are the wait_for_text errors of a pane whose tmux
-// server died: it is gone (tmux_unavailable while no server runs;
-// pane_died), or the pane ID names a pane of the next server
-// (stale_generation) or none (pane_not_found).
+// server died: it is gone (pane_died), or its ID names a pane of the next
+// server (stale_generation) or none (pane_not_found). A client takes one
+// of them as its answer; tmux_unavailable (no server runs, or none was
+// reached) it calls again after, but the judge excuses it too (paneLost).
 var soakPaneLossCodes = []workflows.TextErrorCode{
-	workflows.TextErrTmuxUnavailable, workflows.TextErrPaneDied, workflows.TextErrStaleGeneration, workflows.TextErrPaneNotFound,
+	workflows.TextErrPaneDied, workflows.TextErrStaleGeneration, workflows.TextErrPaneNotFound,
+}
+
+// finalPaneLoss says whether a client whose pane died takes an answer
+// with code as its last: only a code about the pane itself.
+func finalPaneLoss(code workflows.TextErrorCode) bool {
+	return slices.Contains(soakPaneLossCodes, code)
 }
 
 // textErrorCode is the code of a wait_for_text error answer, or "".
@@ -212,10 +264,7 @@ func (s *soak) paneLost(sw *soakWait, code workflows.TextErrorCode, at time.Time
 	if code == "" {
 		return ""
 	}
-	known := false
-	for _, c := range soakPaneLossCodes {
-		known = known || c == code
-	}
+	known := finalPaneLoss(code) || code == workflows.TextErrTmuxUnavailable
 	sw.mu.Lock()
 	target := sw.target
 	sw.mu.Unlock()
@@ -240,8 +289,8 @@ func (s *soak) reportTmux(b *strings.Builder, lost int) {
 			}
 		}
 	}
-	fmt.Fprintf(b, "  tmux server deaths %d (%d killed by the soak, %d on its own), each followed by a new server; text waits answered a pane error excused by a death %d\n",
-		deaths, crashed, deaths-crashed, lost)
+	fmt.Fprintf(b, "  tmux server deaths %d (%d killed by the soak, %d on its own), servers started again %d; text waits answered a pane error excused by a death %d\n",
+		deaths, crashed, deaths-crashed, len(s.lives)-1, lost)
 	for _, l := range s.lives {
 		if !l.died.IsZero() {
 			fmt.Fprintf(b, "    pid %d died between %s and %s (killed by the soak: %t)\n", l.pid, clock(l.lastAlive), clock(l.died), l.crashed)
