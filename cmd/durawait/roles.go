@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -177,12 +176,12 @@ func (p *process) checkRoles(name string) error {
 
 // listenHTTP claims the HTTP address first, so /healthz answers (503) while
 // the rest starts and a port conflict is reported at once.
-func (p *process) listenHTTP(context.Context) (func(), error) {
+func (p *process) listenHTTP(ctx context.Context) (func(), error) {
 	p.shutdownHTTP = func() {}
 	if p.cfg.Stdio || p.cfg.HTTP == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", p.cfg.HTTP)
+	ln, err := listenReleased(ctx, p.cfg.HTTP, portReleaseWindow, p.logger)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", p.cfg.HTTP, err)
 	}

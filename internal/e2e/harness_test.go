@@ -88,10 +88,9 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // freeAddr is a loopback address free now. Its port is below the
 // kernel's ephemeral range (32768 and up) and the embedded engine's own
-// picks (20000–31999, internal/engine): a durawait restarted on it never
-// finds it taken by an outgoing connection made while it was down (the
-// crash soak saw "address already in use" once in 1,000 restarts on a
-// port of the ephemeral range).
+// picks (20000–31999, internal/engine), as docs/operations.md advises for
+// a durawait restarted on a fixed port: no outgoing connection made while
+// it is down can take it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	for range 50 {
