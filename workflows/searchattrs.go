@@ -99,7 +99,8 @@ const (
 )
 
 // CallerAnonymous is SearchAttrCaller when the caller has no principal
-// (authentication off, or stdio: the local user).
+// (authentication off, or stdio: the local user). It is auth.LocalName,
+// which no configured principal may take.
 const CallerAnonymous = "anonymous"
 
 // CallerValue is SearchAttrCaller's value for principal.

@@ -16,7 +16,17 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/durawait/durawait/internal/auth"
 )
+
+// The name shown for the local user is the one auth reserves, so no
+// configured principal can pass for the local user in the Temporal UI or in
+// a filter on DurawaitCaller.
+func TestCallerAnonymousIsTheNameAuthReserves(t *testing.T) {
+	assert.Equal(t, auth.LocalName, CallerAnonymous)
+	assert.Equal(t, CallerAnonymous, CallerValue(auth.Local))
+}
 
 // upserts records what a workflow upserts: its DurawaitState and
 // DurawaitAgentStatus after each upsert of them ("-" when unset), and each

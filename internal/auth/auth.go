@@ -19,6 +19,22 @@ import (
 // dir's local token. Configured principals are never empty.
 const Local = ""
 
+// LocalName is how the Local principal is named where a name must be shown
+// (the Temporal UI's DurawaitCaller, logs, events): "anonymous". It is
+// reserved: no tokens file entry and no JWT subject may claim it, since a
+// configured principal of that name would pass for the local user wherever
+// principals are compared by name.
+const LocalName = "anonymous"
+
+// reservedPrincipal says why principal cannot be a configured principal, or
+// "" when it can.
+func reservedPrincipal(principal string) string {
+	if principal == LocalName {
+		return fmt.Sprintf("%q is reserved: it names the local user (authentication off, stdio, the data dir's local token); choose another name", LocalName)
+	}
+	return ""
+}
+
 // ErrNoToken is returned when a request carries no bearer token.
 var ErrNoToken = errors.New("no bearer token")
 

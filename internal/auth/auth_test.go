@@ -78,6 +78,63 @@ func TestTokensFileRules(t *testing.T) {
 	assert.ErrorContains(t, err, "auth.tokens_file")
 }
 
+// A tokens file every user may change is refused; one every user may read
+// loads, with a warning; group bits pass.
+func TestTokensFileMode(t *testing.T) {
+	path := writeTokens(t, twoTokens)
+	cases := []struct {
+		mode    os.FileMode
+		refused string
+		warning string
+	}{
+		{0o600, "", ""},
+		{0o640, "", ""},
+		{0o440, "", ""},
+		{0o660, "", ""},
+		{0o644, "", "mode 0644 lets every user of the machine read its tokens: chmod 600 it"},
+		{0o604, "", "mode 0604 lets every user"},
+		{0o666, "mode 0666 lets every user of the machine change it, and so add a token of their own: chmod 600 it", ""},
+		{0o602, "mode 0602 lets every user of the machine change it", ""},
+	}
+	for _, c := range cases {
+		require.NoError(t, os.Chmod(path, c.mode))
+		tokens, err := LoadTokens(path, nil)
+		if c.refused != "" {
+			assert.ErrorContains(t, err, "auth.tokens_file "+path+": "+c.refused, "mode %04o", c.mode)
+			continue
+		}
+		require.NoError(t, err, "mode %04o", c.mode)
+		if c.warning == "" {
+			assert.Empty(t, tokens.Warning(), "mode %04o", c.mode)
+		} else {
+			assert.Contains(t, tokens.Warning(), c.warning, "mode %04o", c.mode)
+		}
+	}
+
+	// A reload sees a chmod: the warning goes, and a file made writable by
+	// all keeps the tokens read before.
+	require.NoError(t, os.Chmod(path, 0o644))
+	tokens, err := LoadTokens(path, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, tokens.Warning())
+	require.NoError(t, os.Chmod(path, 0o600))
+	require.NoError(t, tokens.Reload())
+	assert.Empty(t, tokens.Warning())
+	require.NoError(t, os.Chmod(path, 0o646))
+	assert.ErrorContains(t, tokens.Reload(), "lets every user of the machine change it")
+	p, err := tokens.Verify(context.Background(), aliceToken)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", p)
+}
+
+// "anonymous" names the local user, so no configured principal may take it.
+func TestTheLocalUsersNameIsReserved(t *testing.T) {
+	_, err := LoadTokens(writeTokens(t, twoTokens+"[[token]]\nprincipal = \"anonymous\"\ntoken = \"carol-token-0123456789abcdef\"\n"), nil)
+	assert.ErrorContains(t, err, `token[2].principal: "anonymous" is reserved: it names the local user`)
+	_, err = LoadTokens(writeTokens(t, "[[token]]\nprincipal = \"Anonymous\"\ntoken = \""+aliceToken+"\"\n"), nil)
+	assert.NoError(t, err, "only the exact name is the local user's")
+}
+
 func TestTokensReload(t *testing.T) {
 	path := writeTokens(t, twoTokens)
 	var reloadErrs []error
@@ -244,6 +301,7 @@ func TestJWT(t *testing.T) {
 		{"expired", sign(t, p.key, p.kid, with(func(c *jwt.Claims) { c.Expiry = jwt.NewNumericDate(now.Add(-time.Hour)) })), "expired"},
 		{"no exp", sign(t, p.key, p.kid, with(func(c *jwt.Claims) { c.Expiry = nil })), "exp"},
 		{"no sub", sign(t, p.key, p.kid, with(func(c *jwt.Claims) { c.Subject = "" })), "sub"},
+		{"the local user's name as sub", sign(t, p.key, p.kid, with(func(c *jwt.Claims) { c.Subject = LocalName })), `the token's sub claim: "anonymous" is reserved`},
 		{"wrong key, same kid", sign(t, otherKey, p.kid, good), "signature"},
 		{"unknown kid", sign(t, otherKey, "k2", good), "no key"},
 		{"not a JWT", "abc", "unknown token"},

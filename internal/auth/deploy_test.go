@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,8 +12,12 @@ import (
 
 // TestComposeTokensFileLoads: deploy/compose's front end starts with this
 // tokens file, and deploy/compose/README.md tells callers its demo token.
+// Its content is read from a private copy: a checkout's modes follow the
+// umask (TestTokensFileMode covers them).
 func TestComposeTokensFileLoads(t *testing.T) {
-	tokens, err := LoadTokens(filepath.Join("..", "..", "deploy", "compose", "durawait", "tokens.toml"), func(err error) { t.Error(err) })
+	body, err := os.ReadFile(filepath.Join("..", "..", "deploy", "compose", "durawait", "tokens.toml"))
+	require.NoError(t, err)
+	tokens, err := LoadTokens(writeTokens(t, string(body)), func(err error) { t.Error(err) })
 	require.NoError(t, err)
 	principal, err := tokens.Verify(context.Background(), "durawait-compose-demo-token-change-me")
 	require.NoError(t, err)

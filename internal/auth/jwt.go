@@ -125,6 +125,9 @@ func (j *JWT) Verify(ctx context.Context, token string) (string, error) {
 	if claims.Subject == "" {
 		return "", invalid("the token has no sub claim")
 	}
+	if why := reservedPrincipal(claims.Subject); why != "" {
+		return "", invalid("the token's sub claim: %s", why)
+	}
 	return claims.Subject, nil
 }
 

@@ -15,8 +15,9 @@ import (
 const LocalTokenFile = "local.token"
 
 // LocalToken is a random token that the process owning a data dir writes
-// there (mode 0600) when authentication is on. Whoever can read the data
-// dir is the local user; the stdio bridge presents this token, and its
+// there (mode 0600) when its HTTP listener authenticates: with [auth], and
+// always for the stdio daemon. Whoever can read the data dir is the local
+// user; the stdio bridge presents this token, and its
 // caller is the Local principal.
 type LocalToken struct{ token string }
 
@@ -39,7 +40,7 @@ func WriteLocalToken(dataDir string) (*LocalToken, error) {
 }
 
 // ReadLocalToken reads the local token of dataDir; "" when there is none
-// (authentication is off).
+// (a serve without [auth], or none runs).
 func ReadLocalToken(dataDir string) string {
 	b, err := os.ReadFile(filepath.Join(dataDir, LocalTokenFile))
 	if err != nil {

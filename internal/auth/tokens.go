@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -28,8 +29,9 @@ const statEvery = time.Second
 // Each token names one principal; a principal may have several tokens. The
 // file is read again when it changes (its size or modification time, looked
 // at no more than once a second) and on Reload (SIGHUP); a file that no
-// longer parses keeps the tokens read before, and the error is returned by
-// Reload. Tokens are compared in constant time, against every entry.
+// longer parses, or that every user may change (mode o+w), keeps the tokens
+// read before, and the error is returned by Reload; Warning says when every
+// user may read it. Tokens are compared in constant time, against every entry.
 type Tokens struct {
 	path string
 
@@ -38,6 +40,9 @@ type Tokens struct {
 	modTime time.Time
 	size    int64
 	checked time.Time
+	// readable is the mode of the file when every user of the machine may
+	// read it (Warning), else 0.
+	readable fs.FileMode
 	// onError reports a failed automatic reload.
 	onError func(error)
 }
@@ -70,12 +75,35 @@ func (t *Tokens) reloadLocked() error {
 	if err != nil {
 		return fmt.Errorf("auth.tokens_file: %w", err)
 	}
+	perm := st.Mode().Perm()
+	if perm&0o002 != 0 {
+		return fmt.Errorf("auth.tokens_file %s: mode %04o lets every user of the machine change it, and so add a token of their own: "+
+			"chmod 600 it (640 or 440 for a group the service runs in)", t.path, perm)
+	}
 	entries, err := parseTokens(t.path)
 	if err != nil {
 		return err
 	}
 	t.entries, t.modTime, t.size = entries, st.ModTime(), st.Size()
+	t.readable = 0
+	if perm&0o004 != 0 {
+		t.readable = perm
+	}
 	return nil
+}
+
+// Warning says what is wrong with the file's mode short of refusing it, ""
+// when nothing is: a file every user may read gives its tokens to every
+// user of the machine. (A file every user may change is refused.) Group
+// bits pass: a Kubernetes Secret mounted for the pod's fsGroup is 0440.
+func (t *Tokens) Warning() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.readable == 0 {
+		return ""
+	}
+	return fmt.Sprintf("auth.tokens_file %s: mode %04o lets every user of the machine read its tokens: chmod 600 it (640 or 440 for a group the service runs in)",
+		t.path, t.readable)
 }
 
 func parseTokens(path string) ([]tokenEntry, error) {
@@ -97,9 +125,12 @@ func parseTokens(path string) ([]tokenEntry, error) {
 	entries := make([]tokenEntry, 0, len(file.Token))
 	for i, e := range file.Token {
 		field := fmt.Sprintf("auth.tokens_file %s: token[%d]", path, i)
+		reserved := reservedPrincipal(e.Principal)
 		switch {
 		case e.Principal == "":
 			errs = append(errs, fmt.Errorf("%s.principal: must not be empty", field))
+		case reserved != "":
+			errs = append(errs, fmt.Errorf("%s.principal: %s", field, reserved))
 		case len(e.Token) < minTokenLen:
 			errs = append(errs, fmt.Errorf("%s.token: must be at least %d characters (a random string, e.g. `openssl rand -hex 32`)", field, minTokenLen))
 		}
