@@ -89,7 +89,21 @@ func (d *Downstream) Call(ctx context.Context, in workflows.DownstreamCall, onPr
 	if err != nil {
 		return workflows.DownstreamCallResult{}, fmt.Errorf("encode the result of %s on downstream MCP server %q: %w", in.Tool, in.Server, err)
 	}
+	if len(raw) > workflows.MaxDownstreamResultBytes {
+		if raw, err = json.Marshal(mcp.NewToolResultError(oversizeResult(in, len(raw)))); err != nil {
+			return workflows.DownstreamCallResult{}, fmt.Errorf("encode the result of %s on downstream MCP server %q: %w", in.Tool, in.Server, err)
+		}
+	}
 	return workflows.DownstreamCallResult{Result: raw}, nil
+}
+
+// oversizeResult is what a caller reads instead of a result of size bytes,
+// over MaxDownstreamResultBytes. The call was made: a tool that changes
+// something has changed it, so the message says so rather than "failed".
+func oversizeResult(in workflows.DownstreamCall, size int) string {
+	return fmt.Sprintf("%s on downstream MCP server %q ran, but its result is %d bytes of JSON, over durawait's limit of %d bytes (%d MiB) "+
+		"for a re-exposed tool's result, so it is not passed on; call it again asking for less (a narrower query, a range, a page)",
+		in.Tool, in.Server, size, workflows.MaxDownstreamResultBytes, workflows.MaxDownstreamResultBytes>>20)
 }
 
 // callFailure is what a caller reads when a downstream call failed.

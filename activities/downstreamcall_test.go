@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,6 +41,35 @@ func decodeResult(t *testing.T, out workflows.DownstreamCallResult) *mcp.CallToo
 	res, err := mcp.ParseCallToolResult(&out.Result)
 	require.NoError(t, err)
 	return res
+}
+
+// A result over MaxDownstreamResultBytes is replaced by an isError result
+// naming the limit; one at the limit passes whole.
+func TestCallCapsAnOversizeResult(t *testing.T) {
+	var text string
+	d := &Downstream{Servers: fakeServers{call: func(context.Context, any, func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(text), nil
+	}}}
+	call := workflows.DownstreamCall{Server: "files", Tool: "read_file"}
+	envelope, err := json.Marshal(mcp.NewToolResultText(""))
+	require.NoError(t, err)
+
+	text = strings.Repeat("a", workflows.MaxDownstreamResultBytes-len(envelope))
+	out, err := d.Call(context.Background(), call, nil)
+	require.NoError(t, err)
+	require.Len(t, out.Result, workflows.MaxDownstreamResultBytes)
+	res := decodeResult(t, out)
+	assert.False(t, res.IsError)
+	assert.Equal(t, text, res.Content[0].(mcp.TextContent).Text)
+
+	text += "a"
+	out, err = d.Call(context.Background(), call, nil)
+	require.NoError(t, err)
+	res = decodeResult(t, out)
+	assert.True(t, res.IsError)
+	assert.Equal(t, fmt.Sprintf(`read_file on downstream MCP server "files" ran, but its result is %d bytes of JSON, over durawait's limit of 1048576 bytes (1 MiB) `+
+		`for a re-exposed tool's result, so it is not passed on; call it again asking for less (a narrower query, a range, a page)`, workflows.MaxDownstreamResultBytes+1),
+		res.Content[0].(mcp.TextContent).Text)
 }
 
 func TestCallForwardsArgumentsAndProgress(t *testing.T) {

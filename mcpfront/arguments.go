@@ -11,18 +11,96 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// argumentsObject refuses, for every tool, arguments that are not a JSON
-// object: the MCP schema says so, and a re-exposed tool would otherwise be
-// called with none.
+// MaxArgumentsDepth bounds how deeply any tool's arguments nest, the
+// arguments object itself being level 1. Every parser, schema check and
+// encoder after it recurses once per level; no real argument comes near
+// (a Kubernetes object nests about 15 deep).
+const MaxArgumentsDepth = 64
+
+// maxMemberNameShown bounds how much of a member's name a refusal repeats.
+const maxMemberNameShown = 64
+
+// argumentsObject refuses, for every tool, what argumentsRefusal refuses,
+// before anything else reads the arguments.
 func argumentsObject(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		switch req.Params.Arguments.(type) {
-		case nil, map[string]any:
-			return next(ctx, req)
+		if refusal := argumentsRefusal(req); refusal != "" {
+			return mcp.NewToolResultError(refusal), nil
 		}
-		raw, _ := json.Marshal(req.Params.Arguments)
-		return mcp.NewToolResultError(fmt.Sprintf("%s: arguments: must be a JSON object (got %s)", req.Params.Name, kindOf(raw))), nil
+		return next(ctx, req)
 	}
+}
+
+// argumentsRefusal says why a call's arguments are refused whatever its
+// tool, or "" when they are not: arguments that are not a JSON object (the
+// MCP schema says so, and a re-exposed tool would otherwise be called with
+// none), and arguments nested deeper than MaxArgumentsDepth. Every path of
+// a tools/call asks it first: the tool handlers' middleware and a task's
+// creation.
+func argumentsRefusal(req mcp.CallToolRequest) string {
+	switch args := req.Params.Arguments.(type) {
+	case nil:
+		return ""
+	case map[string]any:
+		if member, deep := tooDeep(args); deep {
+			if len(member) > maxMemberNameShown {
+				member = member[:maxMemberNameShown] + "..."
+			}
+			return fmt.Sprintf("%s: arguments[%q]: nests more than %d levels deep (durawait's limit for the arguments of any tool)",
+				req.Params.Name, member, MaxArgumentsDepth)
+		}
+		return ""
+	}
+	raw, _ := json.Marshal(req.Params.Arguments)
+	return fmt.Sprintf("%s: arguments: must be a JSON object (got %s)", req.Params.Name, kindOf(raw))
+}
+
+// tooDeep reports whether args nest deeper than MaxArgumentsDepth, and the
+// first member (in name order) that does.
+func tooDeep(args map[string]any) (member string, deep bool) {
+	names := make([]string, 0, len(args))
+	for name := range args {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if depthOver(args[name], MaxArgumentsDepth-1) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// depthOver reports whether v nests more than budget levels (an object or
+// array is one level, a scalar none). It walks no deeper than budget + 1,
+// on the heap, so a hostile depth costs neither time nor stack.
+func depthOver(v any, budget int) bool {
+	type node struct {
+		v     any
+		level int
+	}
+	stack := []node{{v, 1}}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch c := n.v.(type) {
+		case map[string]any:
+			if n.level > budget {
+				return true
+			}
+			for _, child := range c {
+				stack = append(stack, node{child, n.level + 1})
+			}
+		case []any:
+			if n.level > budget {
+				return true
+			}
+			for _, child := range c {
+				stack = append(stack, node{child, n.level + 1})
+			}
+		}
+	}
+	return false
 }
 
 // rawArgs is a call's arguments as JSON for the argument parsers of

@@ -143,7 +143,8 @@ func (c *catalog) downstreamStatus() map[string]string {
 }
 
 // ResolveProbeTool implements workflows.ToolResolver. A tool that is not
-// annotated readOnlyHint: true is refused unless the policy allows it.
+// read-only (annotated readOnlyHint: true and not destructiveHint: true) is
+// refused unless the policy allows it.
 func (c *catalog) ResolveProbeTool(name string) (string, error) {
 	if c.native[name] {
 		return "", fmt.Errorf("%q is one of durawait's own tools; native tools cannot be probed, name a downstream MCP tool", name)

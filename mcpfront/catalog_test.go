@@ -31,7 +31,7 @@ func (f fakeDownstream) Catalog(context.Context) (workflows.DownstreamCatalog, e
 	for _, server := range f.order {
 		var defs []mcp.Tool
 		for _, name := range f.tools[server] {
-			defs = append(defs, mcp.NewTool(name, mcp.WithReadOnlyHintAnnotation(true)))
+			defs = append(defs, mcp.NewTool(name, mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false)))
 		}
 		defs = append(defs, f.defs[server]...)
 		s := workflows.DownstreamServer{Name: server, Expose: f.expose[server], ProbeTools: f.policy[server]}

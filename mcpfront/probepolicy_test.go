@@ -30,6 +30,7 @@ func policyDownstream() fakeDownstream {
 				annotated("read_file", yes, no),
 				annotated("delete_file", no, yes),
 				annotated("touch", nil, nil),
+				annotated("sync", yes, yes),
 			},
 			"hidden": {annotated("secret_status", yes, no), annotated("wipe", no, yes)},
 		},
@@ -49,6 +50,10 @@ func TestProbePolicy(t *testing.T) {
 		{"destructive is refused with the how-to", nil, "delete_file",
 			`files.delete_file is annotated destructiveHint: true and not readOnlyHint: true` + howTo +
 				`add probe_tools = ["delete_file"] (or probe_tools = ["*"] for all of its tools) to the [[mcp_servers]] entry with name = "files" in durawait's config`},
+		{"read-only and destructive at once is refused as destructive", nil, "sync",
+			`files.sync is annotated both readOnlyHint: true and destructiveHint: true, which contradict each other, so durawait takes it as destructive` + howTo +
+				`add probe_tools = ["sync"]`},
+		{"read-only and destructive at once, allowed by name", probePolicy{"files": {"sync"}}, "sync", ""},
 		{"unannotated is refused", nil, "touch", `files.touch is not annotated readOnlyHint: true` + howTo},
 		{"allowed by name", probePolicy{"files": {"delete_file"}}, "delete_file", ""},
 		{"allowing one name allows no other", probePolicy{"files": {"delete_file"}}, "touch", "files.touch is not annotated"},

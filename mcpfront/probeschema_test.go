@@ -16,10 +16,10 @@ func schemaDownstream() fakeDownstream {
 		"$schema": "http://json-schema.org/draft-07/schema#",
 		"type": "object", "additionalProperties": false, "required": ["path"],
 		"properties": {"path": {"type": "string", "maxLength": 100}, "lines": {"type": "integer", "minimum": 1}}}`))
-	readFile.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
-	decoded := mcp.NewTool("counter", mcp.WithString("name", mcp.Required()), mcp.WithReadOnlyHintAnnotation(true))
+	readFile.Annotations.ReadOnlyHint, readFile.Annotations.DestructiveHint = mcp.ToBoolPtr(true), mcp.ToBoolPtr(false)
+	decoded := mcp.NewTool("counter", mcp.WithString("name", mcp.Required()), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false))
 	remote := mcp.NewToolWithRawSchema("remote", "", json.RawMessage(`{"$ref": "https://example.com/schema.json"}`))
-	remote.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+	remote.Annotations.ReadOnlyHint, remote.Annotations.DestructiveHint = mcp.ToBoolPtr(true), mcp.ToBoolPtr(false)
 	return fakeDownstream{
 		order:  []string{"demo"},
 		expose: map[string]bool{"demo": true},

@@ -222,6 +222,9 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 // returns its task. Bad arguments are an error: there is no task to hold
 // them.
 func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
+	if refusal := argumentsRefusal(req); refusal != "" {
+		return mcp.Task{}, badParams(errors.New(refusal))
+	}
 	switch req.Params.Name {
 	case "wait_agent":
 		id, err := workflows.ParseInvocationID(rawArgs(req))

@@ -18,6 +18,13 @@ const (
 // DownstreamCallTimeout bounds one call of a re-exposed downstream tool.
 const DownstreamCallTimeout = 5 * time.Minute
 
+// MaxDownstreamResultBytes bounds the result of a re-exposed downstream
+// tool that durawait passes on: bytes of the result's JSON. A result
+// travels in a Temporal payload (through a split front end), whose blob
+// limit is 2 MiB, and into a model's context; past this it is replaced by an
+// isError result naming the limit.
+const MaxDownstreamResultBytes = 1 << 20
+
 // DownstreamCallHeartbeatTimeout is how long a call's worker may go
 // unheard; the call heartbeats well within it, so a caller's cancel
 // reaches the downstream call within a few seconds.

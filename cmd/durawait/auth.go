@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/durawait/durawait/internal/auth"
@@ -15,14 +17,19 @@ import (
 // httpAuth builds the authentication of the MCP front end from the config:
 // nil when none is configured (every caller is the local user). dataDir,
 // when not empty, is the data dir this process owns: the local token for
-// the stdio bridge is written there. The tokens file is read again on
-// SIGHUP until ctx ends.
-func httpAuth(ctx context.Context, cfg config.Config, dataDir string, logger *slog.Logger) (func(http.ResponseWriter, *http.Request) (string, bool), error) {
-	if !cfg.Auth.Enabled() {
+// the stdio bridge is written there. A stdio daemon (daemon) always
+// requires a credential: without [auth] the local token alone, so that a
+// loopback port found by another user of the machine gives them nothing.
+// The tokens file is read again on SIGHUP until ctx ends.
+func httpAuth(ctx context.Context, cfg config.Config, dataDir string, daemon bool, logger *slog.Logger) (func(http.ResponseWriter, *http.Request) (string, bool), error) {
+	if !cfg.Auth.Enabled() && !daemon {
 		if dataDir != "" {
 			auth.RemoveLocalToken(dataDir)
 		}
 		return nil, nil
+	}
+	if daemon && dataDir == "" {
+		return nil, errors.New("the stdio daemon runs the embedded engine, which owns the data dir where its local token goes: run it without --temporal")
 	}
 	var chain auth.Chain
 	if cfg.Auth.TokensFile != "" {
@@ -32,6 +39,7 @@ func httpAuth(ctx context.Context, cfg config.Config, dataDir string, logger *sl
 		if err != nil {
 			return nil, err
 		}
+		warnExposedTokens(tokens, logger)
 		chain = append(chain, tokens)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
@@ -44,6 +52,7 @@ func httpAuth(ctx context.Context, cfg config.Config, dataDir string, logger *sl
 						logger.Error("SIGHUP: tokens file does not load; the tokens read before stay in force", "error", err)
 					} else {
 						logger.Info("SIGHUP: tokens file read again", "file", cfg.Auth.TokensFile)
+						warnExposedTokens(tokens, logger)
 					}
 				case <-ctx.Done():
 					return
@@ -65,10 +74,23 @@ func httpAuth(ctx context.Context, cfg config.Config, dataDir string, logger *sl
 		}
 		chain = append(chain, local)
 	}
-	logger.Info("HTTP callers must authenticate", "tokens_file", cfg.Auth.TokensFile, "jwks_url", cfg.Auth.JWKSURL)
+	if cfg.Auth.Enabled() {
+		logger.Info("HTTP callers must authenticate", "tokens_file", cfg.Auth.TokensFile, "jwks_url", cfg.Auth.JWKSURL)
+	} else {
+		logger.Info("the daemon's HTTP callers must present the local token (only the data dir's owner can read it)",
+			"local_token", filepath.Join(dataDir, auth.LocalTokenFile))
+	}
 	guard := auth.NewGuard(chain, "durawait")
 	guard.Logger = logger
 	return guard.Authenticate, nil
+}
+
+// warnExposedTokens logs the tokens file's mode when it gives its tokens
+// away (a file that lets others change it does not load at all).
+func warnExposedTokens(tokens *auth.Tokens, logger *slog.Logger) {
+	if w := tokens.Warning(); w != "" {
+		logger.Warn("the tokens file is readable by every user", "problem", w)
+	}
 }
 
 // localTokenTransport adds the data dir's local token, when there is one,

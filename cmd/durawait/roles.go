@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -182,6 +183,9 @@ func (p *process) listenHTTP(ctx context.Context) (func(), error) {
 		return nil, nil
 	}
 	ln, err := listenReleased(ctx, p.cfg.HTTP, portReleaseWindow, p.logger)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: %w; run with --http HOST:PORT (or set http in the config) to listen elsewhere", p.cfg.HTTP, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", p.cfg.HTTP, err)
 	}
@@ -514,7 +518,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	if p.roles.engine {
 		ownDataDir = p.cfg.DataDir
 	}
-	authenticate, err := httpAuth(ctx, p.cfg, ownDataDir, p.logger)
+	authenticate, err := httpAuth(ctx, p.cfg, ownDataDir, p.roles.daemon, p.logger)
 	if err != nil {
 		return err
 	}

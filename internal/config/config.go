@@ -188,7 +188,8 @@ type MCPServer struct {
 	InheritEnv InheritEnv `toml:"inherit_env"`
 
 	// ProbeTools names the tools wait_for may probe beyond those annotated
-	// readOnlyHint: true; "*" allows every tool of the server.
+	// readOnlyHint: true (and not destructiveHint: true); "*" allows every
+	// tool of the server.
 	ProbeTools []string `toml:"probe_tools"`
 }
 

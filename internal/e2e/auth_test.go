@@ -36,6 +36,7 @@ const (
 func (w *workspace) withTokens(config string) string {
 	w.t.Helper()
 	w.write("tokens.toml", fmt.Sprintf("[[token]]\nprincipal = \"alice\"\ntoken = %q\n\n[[token]]\nprincipal = \"bob\"\ntoken = %q\n", aliceToken, bobToken))
+	require.NoError(w.t, os.Chmod(w.path("tokens.toml"), 0o600))
 	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(w.t, err)
 	defer f.Close()
@@ -264,23 +265,44 @@ func TestServeOffLoopbackNeedsAuth(t *testing.T) {
 	assert.Contains(t, out.String(), "auth.jwks_url")
 }
 
-// With [auth] in its config, the stdio daemon authenticates callers; the
-// stdio bridge gets in with the local token in the data dir, as the local
-// user.
+// The stdio daemon authenticates its callers with or without [auth] in its
+// config: the stdio bridge gets in with the local token in the data dir, as
+// the local user; a process that found the daemon's loopback port but cannot
+// read the data dir gets 401.
 func TestStdioBridgeAuthenticatesToTheDaemon(t *testing.T) {
-	w := newWorkspace(t)
-	config := w.withTokens(w.writeConfig(w.demoServer("demo")))
-	c, _ := w.stdioClient(config)
-	w.write("job", "READY")
-	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("job"), nil)).Reason)
+	for _, withAuth := range []bool{true, false} {
+		t.Run(fmt.Sprintf("auth=%v", withAuth), func(t *testing.T) {
+			w := newWorkspace(t)
+			config := w.writeConfig(w.demoServer("demo"))
+			if withAuth {
+				config = w.withTokens(config)
+			}
+			c, _ := w.stdioClient(config)
+			w.write("job", "READY")
+			assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("job"), nil)).Reason)
 
-	st, err := os.Stat(w.path("data/local.token"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	resp, err := http.Post(w.owner().HTTP, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the daemon asks anyone else for a token")
+			st, err := os.Stat(w.path("data/local.token"))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+			resp, err := http.Post(w.owner().HTTP, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the daemon asks anyone else for a token")
+
+			token, err := os.ReadFile(w.path("data/local.token"))
+			require.NoError(t, err)
+			req, err := http.NewRequest(http.MethodPost, w.owner().HTTP, strings.NewReader(
+				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"local","version":"1"}}}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "the local token gets in")
+		})
+	}
 }
 
 // A wait_for_text that a task holds is not cancelled when a plain caller
@@ -393,4 +415,23 @@ func TestJWTPrincipals(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, results[0], results[1], "one subject, one wait")
 	assert.Equal(t, w.calls("job"), results[0].Samples+results[2].Samples, "two subjects, two probe loops")
+}
+
+// A tokens file every user may change stops durawait at start, naming the
+// mode; one every user may read is used, with a warning in the log.
+func TestTokensFileModeAtStart(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.withTokens(w.writeConfig(w.demoServer("demo")))
+	tokens := w.path("tokens.toml")
+
+	require.NoError(t, os.Chmod(tokens, 0o666))
+	out := serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0")
+	assert.Contains(t, out, "auth.tokens_file "+tokens+": mode 0666 lets every user of the machine change it, and so add a token of their own: chmod 600 it")
+
+	require.NoError(t, os.Chmod(tokens, 0o644))
+	inst := w.startServe(config)
+	assert.Contains(t, inst.log.String(), "mode 0644 lets every user of the machine read its tokens: chmod 600 it")
+	c := inst.clientAs(t, aliceToken)
+	w.write("job", "READY")
+	assert.Equal(t, "matched", c.waitFor(t, readFileWait(w.path("job"), nil)).Reason, "the tokens are in force")
 }

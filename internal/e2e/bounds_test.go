@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -166,4 +167,25 @@ func TestSlowRequestBodyIsCutOff(t *testing.T) {
 	got := c.waitFor(t, readFileWait(w.path("never"), map[string]any{"max_wait_sec": 4}))
 	assert.Equal(t, "timeout", got.Reason)
 	assert.GreaterOrEqual(t, got.ElapsedSec, 4.0)
+}
+
+// A re-exposed tool's result is passed on up to 1 MiB of JSON; past it the
+// caller reads an isError that names the limit and says the tool ran.
+func TestReexposedResultIsCapped(t *testing.T) {
+	w := newWorkspace(t)
+	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
+	c := inst.client(t)
+
+	w.write("small", strings.Repeat("s", 512<<10))
+	res, err := c.call(context.Background(), "read_file", map[string]any{"path": w.path("small")}, "")
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	assert.Len(t, resultText(res), 512<<10, "a result under the limit passes whole")
+
+	w.write("big", strings.Repeat("b", 2<<20))
+	res, err = c.call(context.Background(), "read_file", map[string]any{"path": w.path("big")}, "")
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, resultText(res), `read_file on downstream MCP server "demo" ran, but its result is `)
+	assert.Contains(t, resultText(res), fmt.Sprintf("over durawait's limit of %d bytes (1 MiB)", workflows.MaxDownstreamResultBytes))
 }

@@ -130,9 +130,10 @@ func waitForRows(hw *hostileWorld) []hostile {
 		u["not_matches"] = "(?i"
 	})
 	row("until.fail_matches invalid", []string{"until.fail_matches", "regular expression"}, func(_, _, u map[string]any) { u["fail_matches"] = "[" })
-	// Deep nesting where a string or an object belongs.
-	row("until.matches nested 10000 deep", []string{"until.matches", "string"}, func(_, _, u map[string]any) { u["matches"] = nested(9_990, `"x"`) })
-	row("probe nested 10000 deep", []string{"probe", "object"}, func(a, _, _ map[string]any) { a["probe"] = nested(9_990, `1`) })
+	// Deep nesting where a string or an object belongs: refused by the depth
+	// limit of every tool's arguments, before the parser reads it.
+	row("until.matches nested 10000 deep", []string{`arguments["until"]`, "nests more than 64 levels deep"}, func(_, _, u map[string]any) { u["matches"] = nested(9_990, `"x"`) })
+	row("probe nested 10000 deep", []string{`arguments["probe"]`, "nests more than 64 levels deep"}, func(a, _, _ map[string]any) { a["probe"] = nested(9_990, `1`) })
 	rows = append(rows,
 		hostile{name: "wait_for/arguments nested 10000 deep", tool: "wait_for", args: nested(9_990, "1"), want: []string{"arguments"}},
 		hostile{name: "wait_for/arguments an array", tool: "wait_for", args: []any{1, 2}, want: []string{"arguments", "object"}},
@@ -154,7 +155,7 @@ func waitForRows(hw *hostileWorld) []hostile {
 	limited("probe.args 5 MB", []string{"probe.args", "at most"}, func(_, p, _ map[string]any) {
 		p["args"] = map[string]any{"path": "/x", "pad": strings.Repeat("p", 5<<20)}
 	})
-	limited("probe.args nested 10000 deep", []string{"probe.args"}, func(_, p, _ map[string]any) {
+	limited("probe.args nested 10000 deep", []string{`arguments["probe"]`, "nests more than 64 levels deep"}, func(_, p, _ map[string]any) {
 		p["args"] = map[string]any{"path": nested(9_980, "1")}
 	})
 	limited("probe.args path a number", []string{"probe.args", "path"}, func(_, p, _ map[string]any) { p["args"] = map[string]any{"path": 123} })
@@ -373,6 +374,14 @@ func rawRows() []hostile {
 			header: map[string]string{"Mcp-Session-Id": "mcp-session-00000000-0000-0000-0000-000000000000"}, want: []string{"404"}},
 		{name: "raw/request without a session", only: "http", raw: `{"jsonrpc":"2.0","id":15,"method":"tools/list"}`,
 			header: map[string]string{"Mcp-Session-Id": "", "MCP-Protocol-Version": "2025-11-25"}, want: []string{"400"}},
+		// Arguments one level past the depth limit, refused before the
+		// downstream server gets them.
+		{name: "raw/re-exposed read_file arguments nested 65 deep", raw: callMsg("read_file", `{"path":"/x","pad":`+string(nested(64, "1"))+`}`),
+			want: []string{isError, `arguments[\"pad\"]: nests more than 64 levels deep`}},
+		// The same limit on a task-augmented call (2025-11-25), which
+		// durawait answers before mcp-go's tool handlers.
+		{name: "raw/wait_for task arguments nested 65 deep", raw: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{},"arguments":{"probe":{"tool":"read_file","args":{"path":"/x","pad":` + string(nested(62, "1")) + `}},"until":{"matches":"x"}}}}`,
+			want: []string{`"code":-32602`, `arguments[\"probe\"]: nests more than 64 levels deep`}},
 		{name: "raw/5 MB body", raw: callMsg("wait_for", `{"probe":{"tool":"read_file","args":{"path":`+jsonString(strings.Repeat("p", 5<<20))+`}},"until":{"matches":"x"},"poll_sec":1,"max_wait_sec":2}`), want: []string{"at most"}},
 	}
 }

@@ -49,8 +49,8 @@ func listenOn(t *testing.T) (net.Listener, string) {
 	return l, port
 }
 
-// A taken engine or UI port ends `durawait serve` with one line naming the
-// port and the flag that changes it, and the --temporal flag that would use
+// A taken engine, UI or MCP port ends `durawait serve` with one line naming
+// the port and the flag that changes it, and the --temporal flag that would use
 // a Temporal server found there.
 func TestPortsInUseReadClearly(t *testing.T) {
 	w := newWorkspace(t)
@@ -83,4 +83,11 @@ func TestPortsInUseReadClearly(t *testing.T) {
 	out = serveFails(t, w, config, "--engine-port", "0", "--ui-port", busyUI)
 	assert.Contains(t, out, "the Temporal Web UI's port 127.0.0.1:"+busyUI+" is in use; run with --ui-port PORT (0: no Web UI)")
 	assert.NotContains(t, out, "FATAL")
+
+	// The MCP address names its flag too, once it has waited out a crashed
+	// process's sockets (listenReleased).
+	_, busyHTTP := listenOn(t)
+	out = serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0", "--http", "127.0.0.1:"+busyHTTP)
+	assert.Contains(t, out, "listen on 127.0.0.1:"+busyHTTP+": ")
+	assert.Contains(t, out, "still in use after 3s: another process listens there); run with --http HOST:PORT (or set http in the config) to listen elsewhere")
 }
