@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 	"github.com/durawait/durawait/mcpfront"
 	"github.com/durawait/durawait/worker"
 	"github.com/durawait/durawait/worker/downstream"
+	"github.com/durawait/durawait/worker/hosting"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -415,7 +417,8 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 		Client: p.temporal, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: p.downstream,
 		Observer: p.observer(p.hub), Agents: runner, TmuxQueue: tmuxQueue,
 		Host: host, Instance: newInstance(host), Machine: queueSafe(machineName()), Lease: cfg.HostLease(),
-		Logger: logger.With("component", "host"),
+		EndsDir: filepath.Join(cfg.DataDir, hosting.EndsFolder),
+		Logger:  logger.With("component", "host"),
 	})
 	if err == nil {
 		err = w.Start()

@@ -126,14 +126,35 @@ type sweepTarget struct {
 	since time.Time
 }
 
-// sweeps sweeps a host's waits at once and every SweepInterval, one sweep
-// at a time, until ctx ends (the worker stops, or the adopted host's lease
-// ends). A sweep that could not list the host's waits or resume one of
-// them (an engine still loading after a restart, a read whose deadline
-// passed while the process was stopped) is made again within a second or
-// two, not a SweepInterval later: a wait it missed may be near its bound.
+// sweeps sweeps a host's waits at once, again after 2, 4 and 8 s (see
+// sweepPause), then every SweepInterval, one sweep at a time, until ctx
+// ends (the worker stops, or the adopted host's lease ends). A sweep that
+// could not list the host's waits or resume one of them (an engine still
+// loading after a restart, a read whose deadline passed while the process
+// was stopped) is made again within a second or two, not a SweepInterval
+// later: a wait it missed may be near its bound.
 func (r *Runtime) sweeps(ctx context.Context, t sweepTarget) {
-	repeat(ctx, r.opts.SweepInterval, func() bool { return r.sweep(ctx, t) })
+	repeat(ctx, func(n int) time.Duration { return sweepPause(n, r.opts.SweepInterval) },
+		func() bool { return r.sweep(ctx, t) })
+}
+
+// earlySweeps is how many sweeps of a host come at short pauses after the
+// first (sweepPause).
+const earlySweeps = 3
+
+// sweepPause is the pause after a host's n-th sweep that went through:
+// 2 s, 4 s and 8 s after the first three, interval after the others (never
+// more than interval). Visibility, which a sweep lists the host's waits
+// from, can trail by seconds what a restarted engine recorded just before
+// its crash: the crash soak saw a wait started 340 ms before a kill go
+// unlisted by the next worker's first sweep, and its loop was resumed only
+// after its bound. A wait the first sweep could not see yet is looked up
+// again while its bound may still be met.
+func sweepPause(n int, interval time.Duration) time.Duration {
+	if n > earlySweeps {
+		return interval
+	}
+	return min(time.Second<<n, interval)
 }
 
 // forget removes a lease from the held ones, unless a newer grant of the
@@ -215,7 +236,7 @@ func (r *Runtime) holdsOwn() bool {
 // sent again within a second or two, not an onlineRecheck later: until it
 // is taken, no adopter is told to give the host back.
 func (r *Runtime) stayOnline() {
-	repeat(r.ctx, onlineRecheck, func() bool {
+	repeat(r.ctx, every(onlineRecheck), func() bool {
 		if r.holdsOwn() {
 			return true
 		}

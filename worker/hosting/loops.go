@@ -58,6 +58,9 @@ type loops struct {
 	client    completer
 	observer  activities.Observer
 	logger    *slog.Logger
+	// files keeps the unrecorded ends on disk too, for the host's next
+	// start (nil: memory only).
+	files *endFiles
 
 	mu      sync.Mutex
 	running map[loopKey]*runningLoop
@@ -108,17 +111,26 @@ type unrecordedEnd struct {
 	at     time.Time
 }
 
-func newLoops(namespace string, c completer, observer activities.Observer, logger *slog.Logger) *loops {
-	return &loops{namespace: namespace, client: c, observer: observer, logger: logger,
+func newLoops(namespace string, c completer, observer activities.Observer, files *endFiles, logger *slog.Logger) *loops {
+	return &loops{namespace: namespace, client: c, observer: observer, files: files, logger: logger,
 		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}, unrecorded: map[loopKey]unrecordedEnd{}, answering: make(chan struct{}, maxAnswering)}
 }
 
 // start runs the loop of ref unless one of its run is already running
 // here (a resume racing the activity's own delivery): false then. A run
-// whose stop came first starts stopped. The loop's context carries the
-// trace of parent (the activity that started it; none for a resumed
-// loop), and nothing else of it: the loop outlives the activity's call.
+// whose stop came first starts stopped. A run whose end is on disk (a
+// caller was told it, and the worker was killed before Temporal recorded
+// it) does not run its loop again: its activity is answered with that end.
+// The loop's context carries the trace of parent (the activity that
+// started it; none for a resumed loop), and nothing else of it: the loop
+// outlives the activity's call.
 func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
+	if l.files != nil {
+		if end, ok := l.files.get(ref.key()); ok {
+			l.logger.Info("a loop's end was told before a restart and not recorded: answering with it", "workflow", ref.WorkflowID)
+			run = func(context.Context) (any, error) { return end.result, end.err }
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.running[ref.key()]; ok {
@@ -176,8 +188,12 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		// queues or retries.
 		l.keepEnd(lp.ref.key(), result, err)
 		l.tell(lp.ref.WorkflowID, result, err)
-		if l.answer(lp.answering, lp.ref, result, err) || lp.answering.Err() != nil {
-			l.forgetEnd(lp.ref.key())
+		switch {
+		case l.answer(lp.answering, lp.ref, result, err):
+			l.forgetEnd(lp.ref.key(), true)
+		case lp.answering.Err() != nil:
+			// Dropped: the end stays on disk for this host's next start.
+			l.forgetEnd(lp.ref.key(), false)
 		}
 		return
 	}
@@ -185,8 +201,14 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 }
 
 // keepEnd keeps a loop's end until Temporal records it (forgetEnd), or,
-// when Temporal refuses it, for unrecordedTTL.
+// when Temporal refuses it, for unrecordedTTL (on disk, for endFileTTL).
+// It is on disk before it returns, so before any caller is told it.
 func (l *loops) keepEnd(key loopKey, result any, err error) {
+	if l.files != nil {
+		if ferr := l.files.put(key, result, err); ferr != nil && !errors.Is(ferr, errNotKept) {
+			l.logger.Warn("could not keep a loop's end on disk; it is kept in memory only", "workflow", key.workflowID, "error", ferr)
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
@@ -198,14 +220,22 @@ func (l *loops) keepEnd(key loopKey, result any, err error) {
 				delete(l.unrecorded, k)
 			}
 		}
+		if l.files != nil {
+			go l.files.prune(now)
+		}
 		l.pruned = now
 	}
 	l.unrecorded[key] = unrecordedEnd{result: result, err: err, at: now}
 }
 
-// forgetEnd drops a loop's kept end: Temporal recorded it, or the loop
-// was dropped (the host's next holder resumes it).
-func (l *loops) forgetEnd(key loopKey) {
+// forgetEnd drops a loop's kept end from memory: Temporal recorded it
+// (recorded: from disk too), or the loop was dropped (the host's next
+// holder resumes it; its next start on this data dir answers with the end
+// on disk).
+func (l *loops) forgetEnd(key loopKey, recorded bool) {
+	if recorded && l.files != nil {
+		l.files.remove(key)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.unrecorded, key)
@@ -223,6 +253,11 @@ func (l *loops) collect(ctx context.Context, key loopKey) (end unrecordedEnd, ok
 	end, kept := l.unrecorded[key]
 	lp, running := l.running[key]
 	l.mu.Unlock()
+	if !kept && !running && l.files != nil {
+		// Told by an earlier start of this host, killed before Temporal
+		// recorded it.
+		end, kept = l.files.get(key)
+	}
 	switch {
 	case kept:
 		return end, true

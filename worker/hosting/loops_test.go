@@ -73,7 +73,7 @@ func (o *recordingObserver) all() []workflows.WaitEvent {
 }
 
 func newTestLoops(c completer, o activities.Observer) *loops {
-	return newLoops("default", c, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return newLoops("default", c, o, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 var ref1 = loopRef{WorkflowID: "wait_for/1", RunID: "r1", ActivityID: "5", Host: "h1"}

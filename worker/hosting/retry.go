@@ -27,14 +27,17 @@ func (d *retryDelay) next() time.Duration {
 // reset starts the doubling over, after an attempt that was taken.
 func (d *retryDelay) reset() { d.last = 0 }
 
-// repeat runs once at once and then every interval, until ctx ends; after
-// a run that reports a failure, the next comes after a retryDelay instead.
-func repeat(ctx context.Context, interval time.Duration, once func() bool) {
+// repeat runs once at once and then again after pause(n) once its n-th
+// run that went through has (n counts from 1), until ctx ends; after a run
+// that reports a failure, the next comes after a retryDelay instead.
+func repeat(ctx context.Context, pause func(n int) time.Duration, once func() bool) {
 	b := newRetryDelay()
-	for {
-		wait := interval
+	for n := 0; ; {
+		var wait time.Duration
 		if once() {
 			b.reset()
+			n++
+			wait = pause(n)
 		} else {
 			wait = b.next()
 		}
@@ -42,4 +45,9 @@ func repeat(ctx context.Context, interval time.Duration, once func() bool) {
 			return
 		}
 	}
+}
+
+// every is repeat's pause of d after every run.
+func every(d time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return d }
 }

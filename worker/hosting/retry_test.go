@@ -34,7 +34,7 @@ func TestAFailedRunIsRepeatedWithoutWaitingForTheInterval(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		repeat(ctx, time.Hour, func() bool {
+		repeat(ctx, every(time.Hour), func() bool {
 			n++
 			runs <- n
 			return n > len(results) || results[n-1]
@@ -51,4 +51,38 @@ func TestAFailedRunIsRepeatedWithoutWaitingForTheInterval(t *testing.T) {
 	cancel()
 	<-done
 	assert.Empty(t, runs, "after a run that succeeded, the next waits for the interval")
+}
+
+// A host's first sweeps after the first come at 2, 4 and 8 s, the rest
+// every interval; a short interval caps them all.
+func TestEarlySweepsComeSoonThenEveryInterval(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 5; n++ {
+		got = append(got, sweepPause(n, 30*time.Second))
+	}
+	assert.Equal(t, []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 30 * time.Second, 30 * time.Second}, got)
+	assert.Equal(t, 3*time.Second, sweepPause(2, 3*time.Second))
+}
+
+// repeat counts the runs that went through: a failed run is neither paced
+// by pause nor counted.
+func TestRepeatCountsTheRunsThatWentThrough(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	results := []bool{true, false, true, true}
+	var asked []int
+	runs := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		repeat(ctx, func(n int) time.Duration { asked = append(asked, n); return time.Millisecond }, func() bool {
+			runs++
+			if runs == len(results) {
+				cancel()
+			}
+			return results[min(runs, len(results))-1]
+		})
+	}()
+	<-done
+	assert.Equal(t, []int{1, 2, 3}, asked)
 }

@@ -51,6 +51,10 @@ type Options struct {
 	// Lease is how long this worker may go unheard before its waits move;
 	// workflows.DefaultHostLease when zero.
 	Lease time.Duration
+	// EndsDir is the folder where loop ends wait for Temporal to record
+	// them, for the host's next start (a folder of the data dir,
+	// EndsFolder); "" keeps them in memory only.
+	EndsDir string
 	// SweepInterval is how often a held host's waits are looked up again
 	// (a wait whose loop no holder runs yet, a wait that closed without
 	// its stop reaching the loop); DefaultSweepInterval when zero.
@@ -112,10 +116,14 @@ func New(opts Options) (*Runtime, error) {
 		opts.Logger = slog.Default()
 	}
 	logger := opts.Logger.With("host", opts.Host)
+	files, err := newEndFiles(opts.EndsDir)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
 		opts: opts, logger: logger, ctx: ctx, cancel: cancel,
-		loops:  newLoops(opts.Namespace, opts.Client, opts.Observer, logger),
+		loops:  newLoops(opts.Namespace, opts.Client, opts.Observer, files, logger),
 		held:   map[string]*heldLease{},
 		queues: map[string]sdkworker.Worker{},
 	}, nil

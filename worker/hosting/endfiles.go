@@ -1,0 +1,155 @@
+package hosting
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// EndsFolder is the folder, in a worker's data dir, where its loops' ends
+// wait for Temporal to record them (endFiles).
+const EndsFolder = "loop-ends"
+
+// endFileTTL is how long an end file outlives its loop at most: past the
+// longest bound (300 s) plus LoopGrace and the wait's look for a late
+// answer, no wait can ask for it any more.
+const endFileTTL = 15 * time.Minute
+
+// endFiles keeps loop ends on disk, one file per workflow run, from the
+// moment a caller is told one until Temporal records it. A worker killed
+// in between (the crash soak's kill storms: the in-process feed had
+// answered, Temporal had not) leaves the end to its host's next start,
+// which answers the loop's activity with it, or the wait's LoopAnswer,
+// instead of running the loop again: the run then records what its caller
+// was told, not a second loop's different end or no end at all.
+//
+// Files are written whole (a temporary file renamed), not synced: a kill
+// of the process loses nothing the kernel holds; a crash of the machine
+// may lose the last ends, and their loops are resumed as before.
+type endFiles struct{ dir string }
+
+// endFile is an end on disk.
+type endFile struct {
+	WorkflowID string          `json:"workflow_id"`
+	RunID      string          `json:"run_id"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *endError       `json:"error,omitempty"`
+}
+
+// endError is a loop's failure on disk: an ApplicationError without
+// details (the loops' failures are).
+type endError struct {
+	Message      string `json:"message"`
+	Type         string `json:"type"`
+	NonRetryable bool   `json:"non_retryable"`
+}
+
+// errNotKept is an end that cannot be kept on disk: it stays in memory.
+var errNotKept = errors.New("this end cannot be kept on disk")
+
+// newEndFiles makes the folder dir (0700) and rids it of ends past
+// endFileTTL; nil (memory only) when dir is "".
+func newEndFiles(dir string) (*endFiles, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("hosting: make the loop ends folder: %w", err)
+	}
+	f := &endFiles{dir: dir}
+	f.prune(time.Now())
+	return f, nil
+}
+
+// path is the file of a run's end.
+func (f *endFiles) path(key loopKey) string {
+	sum := sha256.Sum256([]byte(key.workflowID + "\x00" + key.runID))
+	return filepath.Join(f.dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// put writes a run's end.
+func (f *endFiles) put(key loopKey, result any, err error) error {
+	file := endFile{WorkflowID: key.workflowID, RunID: key.runID}
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.HasDetails() {
+			return errNotKept
+		}
+		file.Error = &endError{Message: appErr.Message(), Type: appErr.Type(), NonRetryable: appErr.NonRetryable()}
+	}
+	if result != nil {
+		raw, merr := json.Marshal(result)
+		if merr != nil {
+			return fmt.Errorf("encode a loop's end: %w", merr)
+		}
+		file.Result = raw
+	}
+	body, merr := json.Marshal(file)
+	if merr != nil {
+		return fmt.Errorf("encode a loop's end: %w", merr)
+	}
+	path := f.path(key)
+	tmp := path + ".tmp"
+	if werr := os.WriteFile(tmp, body, 0o600); werr != nil {
+		return fmt.Errorf("write a loop's end: %w", werr)
+	}
+	if rerr := os.Rename(tmp, path); rerr != nil {
+		return fmt.Errorf("write a loop's end: %w", rerr)
+	}
+	return nil
+}
+
+// get reads a run's end: its result as the JSON the loop gave (Temporal's
+// JSON payload converter carries it as it was), its failure as an
+// ApplicationError of the same message and type.
+func (f *endFiles) get(key loopKey) (unrecordedEnd, bool) {
+	body, err := os.ReadFile(f.path(key))
+	if err != nil {
+		return unrecordedEnd{}, false
+	}
+	var file endFile
+	if json.Unmarshal(body, &file) != nil || file.WorkflowID != key.workflowID || file.RunID != key.runID {
+		return unrecordedEnd{}, false
+	}
+	end := unrecordedEnd{at: time.Now()}
+	if len(file.Result) > 0 {
+		end.result = file.Result
+	}
+	if e := file.Error; e != nil {
+		end.err = temporal.NewApplicationErrorWithOptions(e.Message, e.Type, temporal.ApplicationErrorOptions{NonRetryable: e.NonRetryable})
+	}
+	return end, true
+}
+
+// remove forgets a run's end: Temporal recorded it.
+func (f *endFiles) remove(key loopKey) {
+	_ = os.Remove(f.path(key))
+}
+
+// prune removes the ends written before now - endFileTTL, and temporary
+// files a kill left behind (a minute old: a younger one may be a write
+// under way).
+func (f *endFiles) prune(now time.Time) {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		age := now.Sub(info.ModTime())
+		if age >= endFileTTL || (strings.HasSuffix(e.Name(), ".tmp") && age >= time.Minute) {
+			_ = os.Remove(filepath.Join(f.dir, e.Name()))
+		}
+	}
+}
