@@ -18,9 +18,10 @@ import (
 // wait for Temporal to record them (endFiles).
 const EndsFolder = "loop-ends"
 
-// endFileTTL is how long an end file outlives its loop at most: past the
-// longest bound (300 s) plus LoopGrace and the wait's look for a late
-// answer, no wait can ask for it any more.
+// endFileTTL is how old an end file must be before the host's sweep may
+// remove it, once its run no longer runs (prune). A wait's bound can be
+// hours (an agent's max_run_sec, a text wait's tmux.wait_max_sec), so age
+// alone never removes a file whose run still runs.
 const endFileTTL = 15 * time.Minute
 
 // endFiles keeps loop ends on disk, one file per workflow run, from the
@@ -55,8 +56,8 @@ type endError struct {
 // errNotKept is an end that cannot be kept on disk: it stays in memory.
 var errNotKept = errors.New("this end cannot be kept on disk")
 
-// newEndFiles makes the folder dir (0700) and rids it of ends past
-// endFileTTL; nil (memory only) when dir is "".
+// newEndFiles makes the folder dir (0700) and rids it of a kill's
+// leftover temporary files; nil (memory only) when dir is "".
 func newEndFiles(dir string) (*endFiles, error) {
 	if dir == "" {
 		return nil, nil
@@ -65,7 +66,7 @@ func newEndFiles(dir string) (*endFiles, error) {
 		return nil, fmt.Errorf("hosting: make the loop ends folder: %w", err)
 	}
 	f := &endFiles{dir: dir}
-	f.prune(time.Now())
+	f.prune(time.Now(), func(loopKey) bool { return true })
 	return f, nil
 }
 
@@ -134,10 +135,12 @@ func (f *endFiles) remove(key loopKey) {
 	_ = os.Remove(f.path(key))
 }
 
-// prune removes the ends written before now - endFileTTL, and temporary
-// files a kill left behind (a minute old: a younger one may be a write
-// under way).
-func (f *endFiles) prune(now time.Time) {
+// prune removes the ends written before now - endFileTTL whose run
+// running does not report (the sweep's list of the host's running waits,
+// which trails by seconds, never by endFileTTL), unreadable ones as old,
+// and temporary files a kill left behind (a minute old: a younger one may
+// be a write under way).
+func (f *endFiles) prune(now time.Time, running func(loopKey) bool) {
 	entries, err := os.ReadDir(f.dir)
 	if err != nil {
 		return
@@ -147,9 +150,19 @@ func (f *endFiles) prune(now time.Time) {
 		if err != nil {
 			continue
 		}
+		path := filepath.Join(f.dir, e.Name())
 		age := now.Sub(info.ModTime())
-		if age >= endFileTTL || (strings.HasSuffix(e.Name(), ".tmp") && age >= time.Minute) {
-			_ = os.Remove(filepath.Join(f.dir, e.Name()))
+		switch {
+		case strings.HasSuffix(e.Name(), ".tmp"):
+			if age >= time.Minute {
+				_ = os.Remove(path)
+			}
+		case age >= endFileTTL:
+			var file endFile
+			body, rerr := os.ReadFile(path)
+			if rerr != nil || json.Unmarshal(body, &file) != nil || !running(loopKey{file.WorkflowID, file.RunID}) {
+				_ = os.Remove(path)
+			}
 		}
 	}
 }

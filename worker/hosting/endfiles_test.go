@@ -54,15 +54,25 @@ func TestEndFilesKeepResultsAndFailures(t *testing.T) {
 	_, ok = f.get(ref1.key())
 	assert.False(t, ok)
 
-	// Files past their TTL, and a kill's leftover temporary files, go.
+	// An old end whose run still runs stays (a bound can be hours); once
+	// its run no longer runs it goes, and so do a kill's leftover
+	// temporary files. A young end stays whatever the list says.
 	old := time.Now().Add(-endFileTTL - time.Minute)
 	require.NoError(t, os.Chtimes(f.path(other), old, old))
 	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "x.json.tmp"), nil, 0o600))
 	require.NoError(t, os.Chtimes(filepath.Join(f.dir, "x.json.tmp"), old, old))
-	f.prune(time.Now())
-	entries, err := os.ReadDir(f.dir)
-	require.NoError(t, err)
-	assert.Empty(t, entries)
+	young := loopKey{"wait_for/3", "r3"}
+	require.NoError(t, f.put(young, result, nil))
+	f.prune(time.Now(), func(k loopKey) bool { return k == other })
+	_, ok = f.get(other)
+	assert.True(t, ok, "its run still runs")
+	_, err = os.Stat(filepath.Join(f.dir, "x.json.tmp"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	f.prune(time.Now(), func(loopKey) bool { return false })
+	_, ok = f.get(other)
+	assert.False(t, ok, "its run closed")
+	_, ok = f.get(young)
+	assert.True(t, ok, "too young to prune")
 }
 
 // A loop's end told to a caller by a worker that then died before

@@ -127,8 +127,16 @@ func (r *Runtime) StopLoop(ctx context.Context, in workflows.LoopRef) error {
 func (r *Runtime) LoopAnswer(ctx context.Context, in workflows.LoopRef) (any, error) {
 	key := loopKey{in.WorkflowID, in.RunID}
 	host := r.hostOfQueue(activity.GetInfo(ctx).TaskQueue)
-	if !r.loops.knows(key) && host != r.opts.Host && !r.holds(host) {
-		return nil, fmt.Errorf("the loop of %s does not run on this worker, which no longer holds host %s", in.WorkflowID, host)
+	if !r.loops.knows(key) && host != r.opts.Host {
+		if !r.holds(host) {
+			return nil, fmt.Errorf("the loop of %s does not run on this worker, which no longer holds host %s", in.WorkflowID, host)
+		}
+		// An adopter that knows nothing of the loop: the host's owner,
+		// back or coming back, may have its end on disk. Asked again
+		// (within the wait's loopAnswerTimeout, the ask may reach the
+		// owner); a loop of the run resumed here later starts stopped.
+		r.loops.stop(key)
+		return nil, fmt.Errorf("the loop of %s left no answer on this worker, which holds host %s for its owner; asking again", in.WorkflowID, host)
 	}
 	end, ok := r.loops.collect(ctx, key)
 	switch {

@@ -192,7 +192,10 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		case l.answer(lp.answering, lp.ref, result, err):
 			l.forgetEnd(lp.ref.key(), true)
 		case lp.answering.Err() != nil:
-			// Dropped: the end stays on disk for this host's next start.
+			// Dropped: the end stays on disk for this data dir's next
+			// start. (The end of an adopted host's loop, released to its
+			// owner, is on this worker's disk, not the owner's: there the
+			// owner resumes the loop, as before ends were on disk.)
 			l.forgetEnd(lp.ref.key(), false)
 		}
 		return
@@ -219,9 +222,6 @@ func (l *loops) keepEnd(key loopKey, result any, err error) {
 			if now.Sub(u.at) >= unrecordedTTL {
 				delete(l.unrecorded, k)
 			}
-		}
-		if l.files != nil {
-			go l.files.prune(now)
 		}
 		l.pruned = now
 	}

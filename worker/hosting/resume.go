@@ -76,6 +76,9 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	}
 	if t.own {
 		r.reapOrphans(ctx)
+		if files := r.loops.files; files != nil {
+			files.prune(time.Now(), func(k loopKey) bool { return seen[k] })
+		}
 	}
 	return failed.Load() == 0
 }
