@@ -212,18 +212,34 @@ var bigEnvironment = func() []string {
 	return env
 }()
 
+// maxTmuxDeaths is how many of TestHubKeepsTheTmuxServerAliveThroughCrashes'
+// 100 kills may take the tmux server with them. tmux itself (3.3a, 3.5a)
+// segfaults now and then when even one control client dies at the wrong
+// moment (CI saw it once at kill 93 of 100; docs/tmux.md): a bug of tmux's
+// that durawait cannot prevent. What durawait controls, one control client
+// for all the watches of a session, the test checks at every kill of a
+// process whose watches all attached.
+const maxTmuxDeaths = 3
+
 // TestHubKeepsTheTmuxServerAliveThroughCrashes kills a process holding 40
 // watches of one pane with SIGKILL, over and over, some while it attaches.
 // With a control client per watch, tmux 3.3a's server segfaulted within a
-// few such kills (docs/tmux.md); with one shared client it lives.
+// few such kills (docs/tmux.md); with one shared client it lives, but for
+// tmux's own rare crash (maxTmuxDeaths), after which a new server takes
+// its place.
 func TestHubKeepsTheTmuxServerAliveThroughCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a process 100 times")
 	}
-	srv := testServer(t, bigEnvironment...)
-	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
-	tmuxRun(t, srv, "send-keys", "-t", pane, "-l", "while :; do echo tick; sleep 0.05; done")
-	tmuxRun(t, srv, "send-keys", "-t", pane, "Enter")
+	ticking := func() (Server, string) {
+		srv := testServer(t, bigEnvironment...)
+		pane := tmuxRun(t, srv, "display-message", "-p", "-t", "one", "#{pane_id}")
+		tmuxRun(t, srv, "send-keys", "-t", pane, "-l", "while :; do echo tick; sleep 0.05; done")
+		tmuxRun(t, srv, "send-keys", "-t", pane, "Enter")
+		return srv, pane
+	}
+	srv, pane := ticking()
+	deaths := 0
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for round := 1; round <= 100; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFollowUntilKilled$")
@@ -242,12 +258,19 @@ func TestHubKeepsTheTmuxServerAliveThroughCrashes(t *testing.T) {
 		for lines.Scan() && lines.Text() != want {
 			require.NotContains(t, lines.Text(), "error:", "a watch failed to follow at kill %d", round)
 		}
+		if want == "attached" {
+			require.Equal(t, 1, controlClients(srv), "40 watches of one session share one control client (kill %d)", round)
+		}
 		time.Sleep(time.Duration(rng.Intn(150)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
 		eventually(t, "the killed process's control client to go", func() bool { return controlClients(srv) == 0 })
-		_, err = exec.Command("tmux", srv.args("has-session", "-t", "one")...).Output()
-		require.NoError(t, err, "the tmux server died at kill %d", round)
+		if _, err = exec.Command("tmux", srv.args("has-session", "-t", "one")...).Output(); err != nil {
+			deaths++
+			require.LessOrEqual(t, deaths, maxTmuxDeaths, "the tmux server died at kill %d, %d deaths so far", round, deaths)
+			t.Logf("the tmux server died at kill %d (tmux's own crash, %d of at most %d); starting another", round, deaths, maxTmuxDeaths)
+			srv, pane = ticking()
+		}
 	}
 }
 
