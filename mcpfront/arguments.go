@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,21 +85,20 @@ func depthOver(v any, budget int) bool {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		var children []any
 		switch c := n.v.(type) {
 		case map[string]any:
-			if n.level > budget {
-				return true
-			}
-			for _, child := range c {
-				stack = append(stack, node{child, n.level + 1})
-			}
+			children = slices.Collect(maps.Values(c))
 		case []any:
-			if n.level > budget {
-				return true
-			}
-			for _, child := range c {
-				stack = append(stack, node{child, n.level + 1})
-			}
+			children = c
+		default:
+			continue // a scalar: no level of its own
+		}
+		if n.level > budget {
+			return true
+		}
+		for _, child := range children {
+			stack = append(stack, node{child, n.level + 1})
 		}
 	}
 	return false
