@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,4 +160,31 @@ func buildWithFaults(t *testing.T, faults ...soakFault) string {
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "build durawait with the faults injected:\n%s", msg)
 	return out
+}
+
+// TestSoakJudgeTracesAReplayedEndToItsWatch: the short soak's one failure
+// on 41972ea was the judge's. A run whose closing attempt a host answered
+// with an end it had told before a restart (its end file) was judged as
+// if that attempt had watched the pane; the watch that found the text was
+// the earlier one, and the judge must trace the answer to it.
+func TestSoakJudgeTracesAReplayedEndToItsWatch(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, "2026-12-05T"+s+"Z")
+		require.NoError(t, err)
+		return v
+	}
+	const id = "wait_for_text/ca6c7e2e12004e5faa10b8f9"
+	log := `time=2026-12-05T23:56:23.706Z level=DEBUG msg="a pane watch read its baseline" component=host workflow=` + id + ` pane=%0 bytes=32238
+time=2026-12-05T23:56:37.855Z level=INFO msg="a loop's end was told before a restart and not recorded: answering with it" component=host host=vm-f73a60e2 workflow=` + id + "\n"
+	j := &judge{baselines: logTimes(soakBaselineRead, log), replays: logTimes(soakEndReplayed, log)}
+	replayed := &soakRun{id: id, start: at("23:56:16.056"), attemptStart: at("23:56:37.338"), closed: at("23:56:43.865")}
+	from, exact := j.answeringWatch(replayed)
+	assert.Equal(t, replayed.start, from, "a replayed end's watch began after the run's start, not with the replaying attempt")
+	assert.False(t, exact)
+	assert.Equal(t, at("23:56:23.706"), j.lastBaseline(id, replayed.closed), "the answering watch's baseline")
+
+	watched := &soakRun{id: id, start: at("23:56:16.056"), attemptStart: at("23:56:16.456"), closed: at("23:56:30.000")}
+	from, exact = j.answeringWatch(watched)
+	assert.Equal(t, watched.attemptStart, from, "an attempt that watched began its watch")
+	assert.True(t, exact)
 }

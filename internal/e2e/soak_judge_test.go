@@ -188,21 +188,56 @@ type judge struct {
 	// (durawait's debug log over all its starts), by workflow ID, in
 	// order.
 	baselines map[string][]time.Time
+	// replays are when a host answered a wait's loop with an end it had
+	// told before a restart and found on disk (durawait's log), by
+	// workflow ID, in order.
+	replays map[string][]time.Time
 }
 
 // soakBaselineRead is durawait's debug line of a pane watch that has read
 // its baseline (activities.PaneWatcher).
 var soakBaselineRead = regexp.MustCompile(`time=(\S+) level=DEBUG msg="a pane watch read its baseline".*? workflow="?([^"\s]+)`)
 
+// soakEndReplayed is durawait's line of a host that answered a loop with
+// the end it had told before a restart (hosting's end files).
+var soakEndReplayed = regexp.MustCompile(`time=(\S+) level=INFO msg="a loop's end was told before a restart and not recorded: answering with it".*? workflow="?([^"\s]+)`)
+
 // readBaselines reads from durawait's log when each pane watch read its
-// baseline.
+// baseline and when a host replayed an end from its disk.
 func (j *judge) readBaselines() {
-	j.baselines = map[string][]time.Time{}
-	for _, m := range soakBaselineRead.FindAllStringSubmatch(readFile(j.s.w.path("durawait.log")), -1) {
+	log := readFile(j.s.w.path("durawait.log"))
+	j.baselines, j.replays = logTimes(soakBaselineRead, log), logTimes(soakEndReplayed, log)
+}
+
+// logTimes indexes the lines of log that re matches (its groups: the
+// time, the workflow ID) by workflow ID.
+func logTimes(re *regexp.Regexp, log string) map[string][]time.Time {
+	times := map[string][]time.Time{}
+	for _, m := range re.FindAllStringSubmatch(log, -1) {
 		if at, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
-			j.baselines[m[2]] = append(j.baselines[m[2]], at)
+			times[m[2]] = append(times[m[2]], at)
 		}
 	}
+	return times
+}
+
+// answeringWatch is when the watch that gave run r's result began, and
+// whether exactly so. That is the run's closing attempt, unless a host
+// answered that attempt with an end it had told before a restart (a
+// replay in durawait's log between the attempt and the close): then the
+// watch was an earlier one, which began at some time after the run's
+// start, and the baseline it read (the last in the log before the close)
+// tells which text it had.
+func (j *judge) answeringWatch(r *soakRun) (from time.Time, exact bool) {
+	if r.attemptStart.IsZero() {
+		return r.start, false
+	}
+	for _, at := range j.replays[r.id] {
+		if !at.Before(r.attemptStart) && !at.After(r.closed) {
+			return r.start, false
+		}
+	}
+	return r.attemptStart, true
 }
 
 // lastBaseline is when the last pane watch of workflowID to read its
@@ -857,14 +892,14 @@ func (j *judge) judgeText(sw *soakWait, answer string, from *soakRun, runs []*so
 		j.inProcess = append(j.inProcess, fmt.Sprintf("wait %d (%s): answered matched from %s, its run closed by a later loop from %s",
 			sw.id, sw.kind, got.Source, rec.Result.Source))
 	}
-	// The watch the answer came from began with its run's closing attempt
-	// when the answer is that run's own result; else with some attempt
-	// after the run's start.
-	watchFrom := from.start
-	if exact && !from.attemptStart.IsZero() {
-		watchFrom = from.attemptStart
+	// The watch the answer came from is its run's (answeringWatch) when
+	// the answer is that run's own result; else one that began at some
+	// time after the run's start.
+	watchFrom, exactWatch := from.start, false
+	if exact {
+		watchFrom, exactWatch = j.answeringWatch(from)
 	}
-	switch problem, excuse := j.textOutcome(sw, got, watchFrom, exact, from, answerAt); {
+	switch problem, excuse := j.textOutcome(sw, got, watchFrom, exactWatch, from, answerAt); {
 	case problem == "":
 		j.right[sw.kind]++
 		j.rightByProtocol[sw.protocol]++
@@ -910,11 +945,8 @@ func (j *judge) judgeTextRun(sw *soakWait, r *soakRun, runs []*soakRun) {
 			shortRun(r.runID), rec.Error.Code, rec.Error.Message, j.s.longestUp(r.start, bound).Round(time.Millisecond), j.evidence(sw, runs))
 		return
 	}
-	watchFrom := r.start
-	if !r.attemptStart.IsZero() {
-		watchFrom = r.attemptStart
-	}
-	switch problem, excuse := j.textOutcome(sw, *rec.Result, watchFrom, true, r, r.closed); {
+	watchFrom, exact := j.answeringWatch(r)
+	switch problem, excuse := j.textOutcome(sw, *rec.Result, watchFrom, exact, r, r.closed); {
 	case problem == "":
 	case excuse != "":
 		j.excusedRuns = append(j.excusedRuns, fmt.Sprintf("wait %d (%s) run %s: %s: %s", sw.id, sw.kind, shortRun(r.runID), problem, excuse))
