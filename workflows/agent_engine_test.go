@@ -38,7 +38,7 @@ func TestAnOperatorsCancelOfAnAgentOnTheEngine(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer e.Stop()
-	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default",
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default", ConnectionOptions: client.ConnectionOptions{TLS: e.ClientTLS()},
 		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	require.NoError(t, err)
 	defer c.Close()

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/durawait/durawait/internal/datadir"
+	"github.com/durawait/durawait/internal/enginecreds"
 )
 
 // stopTimeout bounds how long `durawait stop` waits for the owner to exit.
@@ -38,7 +40,44 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "web ui:    %s\n", orNone(owner.UI))
 	fmt.Fprintf(stdout, "data dir:  %s\n", dir)
 	fmt.Fprintf(stdout, "log:       %s\n", orNone(owner.Log))
+	if owner.Engine != "" {
+		fmt.Fprintf(stdout, "temporal:  eval \"$(durawait temporal-env --data-dir %s)\"  (then: temporal workflow list)\n", shellQuote(dir))
+	}
 	return nil
+}
+
+// runTemporalEnv is `durawait temporal-env`: the TEMPORAL_* variables
+// (those the Temporal CLI and SDKs read) that reach the data dir's
+// embedded engine with its client certificate, as shell export lines.
+func runTemporalEnv(args []string, stdout, stderr io.Writer) error {
+	dir, owner, held, err := dataDirOwner("temporal-env", args, stderr, stderr)
+	if err != nil {
+		return err
+	}
+	if !held || owner.Engine == "" {
+		return fmt.Errorf("no embedded engine runs on data dir %s (start durawait serve there first)", dir)
+	}
+	files := enginecreds.FilesIn(dir)
+	if _, err := files.ClientTLS(); err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	for _, kv := range [][2]string{
+		{"TEMPORAL_ADDRESS", owner.Engine},
+		{"TEMPORAL_NAMESPACE", owner.Namespace},
+		{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", files.CA},
+		{"TEMPORAL_TLS_CLIENT_CERT_PATH", files.ClientCert},
+		{"TEMPORAL_TLS_CLIENT_KEY_PATH", files.ClientKey},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(stdout, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+		}
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // dataDirOwner loads the command's config and inspects its data dir; when

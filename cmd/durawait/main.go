@@ -55,6 +55,8 @@ commands:
   front     run an MCP front end only, against --temporal HOST:PORT
   status    show the process that owns the data dir (the daemon of stdio sessions)
   stop      stop it
+  temporal-env  print the environment that points the Temporal CLI (or a
+            split front / worker) at the data dir's embedded engine
   waits     list, show and cancel waits (durawait waits -h)
   version   print the version
 
@@ -79,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "stop":
 		return runStop(ctx, rest, stdout, stderr)
+	case "temporal-env":
+		return runTemporalEnv(rest, stdout, stderr)
 	case "waits":
 		return runWaits(ctx, rest, stdout, stderr)
 	case "agent-supervise":

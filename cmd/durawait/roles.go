@@ -24,6 +24,7 @@ import (
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
+	"github.com/durawait/durawait/internal/enginecreds"
 	"github.com/durawait/durawait/internal/namespace"
 	"github.com/durawait/durawait/internal/readiness"
 	"github.com/durawait/durawait/internal/samplehub"
@@ -155,6 +156,9 @@ type process struct {
 	httpAddr string
 	// pprofAddr is the profiler's listen address (startPprof), if any.
 	pprofAddr string
+	// engineCreds are the embedded engine's credentials (startEngine),
+	// which the process's client presents.
+	engineCreds enginecreds.Files
 }
 
 // checkRoles decides the roles from the configuration and checks what they
@@ -267,15 +271,16 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	}
 	stop := func() { eng.Stop(); lock.Release() }
 	p.temporalAddr = eng.Addr()
+	p.engineCreds = eng.Credentials()
 	owner.Engine = p.temporalAddr
-	if eng.UIAddr() != "" {
-		owner.UI = "http://" + eng.UIAddr()
-	}
+	owner.UI = eng.UILoginURL()
 	if err := lock.Update(owner); err != nil {
 		stop()
 		return nil, err
 	}
-	p.logger.Info("embedded Temporal engine started", "addr", p.temporalAddr, "ui", uiURL(eng.UIAddr()), "data_dir", p.cfg.DataDir)
+	// The UI's link holds its login token (good until the next start):
+	// `durawait status` prints it too.
+	p.logger.Info("embedded Temporal engine started", "addr", p.temporalAddr, "ui", orDisabled(eng.UILoginURL()), "data_dir", p.cfg.DataDir)
 	return stop, nil
 }
 
@@ -287,6 +292,12 @@ func (p *process) dialTemporal(ctx context.Context) (func(), error) {
 	}
 	opts.HostPort = p.temporalAddr
 	opts.Namespace = p.cfg.Namespace
+	if p.roles.engine {
+		// The embedded engine lets in only the data dir's certificate.
+		if opts.ConnectionOptions.TLS, err = p.engineCreds.ClientTLS(); err != nil {
+			return nil, fmt.Errorf("connect to the embedded engine: %w", err)
+		}
+	}
 	opts.Logger = sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk"))
 	// Tells the front end whether a call started its wait or attached.
 	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(mcpfront.StartReporter))

@@ -13,6 +13,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/enginecreds"
 	"github.com/durawait/durawait/internal/temporalconn"
 	"github.com/durawait/durawait/internal/waits"
 )
@@ -106,6 +107,12 @@ func runWaits(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	dial.HostPort, dial.Namespace, dial.Identity = addr, cfg.Namespace, waits.OperatorIdentity()
+	if cfg.Temporal == "" {
+		// The data dir's engine lets in only its certificate.
+		if dial.ConnectionOptions.TLS, err = enginecreds.FilesIn(cfg.DataDir).ClientTLS(); err != nil {
+			return fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+		}
+	}
 	dial.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	tc, err := client.DialContext(ctx, dial)
 	if err != nil {

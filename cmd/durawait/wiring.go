@@ -137,11 +137,12 @@ func managerStatus(m *downstream.Manager) map[string]string {
 	return servers
 }
 
-func uiURL(addr string) string {
-	if addr == "" {
+// orDisabled is url, or "disabled" when empty.
+func orDisabled(url string) string {
+	if url == "" {
 		return "disabled"
 	}
-	return "http://" + addr
+	return url
 }
 
 func serverConfigs(cfg config.Config) []downstream.ServerConfig {

@@ -7,11 +7,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +32,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawait/durawait/internal/datadir"
+	"github.com/durawait/durawait/internal/enginecreds"
 )
 
 // Binaries built once for the whole package.
@@ -475,14 +479,75 @@ func readFileWait(path string, extra map[string]any) map[string]any {
 	return args
 }
 
-// owner reads the data dir's lock file.
+// owner reads the data dir's lock file, and notes where the credentials
+// of its engine are (engineCredentials).
 func (w *workspace) owner() datadir.Owner {
 	w.t.Helper()
 	b, err := os.ReadFile(filepath.Join(w.path("data"), "durawait.lock"))
 	require.NoError(w.t, err)
 	var o datadir.Owner
 	require.NoError(w.t, json.Unmarshal(b, &o))
+	if o.Engine != "" {
+		knownEngines.Store(o.Engine, enginecreds.FilesIn(w.path("data")))
+	}
 	return o
+}
+
+// uiLogin opens the Web UI's login link (from the owner record) as a
+// browser would: it returns the UI's base URL and a client holding the
+// session cookie.
+func uiLogin(t testing.TB, loginURL string) (string, *http.Client) {
+	t.Helper()
+	u, err := url.Parse(loginURL)
+	require.NoError(t, err)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.Get(loginURL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the UI's login link")
+	return u.Scheme + "://" + u.Host, hc
+}
+
+// knownEngines maps the address of an embedded engine the tests found
+// (workspace.owner, or started in a test) to its data dir's credentials:
+// the tests pass engines around by address, as operators do, and present
+// the credentials an operator would take from `durawait temporal-env`.
+var knownEngines sync.Map
+
+// engineCredentials are the credentials of the engine at addr, if the
+// tests know it as an embedded engine (a Temporal CLI dev server takes
+// none).
+func engineCredentials(addr string) (enginecreds.Files, bool) {
+	f, ok := knownEngines.Load(addr)
+	if !ok {
+		return enginecreds.Files{}, false
+	}
+	return f.(enginecreds.Files), true
+}
+
+// engineTLS is the TLS configuration of a client of the engine at addr:
+// nil for an engine the tests do not know as embedded (plain gRPC).
+func engineTLS(t testing.TB, addr string) *tls.Config {
+	t.Helper()
+	files, ok := engineCredentials(addr)
+	if !ok {
+		return nil
+	}
+	conf, err := files.ClientTLS()
+	require.NoError(t, err)
+	return conf
+}
+
+// engineFlags are the --tls-* flags that connect a durawait role to the
+// engine at addr (none for an engine not known as embedded).
+func engineFlags(addr string) []string {
+	files, ok := engineCredentials(addr)
+	if !ok {
+		return nil
+	}
+	return []string{"--tls-ca-path", files.CA, "--tls-cert-path", files.ClientCert, "--tls-key-path", files.ClientKey}
 }
 
 // stdioClient starts `durawait serve --stdio` under a real MCP stdio client

@@ -30,7 +30,7 @@ func TestWaitForHistoryIsTheSameFor10_100And300Samples(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
 	require.NoError(t, err)
 	defer e.Stop()
-	tc, err := sdkclient.Dial(sdkclient.Options{HostPort: e.Addr(), Namespace: "default"})
+	tc, err := sdkclient.Dial(sdkclient.Options{HostPort: e.Addr(), Namespace: "default", ConnectionOptions: sdkclient.ConnectionOptions{TLS: e.ClientTLS()}})
 	require.NoError(t, err)
 	defer tc.Close()
 	w := sdkworker.New(tc, "history", sdkworker.Options{})

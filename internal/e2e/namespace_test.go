@@ -26,6 +26,7 @@ func bareEngine(t *testing.T, dir string) *engine.Engine {
 	e, err := engine.Start(engine.Options{DataDir: dir, Namespace: "default",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
 	require.NoError(t, err)
+	knownEngines.Store(e.Addr(), e.Credentials())
 	return e
 }
 
@@ -41,18 +42,20 @@ func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testin
 	// and the attributes in it; the address comes from TEMPORAL_ADDRESS
 	// as from --temporal, and the lines connect the CLI the same way.
 	cmd := exec.Command(bin.durawait, "worker", "--config", config, "--http", freeAddr(t), "--namespace", "team-x")
-	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+e.Addr())
+	creds := e.Credentials()
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+e.Addr(), "TEMPORAL_TLS_SERVER_CA_CERT_PATH="+creds.CA,
+		"TEMPORAL_TLS_CLIENT_CERT_PATH="+creds.ClientCert, "TEMPORAL_TLS_CLIENT_KEY_PATH="+creds.ClientKey)
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "the worker must not start:\n%s", out)
 	assert.Contains(t, string(out), `the namespace does not exist: "team-x"`)
-	assert.Contains(t, string(out), "(address from TEMPORAL_ADDRESS; plain gRPC, no TLS)")
-	assert.Contains(t, string(out), "temporal operator namespace create --namespace team-x --retention 24h --address "+e.Addr()+"\n")
+	assert.Contains(t, string(out), "(address from TEMPORAL_ADDRESS; TLS)")
+	assert.Contains(t, string(out), "temporal operator namespace create --namespace team-x --retention 24h --address "+e.Addr()+" --tls --tls-ca-path "+creds.CA)
 	for _, name := range workflows.SearchAttributeNames {
-		assert.Contains(t, string(out), "temporal operator search-attribute create --namespace team-x --name "+name+" --type Keyword --address "+e.Addr()+"\n")
+		assert.Contains(t, string(out), "temporal operator search-attribute create --namespace team-x --name "+name+" --type Keyword --address "+e.Addr()+" --tls --tls-ca-path "+creds.CA)
 	}
 
 	for _, role := range []string{"worker", "front"} {
-		cmd := exec.Command(bin.durawait, role, "--config", config, "--http", freeAddr(t), "--temporal", e.Addr())
+		cmd := exec.Command(bin.durawait, append([]string{role, "--config", config, "--http", freeAddr(t), "--temporal", e.Addr()}, engineFlags(e.Addr())...)...)
 		out, err := cmd.CombinedOutput()
 		require.Error(t, err, "%s must not start:\n%s", role, out)
 		assert.Contains(t, string(out), "the namespace lacks durawait's search attributes", role)
@@ -85,7 +88,7 @@ func TestAClusterWithoutTheSearchAttributesIsRefusedWithTheCreateLines(t *testin
 	})
 	var rows []struct{ ID, State string }
 	eventually(t, "durawait waits --temporal to list it", func() bool {
-		out, errOut, ok := w.waits("list", "--temporal", e.Addr(), "--running", "--tool", "wait_for", "--json")
+		out, errOut, ok := w.waits(append([]string{"list", "--temporal", e.Addr(), "--running", "--tool", "wait_for", "--json"}, engineFlags(e.Addr())...)...)
 		require.True(t, ok, errOut)
 		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
 		return len(rows) == 1

@@ -410,8 +410,10 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	others, errOut, ok := w.waits("list", "--config", config, "--caller", "nobody", "--json")
 	require.True(t, ok, errOut)
 	assert.Equal(t, "[]", strings.TrimSpace(others))
-	// The same through --temporal, as against a cluster.
-	table, errOut, ok = w.waits("list", "--temporal", w.owner().Engine, "--namespace", "default", "--running")
+	// The same through --temporal, as against a cluster (with the
+	// engine's certificate, as `durawait temporal-env` names it).
+	engine := w.owner().Engine
+	table, errOut, ok = w.waits(append([]string{"list", "--temporal", engine, "--namespace", "default", "--running"}, engineFlags(engine)...)...)
 	require.True(t, ok, errOut)
 	assert.Contains(t, table, id)
 

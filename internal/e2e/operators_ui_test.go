@@ -37,7 +37,9 @@ type operatorWorld struct {
 	inst   *instance
 	socket string
 	engine string
+	// ui is the Web UI's base URL; uiHTTP a client logged in to it.
 	ui     string
+	uiHTTP *http.Client
 }
 
 func newOperatorWorld(t *testing.T) *operatorWorld {
@@ -59,8 +61,9 @@ func newOperatorWorld(t *testing.T) *operatorWorld {
 	_, uiPort, _ := strings.Cut(uiAddr, ":")
 	w.inst = w.startServeWith(config, freeAddr(t), w.env(), "--ui-port", uiPort)
 	o := w.owner()
-	w.engine, w.ui = o.Engine, o.UI
-	require.NotEmpty(t, w.ui, "the Web UI runs")
+	require.NotEmpty(t, o.UI, "the Web UI runs")
+	w.engine = o.Engine
+	w.ui, w.uiHTTP = uiLogin(t, o.UI)
 	return w
 }
 
@@ -80,9 +83,9 @@ func found(t testing.TB, tc sdkclient.Client, query string) []string {
 // foundInUI lists the workflow IDs that query finds through the Web UI's
 // HTTP API (the ui-server proxies /api/v1/namespaces/{ns}/workflows to the
 // engine's ListWorkflowExecutions), as the UI's list does.
-func foundInUI(t testing.TB, ui, query string) []string {
+func foundInUI(t testing.TB, hc *http.Client, ui, query string) []string {
 	t.Helper()
-	resp, err := http.Get(ui + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(query))
+	resp, err := hc.Get(ui + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(query))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, query)
@@ -110,7 +113,7 @@ func (w *operatorWorld) findEverywhere(t *testing.T, tc sdkclient.Client, query 
 	deadline := time.Now().Add(testTimeout)
 	for time.Now().Before(deadline) {
 		got = found(t, tc, query)
-		inUI = foundInUI(t, w.ui, query)
+		inUI = foundInUI(t, w.uiHTTP, w.ui, query)
 		sort.Strings(got)
 		sort.Strings(inUI)
 		if assert.ObjectsAreEqual(want, got) && assert.ObjectsAreEqual(want, inUI) {
@@ -233,7 +236,8 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 	})
 
 	t.Run("an operator's cancel is Canceled with a structured result naming the operator", func(t *testing.T) {
-		operator, err := sdkclient.Dial(sdkclient.Options{HostPort: w.engine, Namespace: "default", Identity: "operator-alice@ops"})
+		operator, err := sdkclient.Dial(sdkclient.Options{HostPort: w.engine, Namespace: "default", Identity: "operator-alice@ops",
+			ConnectionOptions: sdkclient.ConnectionOptions{TLS: engineTLS(t, w.engine)}})
 		require.NoError(t, err)
 		defer operator.Close()
 		require.NoError(t, operator.CancelWorkflow(context.Background(), waitForID, ""))
@@ -311,7 +315,8 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		}, "\n")+"\n"), 0o644))
 		id := legacy.startAgent(t, "fake", "hold2", map[string]any{"cwd": w.path("work")})
 		w.findEverywhere(t, tc, fmt.Sprintf(`WorkflowId = %q AND DurawaitAgentStatus = "running"`, id), id)
-		operator, err := sdkclient.Dial(sdkclient.Options{HostPort: w.engine, Namespace: "default", Identity: "operator-bob"})
+		operator, err := sdkclient.Dial(sdkclient.Options{HostPort: w.engine, Namespace: "default", Identity: "operator-bob",
+			ConnectionOptions: sdkclient.ConnectionOptions{TLS: engineTLS(t, w.engine)}})
 		require.NoError(t, err)
 		defer operator.Close()
 		require.NoError(t, operator.CancelWorkflow(context.Background(), id, ""))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/webui"
 )
 
 // screenshotEnv names the folder TestUIScreenshot writes its PNG files to;
@@ -52,6 +54,9 @@ func TestUIScreenshot(t *testing.T) {
 	_, uiPort, _ := strings.Cut(uiAddr, ":")
 	inst := w.startServeWith(config, freeAddr(t), nil, "--ui-port", uiPort)
 	c := inst.client(t)
+	login := w.owner().UI
+	_, uiHTTP := uiLogin(t, login)
+	token := strings.SplitN(login, webui.TokenParam+"=", 2)[1]
 
 	// Three waits that keep waiting, on different files and patterns, and
 	// one that has already matched.
@@ -67,7 +72,7 @@ func TestUIScreenshot(t *testing.T) {
 	}
 	var running, runIDs []string
 	eventually(t, "the UI lists three running waits", func() bool {
-		resp, err := http.Get(fmt.Sprintf("http://%s/api/v1/namespaces/default/workflows?query=%s", uiAddr, url.QueryEscape(operatorQuery)))
+		resp, err := uiHTTP.Get(fmt.Sprintf("http://%s/api/v1/namespaces/default/workflows?query=%s", uiAddr, url.QueryEscape(operatorQuery)))
 		if err != nil {
 			return false
 		}
@@ -111,6 +116,8 @@ func TestUIScreenshot(t *testing.T) {
 		t.Logf("wrote %s (%d bytes) of %s", out, info.Size(), page)
 	}
 	ui := "http://" + uiAddr + "/namespaces/default/workflows"
-	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName), running[2])
-	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/user-metadata", running[0])
+	// Each page is opened through its login link, as a person would.
+	login = "&" + webui.TokenParam + "=" + token
+	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName)+login, running[2])
+	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/user-metadata?"+login[1:], running[0])
 }

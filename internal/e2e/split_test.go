@@ -29,7 +29,7 @@ func (w *workspace) startFront(config, engine string) *instance {
 // engine and waits for its /healthz to answer 200.
 func (w *workspace) startRole(role, config, engine string) *instance {
 	w.t.Helper()
-	return w.startRoleWith(role, config, []string{"--temporal", engine}, nil)
+	return w.startRoleWith(role, config, append([]string{"--temporal", engine}, engineFlags(engine)...), nil)
 }
 
 // startRoleWith runs `durawait <role>` with flags and env added (they say

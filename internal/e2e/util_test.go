@@ -28,7 +28,8 @@ func readFile(path string) string {
 // temporalClient connects to a durawait's engine, as an operator's tools would.
 func temporalClient(t testing.TB, engine string) client.Client {
 	t.Helper()
-	tc, err := client.Dial(client.Options{HostPort: engine, Namespace: "default"})
+	tc, err := client.Dial(client.Options{HostPort: engine, Namespace: "default",
+		ConnectionOptions: client.ConnectionOptions{TLS: engineTLS(t, engine)}})
 	require.NoError(t, err)
 	t.Cleanup(tc.Close)
 	return tc

@@ -104,7 +104,7 @@ func TestTheEngineCountsItsActions(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer e.Stop()
-	tc, err := sdkclient.Dial(sdkclient.Options{HostPort: e.Addr(), Namespace: "default"})
+	tc, err := sdkclient.Dial(sdkclient.Options{HostPort: e.Addr(), Namespace: "default", ConnectionOptions: sdkclient.ConnectionOptions{TLS: e.ClientTLS()}})
 	require.NoError(t, err)
 	defer tc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,9 @@ import (
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/durawait/durawait/internal/enginecreds"
+	"github.com/durawait/durawait/internal/webui"
 )
 
 const (
@@ -105,8 +109,19 @@ type Options struct {
 type Engine struct {
 	server temporal.Server
 	ui     *uiserver.Server
+	// gate serves the UI to a person holding its login link; nil when
+	// no UI runs.
+	gate   *webui.Gate
 	addr   string
 	uiAddr string
+	// creds are the data dir's credentials, which every client of the
+	// engine presents (see access.go); clientTLS is their client side.
+	creds     enginecreds.Files
+	clientTLS *tls.Config
+	// listeners are the internal services' addresses; uiServerAddr the
+	// UI's own server's, behind the gate.
+	listeners    []Listener
+	uiServerAddr string
 	// logLevel is raised on Stop: a stopping engine warns about every
 	// connection it closes.
 	logLevel *slog.LevelVar
@@ -131,6 +146,14 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds, err := enginecreds.Ensure(opts.DataDir, []string{opts.IP}, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	access, err := newAccess(creds, opts.UIPort > 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	// The engine's internal ports (and the frontend's, with Port 0) are
 	// picked here and bound by the Temporal server later, which offers no
 	// listener hand-over: a port taken in between fails the build, and
@@ -140,8 +163,9 @@ func Start(opts Options) (*Engine, error) {
 	}
 	pickFrontend := opts.Port == 0
 	var (
-		server temporal.Server
-		level  *slog.LevelVar
+		server   temporal.Server
+		level    *slog.LevelVar
+		internal []int
 	)
 	for attempt := 1; ; attempt++ {
 		if pickFrontend {
@@ -149,7 +173,7 @@ func Start(opts Options) (*Engine, error) {
 				return nil, err
 			}
 		}
-		server, level, err = startServer(opts, sqlConf)
+		server, level, internal, err = startServer(opts, sqlConf, access)
 		if err == nil {
 			break
 		}
@@ -163,9 +187,15 @@ func Start(opts Options) (*Engine, error) {
 		}
 		opts.Logger.Warn("an engine port was taken while the engine started; starting on other ports", "error", err)
 	}
-	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level}
+	e := &Engine{server: server, addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port)), logLevel: level, creds: creds, clientTLS: access.tls.client}
+	for i, name := range internalServices {
+		e.listeners = append(e.listeners, Listener{Name: name, Addr: net.JoinHostPort(opts.IP, strconv.Itoa(internal[i]))})
+	}
 	if opts.UIPort > 0 {
-		e.startUI(opts)
+		if err := e.startUI(opts, access.claims.uiBearer); err != nil {
+			e.Stop()
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -173,24 +203,82 @@ func Start(opts Options) (*Engine, error) {
 // Addr is the frontend's gRPC address, for Temporal clients.
 func (e *Engine) Addr() string { return e.addr }
 
+// Credentials are the files a client of the engine presents (its TLS:
+// Credentials().ClientTLS()).
+func (e *Engine) Credentials() enginecreds.Files { return e.creds }
+
+// Listener is one of the engine's listening addresses.
+type Listener struct {
+	// Name is the service: "frontend", "history", "matching", "worker",
+	// "ui" (the gate) or "ui-server" (the UI's own server, behind it).
+	Name string
+	Addr string
+}
+
+// internalServices are the engine's services on ports of their own
+// picking, in the order startServer picks them.
+var internalServices = []string{"history", "matching", "worker"}
+
+// Listeners are the engine's listening addresses (docs/security.md, "Every
+// listener").
+func (e *Engine) Listeners() []Listener {
+	out := append([]Listener{{Name: "frontend", Addr: e.addr}}, e.listeners...)
+	if e.gate != nil {
+		out = append(out, Listener{Name: "ui", Addr: e.uiAddr}, Listener{Name: "ui-server", Addr: e.uiServerAddr})
+	}
+	return out
+}
+
+// ClientTLS is the TLS configuration of a client in this process: it
+// trusts the engine's certificate and presents the data dir's.
+func (e *Engine) ClientTLS() *tls.Config { return e.clientTLS.Clone() }
+
 // UIAddr is the Web UI's address, or empty when no UI runs.
 func (e *Engine) UIAddr() string { return e.uiAddr }
+
+// UILoginURL is the link that logs a browser in to the Web UI (it holds
+// the UI's login token: give it only to the data dir's owner), or empty
+// when no UI runs.
+func (e *Engine) UILoginURL() string {
+	if e.gate == nil {
+		return ""
+	}
+	return e.gate.LoginURL("http://" + e.uiAddr)
+}
 
 // Stop stops the UI and the engine.
 func (e *Engine) Stop() {
 	e.logLevel.Set(slog.LevelError)
+	if e.gate != nil {
+		e.gate.Close()
+	}
 	if e.ui != nil {
 		e.ui.Stop()
 	}
 	_ = e.server.Stop()
 }
 
-func (e *Engine) startUI(opts Options) {
-	e.uiAddr = net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort))
+// startUI runs the Temporal Web UI's server on a loopback port of its own
+// and, on UIPort, the gate that lets a person with the login link through
+// to it (internal/webui). The UI's server holds no credential: its
+// requests reach the engine with the bearer token the gate adds, so a
+// process that reaches its port directly is denied by the engine.
+func (e *Engine) startUI(opts Options, uiAuthorization string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort)))
+	if err != nil {
+		return &PortInUseError{Service: ServiceUI, Addr: net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort)), Err: err}
+	}
+	innerPort, err := opts.pickPort(opts.IP)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	inner := net.JoinHostPort(opts.IP, strconv.Itoa(innerPort))
 	e.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
 		Host:                opts.IP,
-		Port:                opts.UIPort,
+		Port:                innerPort,
 		TemporalGRPCAddress: e.addr,
+		TLS:                 uiconfig.TLS{CaFile: e.creds.CA, EnableHostVerification: true},
 		EnableUI:            true,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		HideLogs:            true,
@@ -201,9 +289,17 @@ func (e *Engine) startUI(opts Options) {
 	go func() {
 		// Start blocks until Stop; an error here is a port conflict or similar.
 		if err := ui.Start(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			opts.Logger.Error("Temporal Web UI stopped", "addr", e.uiAddr, "error", err)
+			opts.Logger.Error("Temporal Web UI stopped", "addr", inner, "error", err)
 		}
 	}()
+	e.uiAddr, e.uiServerAddr = ln.Addr().String(), inner
+	e.gate, err = webui.Serve(ln, webui.Options{Upstream: "http://" + inner, Authorization: uiAuthorization, Logger: opts.Logger})
+	if err != nil {
+		ui.Stop()
+		ln.Close()
+		return fmt.Errorf("engine: Web UI: %w", err)
+	}
+	return nil
 }
 
 // prepareDatabase creates the schema on first use and the namespace.
@@ -258,9 +354,11 @@ func privateDatabase(file string) error {
 	return nil
 }
 
+// serverConfig is the engine's configuration, its internal services on
+// ports (history, matching, worker). The frontend's HTTP API is off: no
+// client of durawait needs it, and it is one listener less to guard.
 func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config {
 	frontend := net.JoinHostPort(opts.IP, strconv.Itoa(opts.Port))
-	frontendHTTP := net.JoinHostPort(opts.IP, strconv.Itoa(ports[0]))
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = opts.IP
@@ -277,7 +375,6 @@ func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config
 				Enabled:                true,
 				InitialFailoverVersion: 1,
 				RPCAddress:             frontend,
-				HTTPAddress:            frontendHTTP,
 				ClusterID:              embeddedClusterID,
 			},
 		},
@@ -291,10 +388,10 @@ func serverConfig(opts Options, sqlConf *config.SQL, ports []int) *config.Config
 		return s
 	}
 	conf.Services = map[string]config.Service{
-		"frontend": service(opts.Port, ports[0]),
-		"history":  service(ports[1], 0),
-		"matching": service(ports[2], 0),
-		"worker":   service(ports[3], 0),
+		"frontend": service(opts.Port, 0),
+		"history":  service(ports[0], 0),
+		"matching": service(ports[1], 0),
+		"worker":   service(ports[2], 0),
 	}
 	conf.Archival.History.State = "disabled"
 	conf.Archival.Visibility.State = "disabled"
@@ -318,7 +415,7 @@ const maxStartAttempts = 5
 // and the UI's. A fatal log line of the server while it is built (a port
 // taken in between: the listeners bind then, on this goroutine) is
 // returned as an error.
-func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.LevelVar, err error) {
+func startServer(opts Options, sqlConf *config.SQL, access *access) (_ temporal.Server, _ *slog.LevelVar, internal []int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fatal, ok := r.(*fatalError)
@@ -328,15 +425,15 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 			err = fmt.Errorf("engine: start server: %w", fatal)
 		}
 	}()
-	ports := make([]int, 4) // frontend HTTP, history, matching, worker
+	ports := make([]int, 3) // history, matching, worker
 	taken := map[int]bool{opts.Port: true, opts.UIPort: true}
 	for i := range ports {
 		for tries := 0; ports[i] == 0 || taken[ports[i]]; tries++ {
 			if tries == 10 {
-				return nil, nil, fmt.Errorf("engine: find %d distinct free ports: port %d picked again", len(ports), ports[i])
+				return nil, nil, nil, fmt.Errorf("engine: find %d distinct free ports: port %d picked again", len(ports), ports[i])
 			}
 			if ports[i], err = opts.pickPort(opts.IP); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		taken[ports[i]] = true
@@ -349,14 +446,6 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	// goroutines of its own, where it could not be).
 	var building atomic.Bool
 	logger := newTemporalLogger(opts.Logger, level, &building)
-	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
-	if err != nil {
-		return nil, nil, fmt.Errorf("engine: authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
-	if err != nil {
-		return nil, nil, fmt.Errorf("engine: claim mapper: %w", err)
-	}
 	hostOf := func(svc primitives.ServiceName) static.Hosts {
 		return static.SingleLocalHost(net.JoinHostPort(opts.IP, strconv.Itoa(conf.Services[string(svc)].RPC.GRPCPort)))
 	}
@@ -371,14 +460,15 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 			primitives.WorkerService:   hostOf(primitives.WorkerService),
 		}),
 		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithTLSConfigFactory(access.tls),
+		temporal.WithAuthorizer(authorization.NewDefaultAuthorizer()),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return access.claims }),
 		temporal.WithDynamicConfigClient(dyn),
 	}
 	if opts.MeterProvider != nil {
 		actions, err := newActionHandler(opts.MeterProvider)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		serverOpts = append(serverOpts, temporal.WithCustomMetricsHandler(actions))
 	}
@@ -386,12 +476,12 @@ func startServer(opts Options, sqlConf *config.SQL) (_ temporal.Server, _ *slog.
 	server, err := temporal.NewServerFx(serverModule(opts.SpanExporter), serverOpts...)
 	building.Store(false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: build server: %w", err)
+		return nil, nil, nil, fmt.Errorf("engine: build server: %w", err)
 	}
 	if err := server.Start(); err != nil {
-		return nil, nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
+		return nil, nil, nil, damaged(sqlConf.DatabaseName, fmt.Errorf("engine: start server: %w", err))
 	}
-	return server, level, nil
+	return server, level, ports, nil
 }
 
 // freePort finds a port free on ip now, preferring one below the kernel's

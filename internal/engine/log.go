@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
@@ -60,8 +61,13 @@ func newFatalError(msg string, tags []tag.Tag) *fatalError {
 
 func (e *fatalError) Error() string { return "temporal server: " + e.msg }
 
+// httpAPIOff is the server's warning that its frontend has no HTTP API:
+// durawait turns that API off on purpose (access.go), so the warning is
+// dropped.
+const httpAPIOff = "HTTP API port has not been set"
+
 func (l temporalLogger) log(level slog.Level, msg string, tags []tag.Tag) {
-	if level < l.level.Level() || !l.logger.Enabled(context.Background(), level) {
+	if level < l.level.Level() || !l.logger.Enabled(context.Background(), level) || strings.HasPrefix(msg, httpAPIOff) {
 		return
 	}
 	attrs := make([]slog.Attr, len(tags))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -87,15 +89,25 @@ func checkPorts(opts Options) error {
 }
 
 // IsTemporal reports whether a Temporal frontend answers GetSystemInfo at
-// addr (plain gRPC) before ctx ends.
+// addr before ctx ends, over plain gRPC or TLS (another durawait's engine:
+// GetSystemInfo needs no credential there). The server's certificate is
+// not checked: the answer only names what holds the port.
 func IsTemporal(ctx context.Context, addr string) bool {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return false
+	for _, creds := range []credentials.TransportCredentials{
+		insecure.NewCredentials(),
+		credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}), //nolint:gosec // identification only
+	} {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			continue
+		}
+		_, err = workflowservice.NewWorkflowServiceClient(conn).GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{})
+		conn.Close()
+		if err == nil {
+			return true
+		}
 	}
-	defer conn.Close()
-	_, err = workflowservice.NewWorkflowServiceClient(conn).GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{})
-	return err == nil
+	return false
 }
 
 // AsPortInUse returns err's *PortInUseError, if any.

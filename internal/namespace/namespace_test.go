@@ -35,7 +35,7 @@ func startEngine(t *testing.T, dir string, attrs map[string]enumspb.IndexedValue
 	e, err := engine.Start(engine.Options{DataDir: dir, Namespace: "default", SearchAttributes: attrs,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
 	require.NoError(t, err)
-	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default", ConnectionOptions: client.ConnectionOptions{TLS: e.ClientTLS()}})
 	require.NoError(t, err)
 	return Services{Operator: c.OperatorService(), Workflow: c.WorkflowService()}, c, func() { c.Close(); e.Stop() }
 }
@@ -115,7 +115,7 @@ func TestANewNamespaceIsCreatedWithThemAndItsRetention(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LogLevel: slog.LevelError})
 	require.NoError(t, err)
 	defer e.Stop()
-	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default"})
+	c, err := client.Dial(client.Options{HostPort: e.Addr(), Namespace: "default", ConnectionOptions: client.ConnectionOptions{TLS: e.ClientTLS()}})
 	require.NoError(t, err)
 	defer c.Close()
 	s := Services{Operator: c.OperatorService(), Workflow: c.WorkflowService()}

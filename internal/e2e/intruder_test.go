@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/durawait/durawait/internal/enginecreds"
+)
+
+// intruderAttempt is one line of the intruder's report (internal/e2e/intruder).
+type intruderAttempt struct {
+	Target, Attack, Detail string
+	Got                    bool
+}
+
+// A second, unprivileged OS user (nobody) on the machine reaches nothing
+// of a durawait's: against a serve without [auth], a serve with [auth] and
+// a stdio daemon, it tries every listening socket of the process (the
+// engine's frontend, its internal services, the Web UI's gate and the UI's
+// own server, the MCP port but for a serve without [auth], which serves
+// every local user by design: docs/security.md) with the Temporal
+// frontend's calls (list, read a history, start durawait's workflow,
+// signal, cancel) over plain gRPC and TLS, the UI's HTTP API and an MCP
+// call, each also as a DNS-rebound page would (Host evil.example), and
+// reads the data dir's credentials, database and folder. Every attempt
+// fails, and the running wait it aimed at is still running, unsignalled.
+// The process's listening sockets are exactly those docs/security.md's
+// listener table names.
+func TestASecondOSUserReachesNothing(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	require.NoError(t, err, "setpriv (util-linux) is needed")
+	if os.Geteuid() != 0 {
+		t.Skip("running a process as user nobody needs root (CI runs as root)")
+	}
+	intruder := buildIntruder(t)
+	for _, tc := range []struct {
+		name  string
+		auth  bool
+		stdio bool
+	}{
+		{name: "serve without [auth]"},
+		{name: "serve with [auth]", auth: true},
+		{name: "stdio daemon without [auth]", stdio: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorkspace(t)
+			config := w.writeConfig(w.demoServer("demo"))
+			if tc.auth {
+				config = w.withTokens(config)
+			}
+			uiPort := strconv.Itoa(freePort(t))
+			var c *mcpClient
+			var pid int
+			if tc.stdio {
+				w.killDaemonAtCleanup()
+				c, _ = w.stdioClientArgs(config, "--ui-port", uiPort)
+				pid = w.owner().PID
+			} else {
+				inst := w.startServeWith(config, freeAddr(t), nil, "--ui-port", uiPort)
+				if tc.auth {
+					c = inst.clientAs(t, aliceToken)
+				} else {
+					c = inst.client(t)
+				}
+				pid = inst.cmd.Process.Pid
+			}
+			owner := w.owner()
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			go func() {
+				_, _ = c.call(ctx, "wait_for", readFileWait(w.path("never"), map[string]any{"max_wait_sec": 300}), "")
+			}()
+			engine := temporalClient(t, owner.Engine)
+			var target string
+			eventually(t, "the wait to run", func() bool {
+				resp, err := engine.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+					Query: "WorkflowType = 'WaitFor' AND ExecutionStatus = 'Running'"})
+				if err != nil || len(resp.Executions) == 0 {
+					return false
+				}
+				target = resp.Executions[0].Execution.WorkflowId
+				return true
+			})
+
+			listeners := listeningAddrs(t, pid)
+			mcpAddr := strings.TrimSuffix(strings.TrimPrefix(owner.HTTP, "http://"), "/mcp")
+			ui, err := url.Parse(owner.UI)
+			require.NoError(t, err)
+			known := map[string]string{mcpAddr: "mcp", owner.Engine: "engine frontend", ui.Host: "ui gate"}
+			var targets []string
+			others := 0
+			for _, addr := range listeners {
+				if known[addr] == "" {
+					others++ // the engine's history, matching and worker services, and the UI's own server
+				}
+				if addr == mcpAddr && !tc.auth && !tc.stdio {
+					continue
+				}
+				targets = append(targets, addr)
+			}
+			for addr, name := range known {
+				assert.Contains(t, listeners, addr, "the %s listens", name)
+			}
+			assert.Equal(t, 4, others, "listeners besides the MCP port, the engine's frontend and the UI's gate: %v", listeners)
+
+			dataDir := w.path("data")
+			files := []string{dataDir, enginecreds.FilesIn(dataDir).ClientKey, enginecreds.FilesIn(dataDir).CA, filepath.Join(dataDir, "temporal.db")}
+			if tc.stdio {
+				files = append(files, filepath.Join(dataDir, "local.token"), owner.Log)
+			}
+			if tc.auth {
+				files = append(files, w.path("tokens.toml"))
+			}
+			plan, err := json.Marshal(map[string]any{"addrs": targets, "workflow": target, "files": files})
+			require.NoError(t, err)
+			cmd := exec.Command(setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", intruder, string(plan))
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+			out, err := cmd.Output()
+			require.NoError(t, err, "the intruder runs as nobody: %s", out)
+			attempts := 0
+			sc := bufio.NewScanner(strings.NewReader(string(out)))
+			for sc.Scan() {
+				var a intruderAttempt
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &a), sc.Text())
+				attempts++
+				assert.False(t, a.Got, "nobody got through: %s on %s (%s): %s", a.Attack, a.Target, known[a.Target], a.Detail)
+			}
+			assert.Equal(t, len(targets)*(2*5+2*3)+len(files), attempts, "every attack was tried")
+
+			desc, err := engine.DescribeWorkflowExecution(ctx, target, "")
+			require.NoError(t, err)
+			assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.WorkflowExecutionInfo.Status, "the wait runs on")
+			resp, err := engine.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId STARTS_WITH 'intruder'"})
+			require.NoError(t, err)
+			assert.Empty(t, resp.Executions, "no workflow of the intruder's")
+		})
+	}
+}
+
+// buildIntruder builds the intruder where user nobody can run it.
+func buildIntruder(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "durawait-intruder")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	path := filepath.Join(dir, "intruder")
+	cmd := exec.Command("go", "build", "-o", path, "./internal/e2e/intruder")
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build the intruder: %s", out)
+	return path
+}
+
+// freePort is a free loopback port.
+func freePort(t testing.TB) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return p
+}
+
+// listeningAddrs are the TCP addresses (HOST:PORT) pid listens on: its
+// socket descriptors matched with the kernel's tables of listening
+// sockets.
+func listeningAddrs(t testing.TB, pid int) []string {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	var addrs []string
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			const listen = "0A"
+			if len(f) < 10 || f[3] != listen || !inodes[f[9]] {
+				continue
+			}
+			addrs = append(addrs, kernelAddr(t, f[1]))
+		}
+	}
+	return addrs
+}
+
+// kernelAddr decodes /proc/net/tcp's HEXIP:HEXPORT (the IP in host byte
+// order, 32-bit words).
+func kernelAddr(t testing.TB, s string) string {
+	t.Helper()
+	ipHex, portHex, _ := strings.Cut(s, ":")
+	raw, err := hex.DecodeString(ipHex)
+	require.NoError(t, err)
+	ip := make(net.IP, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		ip[i], ip[i+1], ip[i+2], ip[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	port, err := strconv.ParseUint(portHex, 16, 16)
+	require.NoError(t, err)
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+}
+
+// An operator drives the embedded engine with the Temporal CLI the way
+// `durawait status` says: `eval "$(durawait temporal-env)"`. With those
+// variables the CLI lists the waits; without the client certificate it is
+// refused.
+func TestTheTemporalCLIReachesTheEngineThroughTemporalEnv(t *testing.T) {
+	cli := temporalCLI(t)
+	w := newWorkspace(t)
+	w.startServe(w.writeConfig(w.demoServer("demo")))
+
+	status, err := exec.Command(bin.durawait, "status", "--data-dir", w.path("data")).Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(status), "durawait temporal-env --data-dir '"+w.path("data")+"'")
+
+	out, err := exec.Command(bin.durawait, "temporal-env", "--data-dir", w.path("data")).Output()
+	require.NoError(t, err)
+	// What a POSIX shell's eval of the lines gives.
+	sh := exec.Command("sh", "-c", string(out)+`env | grep '^TEMPORAL_'`)
+	sh.Env = []string{"PATH=/usr/bin:/bin"}
+	vars, err := sh.Output()
+	require.NoError(t, err, "the lines are shell: %s", out)
+	env := strings.Fields(string(vars))
+	files := enginecreds.FilesIn(w.path("data"))
+	assert.ElementsMatch(t, []string{"TEMPORAL_ADDRESS=" + w.owner().Engine, "TEMPORAL_NAMESPACE=default",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + files.CA, "TEMPORAL_TLS_CLIENT_CERT_PATH=" + files.ClientCert,
+		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + files.ClientKey}, env)
+
+	list := func(env []string) (string, error) {
+		cmd := exec.Command(cli, "workflow", "list", "--query", "WorkflowType = 'HostLease'")
+		cmd.Env = append([]string{"HOME=" + w.path("home"), "TEMPORAL_CONFIG_FILE=" + w.path("no-temporal.toml")}, env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	got, err := list(env)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, "HostLease", "the CLI lists the host's lease")
+
+	var noCert []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TEMPORAL_TLS_CLIENT_") {
+			noCert = append(noCert, kv)
+		}
+	}
+	got, err = list(noCert)
+	require.Error(t, err, "without the client certificate: %s", got)
+	assert.Contains(t, got, "Request unauthorized")
+}
