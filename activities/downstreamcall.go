@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/internal/probepolicy"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -39,6 +43,31 @@ type Downstream struct {
 	// TmuxHostQueue is the task queue of this worker's tmux host; empty
 	// when it runs no tmux tools.
 	TmuxHostQueue string
+}
+
+// CheckProbe checks a probe ("<server>.<tool>") against the worker's probe
+// policy (internal/probepolicy): its server is configured, and the tool,
+// when the server has listed it, may be probed. A tool the server has not
+// listed (it is down, or not yet connected) is let through: the loop's
+// samples then say what the server answers.
+func (d *Downstream) CheckProbe(probe string) error {
+	server, tool, ok := strings.Cut(probe, ".")
+	if !ok {
+		return fmt.Errorf("probe %q is not of the form <server>.<tool>", probe)
+	}
+	if !slices.Contains(d.Servers.ServerNames(), server) {
+		return fmt.Errorf("probe %s: no downstream MCP server is named %q on this worker", probe, server)
+	}
+	tools, _, _ := d.Servers.ServerTools(server)
+	for _, def := range tools {
+		if def.Name == tool {
+			if !probepolicy.Policy(d.ProbeTools).Allows(server, def) {
+				return probepolicy.Refusal(server, def)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // callHeartbeatInterval is how often a running call heartbeats (the SDK
@@ -70,6 +99,13 @@ func (d *Downstream) CallDownstreamTool(ctx context.Context, in workflows.Downst
 // it as the tool's answer. When onProgress is not nil, it receives each
 // progress notification the server sends for the call.
 func (d *Downstream) Call(ctx context.Context, in workflows.DownstreamCall, onProgress func(mcp.ProgressNotificationParams)) (workflows.DownstreamCallResult, error) {
+	// The front end offers only exposed servers' tools; an input that
+	// reached the worker some other way is refused here.
+	if _, expose, _ := d.Servers.ServerTools(in.Server); !expose {
+		return workflows.DownstreamCallResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the worker refuses to call %s on downstream MCP server %q: the server is not configured here with expose = true, so none of its tools is re-exposed",
+			in.Tool, in.Server), workflows.ErrTypeNotExposed, nil)
+	}
 	var args any
 	if len(in.Arguments) > 0 {
 		args = in.Arguments

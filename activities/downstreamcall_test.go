@@ -23,13 +23,15 @@ import (
 type fakeServers struct {
 	tools   []mcp.Tool
 	lastErr error
-	call    func(ctx context.Context, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
+	// hidden makes "demo" a server configured expose = false.
+	hidden bool
+	call   func(ctx context.Context, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 }
 
 func (f fakeServers) ServerNames() []string { return []string{"demo"} }
 
 func (f fakeServers) ServerTools(string) ([]mcp.Tool, bool, error) {
-	return f.tools, true, f.lastErr
+	return f.tools, !f.hidden, f.lastErr
 }
 
 func (f fakeServers) CallTool(ctx context.Context, _, _ string, args any, onProgress func(mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {

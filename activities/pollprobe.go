@@ -58,6 +58,11 @@ type Poller struct {
 	// Clock is the time the loop runs on: its schedule and its deadlines.
 	// SystemClock when nil.
 	Clock Clock
+	// Allowed, when set, checks a probe ("<server>.<tool>") against the
+	// probe policy before its loop calls anything (Downstream.CheckProbe):
+	// the front end checked it too, but the input may have reached the
+	// worker some other way.
+	Allowed func(probe string) error
 }
 
 func (p *Poller) clock() Clock {
@@ -93,6 +98,12 @@ func (p *Poller) Run(ctx context.Context, run ProbeRun) (workflows.WaitForResult
 	matcher, err := workflows.NewMatcher(run.Input.Spec, run.Input.Spec.QuietFor())
 	if err != nil {
 		return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidSpec, err)
+	}
+	if p.Allowed != nil {
+		if err := p.Allowed(run.Input.Spec.Probe.Tool); err != nil {
+			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(
+				"the worker refuses this probe: "+err.Error(), workflows.ErrTypeProbeNotAllowed, nil)
+		}
 	}
 	schedule := run.Input.Schedule()
 	clock := p.clock()

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/durawait/durawait/internal/probepolicy"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -165,8 +166,8 @@ func (c *catalog) ResolveProbeTool(name string) (string, error) {
 			return "", fmt.Errorf("%q is a tool of several downstream servers; name one of %s", name, strings.Join(forms, ", "))
 		}
 	}
-	if !c.policy.allows(ref) {
-		return "", c.policy.refusal(ref)
+	if !c.policy.Allows(ref.Server, ref.Def) {
+		return "", probepolicy.Refusal(ref.Server, ref.Def)
 	}
 	return ref.canonical(), nil
 }

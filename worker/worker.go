@@ -67,7 +67,7 @@ func New(opts Options) (*Workers, error) {
 	host, err := hosting.New(hosting.Options{
 		Client: opts.Client, Namespace: opts.Namespace, TaskQueue: opts.TaskQueue,
 		Host: opts.Host, Instance: opts.Instance, Machine: opts.Machine, TmuxQueue: opts.TmuxQueue, Lease: opts.Lease, EndsDir: opts.EndsDir,
-		Poller: &activities.Poller{Prober: opts.Prober, Observer: opts.Observer},
+		Poller: &activities.Poller{Prober: opts.Prober, Observer: opts.Observer, Allowed: opts.Downstream.CheckProbe},
 		Panes:  panes, Agents: opts.Agents, Observer: opts.Observer, Logger: opts.Logger,
 	})
 	if err != nil {

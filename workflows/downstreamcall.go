@@ -13,6 +13,9 @@ import (
 const (
 	CallDownstreamToolWorkflowName = "CallDownstreamTool"
 	CallDownstreamToolActivityName = "CallDownstreamTool"
+	// ErrTypeNotExposed: the worker refuses a call of a server not
+	// configured with expose = true there.
+	ErrTypeNotExposed = "NotExposed"
 )
 
 // DownstreamCallTimeout bounds one call of a re-exposed downstream tool.

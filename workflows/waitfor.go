@@ -35,6 +35,10 @@ const (
 	ErrTypeProbeReturnedError  = "ProbeReturnedError"
 	ErrTypeProbeHung           = "ProbeHung"
 	ErrTypeInvalidSpec         = "InvalidSpec"
+	// ErrTypeProbeNotAllowed: the worker's probe policy refuses the probe
+	// (an input that did not come through durawait's front end, or a
+	// front end configured otherwise than the worker).
+	ErrTypeProbeNotAllowed = "ProbeNotAllowed"
 	// ErrTypeNoHost: no host answered the probe loop within the bound and
 	// LoopGrace (every worker that could run it was down).
 	ErrTypeNoHost = "NoHost"

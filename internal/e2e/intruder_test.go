@@ -19,8 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/internal/enginecreds"
+	"github.com/durawait/durawait/workflows"
 )
 
 // intruderAttempt is one line of the intruder's report (internal/e2e/intruder).
@@ -269,4 +272,46 @@ func TestTheTemporalCLIReachesTheEngineThroughTemporalEnv(t *testing.T) {
 	got, err = list(noCert)
 	require.Error(t, err, "without the client certificate: %s", got)
 	assert.Contains(t, got, "Request unauthorized")
+}
+
+// A holder of the engine's credentials who goes around the front end (the
+// Temporal CLI, an SDK) gets no more than the front end would give: the
+// worker checks again what the front end checked. A WaitFor whose probe is
+// a destructive tool ends ProbeNotAllowed before any call, and a
+// CallDownstreamTool of a server configured expose = false ends
+// NotExposed: the victim file stays.
+func TestTheWorkerRefusesWhatOnlyTheFrontEndWouldHaveRefused(t *testing.T) {
+	w := newWorkspace(t)
+	hidden := w.demoServer("hidden")
+	no := false
+	hidden.expose = &no
+	w.startServe(w.writeConfig(w.demoServer("demo"), hidden))
+	w.write("victim", "still here")
+	tc := temporalClient(t, w.owner().Engine)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	spec := workflows.WaitForSpec{Probe: workflows.Probe{Tool: "demo.delete_file", Args: []byte(`{"path":` + strconv.Quote(w.path("victim")) + `}`)},
+		Until: workflows.Until{Kind: workflows.ConditionMatches, Pattern: "deleted"}, PollSec: 1, MaxWaitSec: 30}
+	run, err := tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: "around-the-front/probe", TaskQueue: "durawait",
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.StartedRunning())},
+		workflows.WaitForWorkflowName, workflows.WaitForInput{Spec: spec})
+	require.NoError(t, err)
+	err = run.Get(ctx, nil)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app, "the wait fails")
+	assert.Equal(t, workflows.ErrTypeProbeNotAllowed, app.Type())
+	assert.Contains(t, app.Error(), "demo.delete_file is annotated destructiveHint: true")
+
+	run, err = tc.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: "around-the-front/call", TaskQueue: "durawait"},
+		workflows.CallDownstreamToolWorkflowName, workflows.DownstreamCall{Server: "hidden", Tool: "delete_file",
+			Arguments: []byte(`{"path":` + strconv.Quote(w.path("victim")) + `}`)})
+	require.NoError(t, err)
+	err = run.Get(ctx, nil)
+	require.ErrorAs(t, err, &app, "the call fails")
+	assert.Equal(t, workflows.ErrTypeNotExposed, app.Type())
+	assert.Contains(t, app.Error(), `server "hidden": the server is not configured here with expose = true`)
+
+	assert.Equal(t, "still here", readFile(w.path("victim")))
+	assert.NotContains(t, readFile(w.path("calls.log")), "delete_file", "no server was asked to delete")
 }
