@@ -21,6 +21,7 @@ import (
 
 	"github.com/durawait/durawait/activities/agentstream"
 	"github.com/durawait/durawait/internal/agentproc"
+	"github.com/durawait/durawait/internal/childenv"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -75,8 +76,11 @@ type AgentProvider struct {
 	Resume []string
 	// Model is inserted before the prompt when the call has a model.
 	Model []string
-	// Env is added to the CLI's environment.
+	// Env is added to the CLI's environment, which is otherwise minimal
+	// (childenv.BaseNames of durawait's).
 	Env map[string]string
+	// Inherit passes more of durawait's environment to the CLI.
+	Inherit childenv.Inherit
 }
 
 // ResumePrompt is sent when a lost run is resumed in its provider session.
@@ -295,12 +299,11 @@ func (r *AgentRunner) launch(dir, invocationID string, prov AgentProvider, spec 
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, nil)
 	}
 	argv, stdin := BuildArgv(prov, spec)
-	env := make([]string, 0, len(prov.Env))
-	for k, v := range prov.Env {
-		env = append(env, k+"="+v)
+	if err := CheckArgvLimit(spec.Provider, argv); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, nil)
 	}
 	if err := agentproc.Start(agentproc.Launch{
-		Dir: dir, Argv: argv, Cwd: cwd, Env: env, Stdin: stdin, Supervisor: r.Supervisor,
+		Dir: dir, Argv: argv, Cwd: cwd, Env: childenv.Build(os.Environ(), prov.Inherit, prov.Env), Stdin: stdin, Supervisor: r.Supervisor,
 	}); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, err)
 	}
@@ -358,6 +361,25 @@ func CheckPromptPlacement(provider string, p AgentProvider, prompt string) error
 	}
 	return fmt.Errorf("the prompt starts with '-' and provider %q's command has no \"--\" before \"{prompt}\", so the CLI would read it as an option; "+
 		"add \"--\" before \"{prompt}\" in agents.providers.%s.command (if the CLI accepts it), or reword the prompt", provider, provider)
+}
+
+// MaxArgBytes is the longest single argument Linux passes to a program
+// (MAX_ARG_STRLEN: 32 pages of 4 KiB, its terminating NUL included).
+const MaxArgBytes = 128 << 10
+
+// CheckArgvLimit refuses an argument vector the kernel would refuse at exec
+// (E2BIG), most likely a long prompt given as an argument: it names the
+// limit and the way around it (the prompt on stdin).
+func CheckArgvLimit(provider string, argv []string) error {
+	for i, a := range argv {
+		if len(a)+1 > MaxArgBytes {
+			return fmt.Errorf("argument %d of provider %q's command is %d bytes, over the %d KiB a single argument may have on Linux "+
+				"(most likely the prompt): shorten the prompt, or configure the provider to read it on stdin "+
+				"(a command without \"{prompt}\" in agents.providers.%s.command gets the prompt on its standard input)",
+				i, provider, len(a), MaxArgBytes>>10, provider)
+		}
+	}
+	return nil
 }
 
 // spoolName makes an invocation ID a folder name.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/durawait/durawait/internal/agentproc"
+	"github.com/durawait/durawait/internal/childenv"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/workflows"
 )
@@ -25,7 +26,39 @@ import (
 // gets it.
 func preset(name string) AgentProvider {
 	p := config.AgentPresets[name]
-	return AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
+	return AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env,
+		Inherit: childenv.Inherit{All: p.InheritEnv.All, Names: p.InheritEnv.Names}}
+}
+
+// An agent CLI gets a minimal environment, like a downstream server: the
+// base variables, its vendor's (the preset's inherit_env) and its
+// provider's env; none of durawait's other secrets. A prompt longer than
+// Linux lets one argument be is refused before the start, naming the limit
+// and the stdin way around it.
+func TestAnAgentCLIGetsAMinimalEnvironmentAndAnArgvTheKernelTakes(t *testing.T) {
+	t.Setenv("DURAWAIT_TEST_SECRET", "s3cret")
+	t.Setenv("ANTHROPIC_API_KEY", "vendor-key")
+	spool := t.TempDir()
+	// The supervisor: writes the environment it was given, then claims
+	// the run (as agentproc.Supervise does) and ends.
+	supervisor := []string{"sh", "-c", `d=$2; env > "$d/env"; echo $$ > "$d/supervisor.pid"`, "supervisor"}
+	prov := preset("claude")
+	prov.Env = map[string]string{"MINE": "1"}
+	r := &AgentRunner{Providers: map[string]AgentProvider{"claude": prov}, SpoolDir: spool, AllowedRoots: []string{spool}, Supervisor: supervisor}
+	dir := filepath.Join(spool, "run")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, r.launch(dir, "agent/env", prov, workflows.AgentSpec{Provider: "claude", Prompt: "hi", Cwd: spool}))
+	env, err := os.ReadFile(filepath.Join(dir, "env"))
+	require.NoError(t, err)
+	assert.Contains(t, string(env), "ANTHROPIC_API_KEY=vendor-key\n", "the vendor's key (the preset's inherit_env)")
+	assert.Contains(t, string(env), "MINE=1\n", "the provider's env")
+	assert.Contains(t, string(env), "PATH=", "the base")
+	assert.NotContains(t, string(env), "s3cret", "durawait's other variables stay its own")
+
+	err = r.launch(dir, "agent/long", prov, workflows.AgentSpec{Provider: "claude", Prompt: strings.Repeat("x", MaxArgBytes), Cwd: spool})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "over the 128 KiB a single argument may have on Linux")
+	assert.Contains(t, err.Error(), "stdin")
 }
 
 func TestBuildArgvPlacesOptionalArgumentsBeforeThePrompt(t *testing.T) {

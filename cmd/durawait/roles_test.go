@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/childenv"
 	"github.com/durawait/durawait/internal/config"
 )
 
@@ -23,6 +24,7 @@ func TestAgentProvidersCarryEveryFieldWithPresetsApplied(t *testing.T) {
 		Model: []string{"-m", "{model}"}, Env: map[string]string{"A": "1"},
 	}, got["mine"])
 	codex := config.AgentPresets["codex"]
-	assert.Equal(t, activities.AgentProvider{Format: codex.Format, Command: codex.Command, Resume: codex.Resume, Model: codex.Model, Env: codex.Env},
-		got["codex"], "a provider left empty runs its preset")
+	assert.Equal(t, activities.AgentProvider{Format: codex.Format, Command: codex.Command, Resume: codex.Resume, Model: codex.Model, Env: codex.Env,
+		Inherit: childenv.Inherit{Names: []string{"OPENAI_*", "CODEX_*"}}},
+		got["codex"], "a provider left empty runs its preset, inheriting its vendor's variables")
 }

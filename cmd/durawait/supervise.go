@@ -19,8 +19,17 @@ func runSupervise(args []string, stderr io.Writer) (int, error) {
 	if err := fs.Parse(args); err != nil {
 		return 2, errUsage
 	}
-	if *dir == "" || fs.NArg() == 0 {
-		return 2, fmt.Errorf("agent-supervise: --dir and a command after -- are required")
+	if *dir == "" {
+		return 2, fmt.Errorf("agent-supervise: --dir is required")
 	}
-	return agentproc.Supervise(*dir, *cwd, *stdin, fs.Args()), nil
+	// The command is in the spool folder (agentproc.ArgvFile), not on this
+	// process's command line; one after -- is still taken.
+	argv := fs.Args()
+	if len(argv) == 0 {
+		var err error
+		if argv, err = agentproc.ReadArgv(*dir); err != nil {
+			return 2, fmt.Errorf("agent-supervise: %w", err)
+		}
+	}
+	return agentproc.Supervise(*dir, *cwd, *stdin, argv), nil
 }

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/childenv"
 	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/worker/downstream"
 	"github.com/durawait/durawait/workflows"
@@ -104,7 +105,8 @@ func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
 	resolved := agents.ResolvedProviders()
 	out := make(map[string]activities.AgentProvider, len(resolved))
 	for name, p := range resolved {
-		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env}
+		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env,
+			Inherit: childenv.Inherit{All: p.InheritEnv.All, Names: p.InheritEnv.Names}}
 	}
 	return out
 }

@@ -7,6 +7,9 @@
 // own process group with its output spooled to files, waits for it, and
 // records its exit status:
 //
+//	<dir>/argv            the CLI's argument vector (JSON): never on the
+//	                      supervisor's own command line, where every local
+//	                      user could read the prompt in it (ps)
 //	<dir>/prompt          the prompt, when the CLI reads it on stdin
 //	<dir>/stdout          the CLI's output, as it is written
 //	<dir>/stderr          its error output
@@ -24,6 +27,7 @@
 package agentproc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,12 +42,16 @@ import (
 
 // File names in a spool folder.
 const (
+	ArgvFile       = "argv"
 	PromptFile     = "prompt"
 	StdoutFile     = "stdout"
 	StderrFile     = "stderr"
 	SupervisorFile = "supervisor.pid"
 	PgidFile       = "cli.pgid"
 	ExitFile       = "exit"
+	// StopFile marks a run stopped (Terminate): once its CLI ended, the
+	// supervisor kills what the CLI left behind outside its process group.
+	StopFile = "stop"
 )
 
 // Launch describes one CLI run.
@@ -53,7 +61,8 @@ type Launch struct {
 	// Argv is the CLI and its arguments; no shell is involved.
 	Argv []string
 	Cwd  string
-	// Env is added to the supervisor's environment.
+	// Env is the supervisor's and the CLI's whole environment (durawait's
+	// own is not passed on: see internal/childenv); nil passes durawait's.
 	Env []string
 	// Stdin, when not nil, is written to the prompt file and fed to the CLI.
 	Stdin []byte
@@ -83,10 +92,15 @@ func Start(l Launch) error {
 		}
 		args = append(args, "--stdin", filepath.Join(l.Dir, PromptFile))
 	}
-	args = append(args, "--")
-	args = append(args, l.Argv...)
+	argv, err := json.Marshal(l.Argv)
+	if err != nil {
+		return fmt.Errorf("agentproc: encode the command: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.Dir, ArgvFile), argv, 0o600); err != nil {
+		return fmt.Errorf("agentproc: write the command: %w", err)
+	}
 	cmd := exec.Command(l.Supervisor[0], args...)
-	cmd.Env = append(os.Environ(), l.Env...)
+	cmd.Env = l.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("agentproc: start supervisor: %w", err)
@@ -117,6 +131,22 @@ func Start(l Launch) error {
 // claimWait bounds how long Start waits for the supervisor's claim.
 const claimWait = 30 * time.Second
 
+// ReadArgv reads the CLI's argument vector that Start wrote in dir.
+func ReadArgv(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ArgvFile))
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	if err := json.Unmarshal(b, &argv); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ArgvFile), err)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%s: an empty command", filepath.Join(dir, ArgvFile))
+	}
+	return argv, nil
+}
+
 // Supervise runs in the supervisor process: it starts argv in its own
 // process group with output spooled to dir, waits for it, and records its
 // exit status. It returns the status.
@@ -134,6 +164,9 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	}
 	if !claimed {
 		return 0
+	}
+	if err := becomeSubreaper(); err != nil {
+		return recordExit(dir, 127, fmt.Errorf("become the reaper of the CLI's processes: %w", err))
 	}
 	stdout, err := os.OpenFile(filepath.Join(dir, StdoutFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -163,7 +196,13 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	}
 	_ = writeAtomic(filepath.Join(dir, PgidFile), processRecord(cmd.Process.Pid))
 	code := 0
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	if _, stopErr := os.Stat(filepath.Join(dir, StopFile)); stopErr == nil {
+		// A stopped run leaves nothing behind: not even a process that
+		// left the CLI's group (setsid) and so missed Terminate's signals.
+		sweepDescendants()
+	}
+	if err != nil {
 		var exitErr *exec.ExitError
 		if !errors.As(err, &exitErr) {
 			return recordExit(dir, 127, err)
@@ -249,7 +288,8 @@ func LockSpool(root string) (unlock func(), err error) {
 }
 
 // Terminate stops the CLI's whole process group: SIGTERM, then SIGKILL if
-// it has not ended after grace. It returns once the exit status is recorded
+// it has not ended after grace; the supervisor then kills whatever the CLI
+// left outside its group (StopFile). It returns once the exit status is recorded
 // or the supervisor is gone. A group whose recorded leader is now another
 // process (its pid reused) is not signalled.
 func Terminate(dir string, grace time.Duration) {
@@ -257,6 +297,7 @@ func Terminate(dir string, grace time.Duration) {
 	if !ok {
 		return
 	}
+	_ = writeAtomic(filepath.Join(dir, StopFile), "stopped")
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	if waitExit(dir, grace) {
 		return

@@ -1,9 +1,11 @@
 package agentproc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,7 +22,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DURAWAIT_TEST_SUPERVISE") == "1" {
 		args := os.Args[1:]
 		var dir, cwd, stdin string
-		for len(args) > 0 && args[0] != "--" {
+		for len(args) > 1 {
 			switch args[0] {
 			case "--dir":
 				dir = args[1]
@@ -31,7 +33,12 @@ func TestMain(m *testing.M) {
 			}
 			args = args[2:]
 		}
-		os.Exit(Supervise(dir, cwd, stdin, args[1:]))
+		argv, err := ReadArgv(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(Supervise(dir, cwd, stdin, argv))
 	}
 	os.Exit(m.Run())
 }
@@ -190,4 +197,53 @@ func TestASupervisorThatCannotClaimAClaimedRunRecordsNothing(t *testing.T) {
 	assert.Equal(t, 127, Supervise(dir, t.TempDir(), "", []string{"true"}))
 	_, recorded := ExitCode(dir)
 	assert.False(t, recorded, "the other supervisor's run has no exit status")
+}
+
+// The prompt is not on the supervisor's command line, where every local
+// user could read it (ps, /proc/<pid>/cmdline): the CLI's argument vector
+// is in the spool folder (0600).
+func TestThePromptIsNotOnTheSupervisorsCommandLine(t *testing.T) {
+	const secret = "the-prompt-nobody-else-reads"
+	dir := launch(t, []string{"sh", "-c", "cat /proc/$PPID/cmdline | tr '\\0' ' '; echo; echo " + secret}, nil)
+	require.Eventually(t, func() bool { _, ok := ExitCode(dir); return ok }, 30*time.Second, 10*time.Millisecond)
+	out, err := os.ReadFile(filepath.Join(dir, StdoutFile))
+	require.NoError(t, err)
+	supervisorLine, rest, _ := strings.Cut(string(out), "\n")
+	assert.Contains(t, supervisorLine, "--dir "+dir, "the supervisor's command line: %q", supervisorLine)
+	assert.NotContains(t, supervisorLine, secret)
+	assert.Contains(t, rest, secret, "the CLI got its arguments")
+	info, err := os.Stat(filepath.Join(dir, ArgvFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+// A process the CLI started that left its process group (setsid) does not
+// outlive a stopped run: once the CLI is gone, the supervisor, its
+// subreaper, kills it. (Terminate signals only the CLI's group.)
+func TestAStoppedRunLeavesNoSetsidChildBehind(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("child subreapers are Linux's")
+	}
+	pidFile := filepath.Join(t.TempDir(), "escaped.pid")
+	dir := launch(t, []string{"sh", "-c", `setsid sleep 300 & echo $! > "$0"; sleep 300`, pidFile}, nil)
+	var escaped int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		escaped, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	pgid, err := syscall.Getpgid(escaped)
+	require.NoError(t, err)
+	cliGroup, ok := readProcess(filepath.Join(dir, PgidFile))
+	require.True(t, ok)
+	require.NotEqual(t, cliGroup, pgid, "the child left the CLI's process group")
+	t.Cleanup(func() { _ = syscall.Kill(escaped, syscall.SIGKILL) })
+
+	Terminate(dir, 2*time.Second)
+	_, done := ExitCode(dir)
+	require.True(t, done, "the run's end is recorded")
+	assert.ErrorIs(t, syscall.Kill(escaped, 0), syscall.ESRCH, "the setsid child is gone (killed and reaped)")
 }

@@ -45,30 +45,40 @@ type AgentProvider struct {
 	Resume []string `toml:"resume"`
 	// Model is inserted before the prompt when start_agent has a model.
 	Model []string `toml:"model"`
-	// Env is added to the CLI's environment.
+	// Env is added to the CLI's environment, which is otherwise minimal
+	// (PATH, HOME, USER, LOGNAME, LANG, LC_*, TMPDIR, TZ of durawait's).
 	Env map[string]string `toml:"env"`
+	// InheritEnv passes more of durawait's environment to the CLI: true
+	// for all of it, or a list of names (a trailing * matches a prefix),
+	// e.g. ["ANTHROPIC_API_KEY"].
+	InheritEnv InheritEnv `toml:"inherit_env"`
 }
 
 // AgentPresets are the built-in providers: each CLI in its headless,
-// machine-readable mode, mapped to the format it emits.
+// machine-readable mode, mapped to the format it emits. Each inherits its
+// own vendor's variables from durawait's environment (API keys, base
+// URLs) and nothing else beyond the minimal base (internal/childenv).
 var AgentPresets = map[string]AgentProvider{
 	"claude": {
-		Format:  workflows.AgentFormatClaude,
-		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
-		Resume:  []string{"--resume", "{session_id}"},
-		Model:   []string{"--model", "{model}"},
+		Format:     workflows.AgentFormatClaude,
+		Command:    []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
+		Resume:     []string{"--resume", "{session_id}"},
+		Model:      []string{"--model", "{model}"},
+		InheritEnv: InheritEnv{Names: []string{"ANTHROPIC_*", "CLAUDE_*"}},
 	},
 	"codebuddy": {
-		Format:  workflows.AgentFormatClaude,
-		Command: []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
-		Resume:  []string{"--resume", "{session_id}"},
-		Model:   []string{"--model", "{model}"},
+		Format:     workflows.AgentFormatClaude,
+		Command:    []string{"codebuddy", "-p", "--output-format", "stream-json", "--verbose", "--", "{prompt}"},
+		Resume:     []string{"--resume", "{session_id}"},
+		Model:      []string{"--model", "{model}"},
+		InheritEnv: InheritEnv{Names: []string{"CODEBUDDY_*"}},
 	},
 	"codex": {
-		Format:  workflows.AgentFormatCodex,
-		Command: []string{"codex", "exec", "--json", "--skip-git-repo-check", "--", "{prompt}"},
-		Resume:  []string{"resume", "{session_id}"},
-		Model:   []string{"--model", "{model}"},
+		Format:     workflows.AgentFormatCodex,
+		Command:    []string{"codex", "exec", "--json", "--skip-git-repo-check", "--", "{prompt}"},
+		Resume:     []string{"resume", "{session_id}"},
+		Model:      []string{"--model", "{model}"},
+		InheritEnv: InheritEnv{Names: []string{"OPENAI_*", "CODEX_*"}},
 	},
 	"gemini": {
 		Format:  workflows.AgentFormatGemini,
@@ -77,23 +87,27 @@ var AgentPresets = map[string]AgentProvider{
 		Model:   []string{"--model", "{model}"},
 		// Headless Gemini exits 55 in a folder it does not trust; every cwd
 		// lies inside agents.allowed_roots, which the operator trusts.
-		Env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+		Env:        map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+		InheritEnv: InheritEnv{Names: []string{"GEMINI_*", "GOOGLE_*"}},
 	},
 	"grok": {
-		Format:  workflows.AgentFormatText,
-		Command: []string{"grok", "--prompt={prompt}"},
-		Model:   []string{"--model", "{model}"},
+		Format:     workflows.AgentFormatText,
+		Command:    []string{"grok", "--prompt={prompt}"},
+		Model:      []string{"--model", "{model}"},
+		InheritEnv: InheritEnv{Names: []string{"XAI_*", "GROK_*"}},
 	},
 	"antigravity": {
-		Format:  workflows.AgentFormatText,
-		Command: []string{"antigravity", "--prompt={prompt}"},
-		Model:   []string{"--model", "{model}"},
+		Format:     workflows.AgentFormatText,
+		Command:    []string{"antigravity", "--prompt={prompt}"},
+		Model:      []string{"--model", "{model}"},
+		InheritEnv: InheritEnv{Names: []string{"ANTIGRAVITY_*", "GEMINI_*", "GOOGLE_*"}},
 	},
 }
 
 // ResolvedProviders returns the configured providers with their presets
 // applied to every field they leave empty (a preset's env variables are
-// added to the provider's own, which win).
+// added to the provider's own, which win; inherit_env set in the config,
+// even to an empty list, replaces the preset's).
 func (a Agents) ResolvedProviders() map[string]AgentProvider {
 	out := make(map[string]AgentProvider, len(a.Providers))
 	for name, p := range a.Providers {
@@ -109,6 +123,9 @@ func (a Agents) ResolvedProviders() map[string]AgentProvider {
 		}
 		if p.Model == nil {
 			p.Model = preset.Model
+		}
+		if !p.InheritEnv.set {
+			p.InheritEnv = preset.InheritEnv
 		}
 		if len(preset.Env) > 0 {
 			env := make(map[string]string, len(preset.Env)+len(p.Env))
