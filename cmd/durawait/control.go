@@ -50,7 +50,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // (those the Temporal CLI and SDKs read) that reach the data dir's
 // embedded engine with its client certificate, as shell export lines.
 func runTemporalEnv(args []string, stdout, stderr io.Writer) error {
-	dir, owner, held, err := dataDirOwner("temporal-env", args, stderr, stderr)
+	dir, owner, held, err := dataDirOwner("temporal-env", args, io.Discard, stderr)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,11 @@ type intruderAttempt struct {
 // The process's listening sockets are exactly those docs/security.md's
 // listener table names.
 func TestASecondOSUserReachesNothing(t *testing.T) {
-	setpriv, err := exec.LookPath("setpriv")
-	require.NoError(t, err, "setpriv (util-linux) is needed")
 	if os.Geteuid() != 0 {
 		t.Skip("running a process as user nobody needs root (CI runs as root)")
 	}
+	setpriv, err := exec.LookPath("setpriv")
+	require.NoError(t, err, "setpriv (util-linux) is needed")
 	intruder := buildIntruder(t)
 	for _, tc := range []struct {
 		name  string
@@ -63,6 +63,10 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorkspace(t)
+			// The workspace is open to other users, as a home folder is:
+			// only the data dir's own permissions keep nobody out.
+			require.NoError(t, os.Chmod(filepath.Dir(w.dir), 0o755))
+			require.NoError(t, os.Chmod(w.dir, 0o755))
 			config := w.writeConfig(w.demoServer("demo"))
 			if tc.auth {
 				config = w.withTokens(config)
@@ -130,7 +134,7 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			if tc.auth {
 				files = append(files, w.path("tokens.toml"))
 			}
-			plan, err := json.Marshal(map[string]any{"addrs": targets, "workflow": target, "files": files})
+			plan, err := json.Marshal(map[string]any{"addrs": targets, "workflow": target, "files": files, "controls": []string{w.dir}})
 			require.NoError(t, err)
 			cmd := exec.Command(setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", intruder, string(plan))
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
@@ -142,9 +146,13 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 				var a intruderAttempt
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &a), sc.Text())
 				attempts++
+				if a.Attack == "read (control)" {
+					assert.True(t, a.Got, "nobody reads the workspace around the data dir (%s): %s", a.Target, a.Detail)
+					continue
+				}
 				assert.False(t, a.Got, "nobody got through: %s on %s (%s): %s", a.Attack, a.Target, known[a.Target], a.Detail)
 			}
-			assert.Equal(t, len(targets)*(2*5+2*3)+len(files), attempts, "every attack was tried")
+			assert.Equal(t, len(targets)*(2*5+4*3)+len(files)+1, attempts, "every attack was tried")
 
 			desc, err := engine.DescribeWorkflowExecution(ctx, target, "")
 			require.NoError(t, err)

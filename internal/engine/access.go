@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"go.temporal.io/server/common/authorization"
@@ -13,17 +14,14 @@ import (
 	"github.com/durawait/durawait/internal/enginecreds"
 )
 
-// Who reaches the engine (docs/security.md, "The engine"): every listener
-// speaks TLS with the data dir's server certificate. The internal services
-// (history, matching, worker) accept only clients that present the data
-// dir's client certificate. The frontend accepts a client certificate
-// signed by the data dir's authority, or a request carrying the Web UI's
-// bearer token (the UI's gate adds it to the requests of a person logged in
-// with its link: internal/webui); anything else is denied by the
-// authorizer. The frontend's HTTP API is not served.
-
 // engineTLS gives the Temporal server the data dir's certificates on every
-// listener and to every client inside the server.
+// listener and to every client inside the server. Who reaches the engine
+// (docs/security.md, "The engine is a boundary too"): the internal
+// services (history, matching, worker) accept only clients that present
+// the data dir's client certificate; the frontend accepts a client
+// certificate signed by the data dir's authority, or a request carrying
+// the Web UI's bearer token (engineClaims); the frontend's HTTP API is not
+// served.
 type engineTLS struct {
 	frontendServer, internodeServer, client *tls.Config
 }
@@ -35,37 +33,49 @@ var _ encryption.TLSConfigProvider = (*engineTLS)(nil)
 func newEngineTLS(files enginecreds.Files) (*engineTLS, error) {
 	frontend, err := files.ServerTLS(tls.VerifyClientCertIfGiven)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the frontend's TLS: %w", err)
 	}
 	internode, err := files.ServerTLS(tls.RequireAndVerifyClientCert)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the internal services' TLS: %w", err)
 	}
 	client, err := files.ClientTLS()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the engine's own clients' TLS: %w", err)
 	}
 	return &engineTLS{frontendServer: frontend, internodeServer: internode, client: client}, nil
 }
 
+// GetInternodeServerConfig is the internal services' listeners': mutual TLS.
 func (e *engineTLS) GetInternodeServerConfig() (*tls.Config, error) { return e.internodeServer, nil }
-func (e *engineTLS) GetInternodeClientConfig() (*tls.Config, error) { return e.client, nil }
-func (e *engineTLS) GetFrontendServerConfig() (*tls.Config, error)  { return e.frontendServer, nil }
-func (e *engineTLS) GetFrontendClientConfig() (*tls.Config, error)  { return e.client, nil }
 
-// GetRemoteClusterClientConfig: the embedded engine has no remote cluster.
+// GetInternodeClientConfig is the server's own clients of its internal
+// services: they present the client certificate.
+func (e *engineTLS) GetInternodeClientConfig() (*tls.Config, error) { return e.client, nil }
+
+// GetFrontendServerConfig is the frontend's listener: a client certificate
+// is checked when given.
+func (e *engineTLS) GetFrontendServerConfig() (*tls.Config, error) { return e.frontendServer, nil }
+
+// GetFrontendClientConfig is the server's own clients of its frontend (its
+// system workers): they present the client certificate.
+func (e *engineTLS) GetFrontendClientConfig() (*tls.Config, error) { return e.client, nil }
+
+// GetRemoteClusterClientConfig is nil: the embedded engine has no remote
+// cluster.
 func (e *engineTLS) GetRemoteClusterClientConfig(string) (*tls.Config, error) { return nil, nil }
 
-// GetExpiringCerts: certificates are made again at a start when they end
-// within 30 days (enginecreds.Ensure).
+// GetExpiringCerts reports none: certificates are made again at a start
+// when they end within 30 days (enginecreds.Ensure).
 func (e *engineTLS) GetExpiringCerts(time.Duration) (encryption.CertExpirationMap, encryption.CertExpirationMap, error) {
 	return nil, nil, nil
 }
 
 // engineClaims maps a frontend request to the claims the default
 // authorizer checks: system admin for a client certificate the data dir's
-// authority signed, or for the Web UI's bearer token; none (denied) for
-// anything else.
+// authority signed; writer (every namespace's workflows, no operator
+// changes such as search attributes or namespaces) for the Web UI's bearer
+// token; none (denied) for anything else.
 type engineClaims struct {
 	// uiBearer is the Authorization header value of the Web UI's
 	// requests ("Bearer " and a secret made at the engine's start, never
@@ -81,7 +91,7 @@ func (m engineClaims) GetClaims(info *authorization.AuthInfo) (*authorization.Cl
 		return &authorization.Claims{Subject: info.TLSSubject.CommonName, System: authorization.RoleAdmin}, nil
 	}
 	if m.uiBearer != "" && subtle.ConstantTimeCompare([]byte(info.AuthToken), []byte(m.uiBearer)) == 1 {
-		return &authorization.Claims{Subject: "durawait-web-ui", System: authorization.RoleAdmin}, nil
+		return &authorization.Claims{Subject: "durawait-web-ui", System: authorization.RoleWriter}, nil
 	}
 	return nil, nil
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/server/common/authorization"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -76,7 +79,9 @@ func TestEveryEngineListenerRefusesAClientWithoutTheDataDirsCredentials(t *testi
 			resp.Body.Close()
 			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the UI without its login")
 		case "ui-server":
-			resp, err := http.Get("http://" + l.Addr + "/api/v1/namespaces/default/workflows")
+			// An intruder trusts any certificate; the server asks for none.
+			anyServer := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the intruder's
+			resp, err := anyServer.Get("https://" + l.Addr + "/api/v1/namespaces/default/workflows")
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -110,4 +115,39 @@ func tlsHandshake(addr string, conf *tls.Config) error {
 		return nil
 	}
 	return err
+}
+
+// The claims: admin for a verified client certificate; writer for the
+// UI's bearer token, exactly; nothing for a wrong token, a token when no
+// UI runs, or a certificate the handshake did not verify.
+func TestEngineClaimsGrantOnlyTheDataDirsCredentials(t *testing.T) {
+	verified := &credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}}
+	unverified := &credentials.TLSInfo{State: tls.ConnectionState{}}
+	subject := &pkix.Name{CommonName: "durawait"}
+	ui := engineClaims{uiBearer: "Bearer right"}
+	for _, tc := range []struct {
+		name   string
+		claims engineClaims
+		info   authorization.AuthInfo
+		want   authorization.Role
+	}{
+		{"a verified certificate", ui, authorization.AuthInfo{TLSConnection: verified, TLSSubject: subject}, authorization.RoleAdmin},
+		{"the UI's token", ui, authorization.AuthInfo{AuthToken: "Bearer right"}, authorization.RoleWriter},
+		{"a wrong token", ui, authorization.AuthInfo{AuthToken: "Bearer wrong"}, 0},
+		{"the token without its scheme", ui, authorization.AuthInfo{AuthToken: "right"}, 0},
+		{"a token when no UI runs", engineClaims{}, authorization.AuthInfo{AuthToken: "Bearer "}, 0},
+		{"an empty token when no UI runs", engineClaims{}, authorization.AuthInfo{AuthToken: ""}, 0},
+		{"an unverified certificate", ui, authorization.AuthInfo{TLSConnection: unverified, TLSSubject: subject}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claims, err := tc.claims.GetClaims(&tc.info)
+			require.NoError(t, err)
+			if tc.want == 0 {
+				assert.Nil(t, claims)
+				return
+			}
+			require.NotNil(t, claims)
+			assert.Equal(t, tc.want, claims.System)
+		})
+	}
 }

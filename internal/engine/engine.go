@@ -262,7 +262,10 @@ func (e *Engine) Stop() {
 // and, on UIPort, the gate that lets a person with the login link through
 // to it (internal/webui). The UI's server holds no credential: its
 // requests reach the engine with the bearer token the gate adds, so a
-// process that reaches its port directly is denied by the engine.
+// process that reaches its port directly is denied by the engine. The gate
+// reaches it over TLS, trusting only the data dir's authority: a process
+// that took the UI server's port first (it is picked, then bound by the UI
+// server) gets no request and no token.
 func (e *Engine) startUI(opts Options, uiAuthorization string) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort(opts.IP, strconv.Itoa(opts.UIPort)))
 	if err != nil {
@@ -279,6 +282,7 @@ func (e *Engine) startUI(opts Options, uiAuthorization string) error {
 		Port:                innerPort,
 		TemporalGRPCAddress: e.addr,
 		TLS:                 uiconfig.TLS{CaFile: e.creds.CA, EnableHostVerification: true},
+		UIServerTLS:         uiconfig.UIServerTLS{CertFile: e.creds.ServerCert, KeyFile: e.creds.ServerKey},
 		EnableUI:            true,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		HideLogs:            true,
@@ -287,13 +291,15 @@ func (e *Engine) startUI(opts Options, uiAuthorization string) error {
 	}))
 	ui := e.ui
 	go func() {
-		// Start blocks until Stop; an error here is a port conflict or similar.
+		// Start blocks until Stop. (A port it cannot bind ends the process:
+		// the UI server's logger is fatal there, before Start returns.)
 		if err := ui.Start(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			opts.Logger.Error("Temporal Web UI stopped", "addr", inner, "error", err)
 		}
 	}()
 	e.uiAddr, e.uiServerAddr = ln.Addr().String(), inner
-	e.gate, err = webui.Serve(ln, webui.Options{Upstream: "http://" + inner, Authorization: uiAuthorization, Logger: opts.Logger})
+	e.gate, err = webui.Serve(ln, webui.Options{Upstream: "https://" + inner, Authorization: uiAuthorization, Logger: opts.Logger,
+		UpstreamTLS: &tls.Config{RootCAs: e.clientTLS.RootCAs, MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		ui.Stop()
 		ln.Close()

@@ -71,19 +71,57 @@ func FilesIn(dataDir string) Files {
 	}
 }
 
-// Ensure returns dataDir's credentials, made anew when any file is missing
-// or unreadable, a certificate ends within 30 days of now, or the server
-// certificate does not name every IP in ips. Only the process that holds
-// the data dir's lock (the engine's) calls it.
+// Ensure returns dataDir's credentials, made anew when a file is missing
+// or not a valid certificate or key, a certificate ends within 30 days of
+// now, or the server certificate does not name every IP in ips; their
+// folder and files are made private (0700, 0600) if they were not. A file
+// that exists but cannot be read (permissions, I/O) is an error, not a
+// reason for new credentials: those would lock out every client that
+// holds the current ones (a split worker, an operator's Temporal CLI). Only
+// the process that holds the data dir's lock (the engine's) calls it.
 func Ensure(dataDir string, ips []string, now time.Time) (Files, error) {
 	f := FilesIn(dataDir)
+	if err := f.readable(); err != nil {
+		return Files{}, fmt.Errorf("engine credentials in %s (fix it, or remove the folder to make new ones, which running clients must then read again): %w",
+			filepath.Dir(f.CA), err)
+	}
 	if f.valid(ips, now) {
-		return f, nil
+		return f, f.private()
 	}
 	if err := f.make(ips, now); err != nil {
 		return Files{}, fmt.Errorf("engine credentials in %s: %w", filepath.Dir(f.CA), err)
 	}
 	return f, nil
+}
+
+// all are f's paths.
+func (f Files) all() []string {
+	return []string{f.CA, f.ServerCert, f.ServerKey, f.ClientCert, f.ClientKey}
+}
+
+// readable fails when a file exists but cannot be read; a missing one is
+// fine (valid reports it).
+func (f Files) readable() error {
+	for _, p := range f.all() {
+		if _, err := os.ReadFile(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// private makes the folder 0700 and the files 0600, whatever an earlier
+// release or the umask made them.
+func (f Files) private() error {
+	if err := os.Chmod(filepath.Dir(f.CA), 0o700); err != nil {
+		return fmt.Errorf("engine credentials: make %s private (0700): %w", filepath.Dir(f.CA), err)
+	}
+	for _, p := range f.all() {
+		if err := os.Chmod(p, 0o600); err != nil {
+			return fmt.Errorf("engine credentials: make %s private (0600): %w", p, err)
+		}
+	}
+	return nil
 }
 
 // valid reports whether f's files exist, load, and cover ips until 30 days
@@ -162,6 +200,7 @@ func (f Files) make(ips []string, now time.Time) error {
 
 // template is a certificate template valid from a minute before now.
 func template(now time.Time, name string) *x509.Certificate {
+	// crypto/rand.Reader does not fail (Go 1.24 and later).
 	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	return &x509.Certificate{
 		SerialNumber: serial,
@@ -263,11 +302,11 @@ func (f Files) ClientTLS() (*tls.Config, error) {
 func (f Files) ServerTLS(auth tls.ClientAuthType) (*tls.Config, error) {
 	pool, err := f.authority()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the authority: %w", err)
 	}
 	cert, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the server certificate: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: auth, MinVersion: tls.VersionTLS12}, nil
 }

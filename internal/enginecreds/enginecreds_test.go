@@ -155,3 +155,34 @@ func handshake(t *testing.T, server, client *tls.Config) error {
 	}
 	return err
 }
+
+// A credentials file that exists but cannot be read is an error, not a
+// reason to make new ones (which would lock out every client holding the
+// current ones); files an earlier start left readable are made private.
+func TestEnsureKeepsWhatItCannotReadAndPrivatesWhatItKeeps(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Ensure(dir, nil, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(f.ClientCert, 0o644))
+	require.NoError(t, os.Chmod(filepath.Dir(f.CA), 0o755))
+	_, err = Ensure(dir, nil, time.Now())
+	require.NoError(t, err)
+	info, err := os.Stat(f.ClientCert)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	info, err = os.Stat(filepath.Dir(f.CA))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+
+	// A folder in the file's place: exists, and reading it fails.
+	require.NoError(t, os.Remove(f.ServerKey))
+	require.NoError(t, os.Mkdir(f.ServerKey, 0o700))
+	before, err := os.ReadFile(f.CA)
+	require.NoError(t, err)
+	_, err = Ensure(dir, nil, time.Now())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "remove the folder to make new ones")
+	after, err := os.ReadFile(f.CA)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing was made anew")
+}

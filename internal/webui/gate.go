@@ -11,24 +11,33 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
 
-const (
-	// TokenParam is the login link's query parameter.
-	TokenParam = "durawait_token"
-	// CookieName is the session cookie the login link sets.
-	CookieName = "durawait_ui"
-)
+// TokenParam is the login link's query parameter.
+const TokenParam = "durawait_token"
+
+// cookiePrefix begins the session cookie's name, which ends with the UI's
+// port: a browser sends cookies to every port of a host, so two durawaits'
+// UIs on one machine keep their sessions apart.
+const cookiePrefix = "durawait_ui_"
+
+// upstreamCookies are the UI's own cookies, the only ones the gate passes
+// on (a browser sends the gate every cookie of the host name, other local
+// applications' too).
+var upstreamCookies = []string{"_csrf"}
 
 // Options configure a Gate.
 type Options struct {
@@ -37,6 +46,9 @@ type Options struct {
 	// Authorization is the Authorization header value the engine accepts
 	// from the UI; the gate sets it on every request it forwards.
 	Authorization string
+	// UpstreamTLS is the TLS configuration of the gate's connections to
+	// Upstream (an https URL); nil for plain HTTP.
+	UpstreamTLS *tls.Config
 	// Logger receives the gate's errors.
 	Logger *slog.Logger
 }
@@ -45,8 +57,10 @@ type Options struct {
 // forwards the ones it lets through.
 type Gate struct {
 	token, session string
-	proxy          *httputil.ReverseProxy
-	server         *http.Server
+	// cookie is the session cookie's name (cookiePrefix and the port).
+	cookie string
+	proxy  *httputil.ReverseProxy
+	server *http.Server
 }
 
 // Serve serves the gate on ln until Close.
@@ -58,16 +72,27 @@ func Serve(ln net.Listener, opts Options) (*Gate, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	g := &Gate{token: secret(), session: secret()}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	g := &Gate{token: secret(), session: secret(), cookie: cookiePrefix + port}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = opts.UpstreamTLS
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(upstream)
 			r.Out.Host = upstream.Host
 			r.Out.Header.Set("Authorization", opts.Authorization)
-			// The UI's server knows nothing of the gate's session.
-			removeCookie(r.Out, CookieName)
+			keepOnly(r.Out, upstreamCookies)
+			// Headers the UI's server turns into gRPC metadata for the
+			// engine: only the gate speaks to the engine.
+			r.Out.Header.Del("Authorization-Extras")
+			for name := range r.Out.Header {
+				if strings.HasPrefix(strings.ToLower(name), "grpc-") {
+					r.Out.Header.Del(name)
+				}
+			}
 		},
-		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+		Transport: transport,
+		ErrorLog:  slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
 	g.server = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
@@ -94,18 +119,26 @@ func (g *Gate) LoginURL(base string) string {
 // its login (401), and forwards it.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !loopbackHost(r.Host) {
-		http.Error(w, fmt.Sprintf("Host %q is not allowed: the Web UI answers only requests addressed to a loopback name (localhost, a loopback IP)", r.Host), http.StatusForbidden)
+		http.Error(w, fmt.Sprintf("Host %q is not allowed: the Web UI answers only requests addressed to localhost or a loopback IP", r.Host), http.StatusForbidden)
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 		http.Error(w, fmt.Sprintf("Origin %q is not allowed: the Web UI answers only its own pages", origin), http.StatusForbidden)
 		return
 	}
+	// A request that changes something must say it comes from the UI's
+	// own page (its Origin, checked above, or Sec-Fetch-Site): the UI's
+	// server skips its own CSRF check on requests with an Authorization
+	// header, which the gate adds to every request.
+	if unsafeMethod(r.Method) && r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		http.Error(w, "a "+r.Method+" to the Web UI must come from its own page (an Origin or Sec-Fetch-Site: same-origin header)", http.StatusForbidden)
+		return
+	}
 	if token := r.URL.Query().Get(TokenParam); token != "" {
 		g.login(w, r, token)
 		return
 	}
-	if c, err := r.Cookie(CookieName); err != nil || !equal(c.Value, g.session) {
+	if c, err := r.Cookie(g.cookie); err != nil || !equal(c.Value, g.session) {
 		http.Error(w, "durawait's Web UI needs its login link: `durawait status` prints it (ui), and durawait's log has it at the start", http.StatusUnauthorized)
 		return
 	}
@@ -120,15 +153,30 @@ func (g *Gate) login(w http.ResponseWriter, r *http.Request, token string) {
 		http.Error(w, "this login link is not the Web UI's current one (a link is good until durawait restarts): `durawait status` prints the current one", http.StatusUnauthorized)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: g.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: g.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	q := r.URL.Query()
 	q.Del(TokenParam)
-	next := *r.URL
-	next.RawQuery = q.Encode()
-	// A page reached by a link from elsewhere gets no SameSite=Strict
-	// cookie on that navigation: the redirect is same-site, so the next
-	// request carries it.
-	http.Redirect(w, r, next.RequestURI(), http.StatusSeeOther)
+	// The same page without the token, always a path of this host (a
+	// request for //evil.example/ must not send the browser there).
+	next := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/")
+	if len(q) > 0 {
+		next += "?" + q.Encode()
+	}
+	// A page, not a redirect: a link opened from another site's page is a
+	// cross-site navigation, and a browser may send no SameSite=Strict
+	// cookie on a redirect that continues it; the page's own navigation
+	// is same-site. The token stays out of referrers and caches.
+	h := w.Header()
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html><meta http-equiv=\"refresh\" content=\"0; url=%s\"><title>durawait</title><a href=\"%s\">Open the Temporal Web UI</a>\n",
+		html.EscapeString(next), html.EscapeString(next))
+}
+
+// unsafeMethod reports whether an HTTP method may change something.
+func unsafeMethod(m string) bool {
+	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
 }
 
 // loopbackHost reports whether a Host header names the loopback interface.
@@ -138,7 +186,7 @@ func loopbackHost(hostport string) bool {
 		host = h
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	if host == "localhost" {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -154,12 +202,12 @@ func sameOrigin(origin, host string) bool {
 	return err == nil && u.Scheme == "http" && strings.EqualFold(u.Host, host) && u.Path == ""
 }
 
-// removeCookie drops one cookie from a request's Cookie headers.
-func removeCookie(r *http.Request, name string) {
+// keepOnly keeps only the named cookies in a request's Cookie headers.
+func keepOnly(r *http.Request, names []string) {
 	cookies := r.Cookies()
 	r.Header.Del("Cookie")
 	for _, c := range cookies {
-		if c.Name != name {
+		if slices.Contains(names, c.Name) {
 			r.AddCookie(c)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 func upstream(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "path="+r.URL.Path+" authorization="+r.Header.Get("Authorization")+" cookie="+r.Header.Get("Cookie"))
+		_, _ = io.WriteString(w, "path="+r.URL.Path+" authorization="+r.Header.Get("Authorization")+" cookie="+r.Header.Get("Cookie")+
+			" grpc="+r.Header.Get("Grpc-Metadata-X")+" extras="+r.Header.Get("Authorization-Extras"))
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -36,7 +38,12 @@ func serveGate(t *testing.T) (*Gate, string) {
 
 func get(t *testing.T, hc *http.Client, url string, header map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	return do(t, hc, http.MethodGet, url, header)
+}
+
+func do(t *testing.T, hc *http.Client, method, url string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
 	require.NoError(t, err)
 	for k, v := range header {
 		if k == "Host" {
@@ -72,27 +79,68 @@ func TestGateLetsThroughOnlyTheLoginLinksHolder(t *testing.T) {
 	code, _ = get(t, http.DefaultClient, base+"/?"+TokenParam+"=not-the-token", nil)
 	assert.Equal(t, http.StatusUnauthorized, code, "a wrong token")
 
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(g.LoginURL(base) + "&x=1")
+	resp, err := http.Get(g.LoginURL(base) + "&x=1")
 	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	assert.Equal(t, "/?x=1", resp.Header.Get("Location"), "the token leaves the address bar")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(page), `content="0; url=/?x=1"`, "the page moves on without the token")
+	assert.NotContains(t, string(page), g.token)
+	assert.Equal(t, "no-referrer", resp.Header.Get("Referrer-Policy"))
+	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	require.Len(t, resp.Cookies(), 1)
 	c := resp.Cookies()[0]
-	assert.Equal(t, CookieName, c.Name)
+	assert.Equal(t, "durawait_ui_"+base[strings.LastIndex(base, ":")+1:], c.Name, "the cookie names the UI's port")
 	assert.True(t, c.HttpOnly, "no script reads the session")
 	assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
 
+	resp, err = http.Get(base + "//evil.example/?" + TokenParam + "=" + g.token)
+	require.NoError(t, err)
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(page), `url=/evil.example/"`, "a path of this host, not another host")
+
+	browser := loggedIn(t, g, base)
+	browser.Jar.SetCookies(mustURL(t, base), []*http.Cookie{{Name: "other_app", Value: "its-secret"}, {Name: "_csrf", Value: "c"}})
+	code, body = get(t, browser, base+"/api/v1/x", map[string]string{"Authorization": "Bearer forged",
+		"Grpc-Metadata-X": "forged", "Authorization-Extras": "forged"})
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "path=/api/v1/x authorization=Bearer engine-secret cookie=_csrf=c grpc= extras=",
+		"the engine's token; the UI's own cookie only; no metadata of the browser's")
+}
+
+// A request that changes something must come from the UI's own page: an
+// Origin (checked) or Sec-Fetch-Site: same-origin; a form posted by
+// another site sends neither (or a foreign Origin).
+func TestGateRefusesAChangeFromAnotherPage(t *testing.T) {
+	g, base := serveGate(t)
+	browser := loggedIn(t, g, base)
+	code, _ := do(t, browser, http.MethodPost, base+"/api/v1/x", nil)
+	assert.Equal(t, http.StatusForbidden, code, "a POST that says nothing of where it comes from")
+	code, _ = do(t, browser, http.MethodPost, base+"/api/v1/x", map[string]string{"Sec-Fetch-Site": "cross-site"})
+	assert.Equal(t, http.StatusForbidden, code)
+	code, _ = do(t, browser, http.MethodPost, base+"/api/v1/x", map[string]string{"Origin": base})
+	assert.Equal(t, http.StatusOK, code, "the UI's own page")
+	code, _ = do(t, browser, http.MethodDelete, base+"/api/v1/x", map[string]string{"Sec-Fetch-Site": "same-origin"})
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// loggedIn is a browser that opened the gate's login link.
+func loggedIn(t *testing.T, g *Gate, base string) *http.Client {
+	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	browser := &http.Client{Jar: jar}
-	code, _ = get(t, browser, g.LoginURL(base), nil)
+	code, _ := get(t, browser, g.LoginURL(base), nil)
 	require.Equal(t, http.StatusOK, code)
-	code, body = get(t, browser, base+"/api/v1/x", map[string]string{"Authorization": "Bearer forged"})
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "path=/api/v1/x authorization=Bearer engine-secret ")
-	assert.NotContains(t, body, CookieName, "the session stays with the gate")
+	return browser
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
 }
 
 // Requests addressed to another name (a DNS-rebound page) or sent by
@@ -100,11 +148,7 @@ func TestGateLetsThroughOnlyTheLoginLinksHolder(t *testing.T) {
 // is looked at.
 func TestGateRefusesOtherHostsAndOrigins(t *testing.T) {
 	g, base := serveGate(t)
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	browser := &http.Client{Jar: jar}
-	code, _ := get(t, browser, g.LoginURL(base), nil)
-	require.Equal(t, http.StatusOK, code)
+	browser := loggedIn(t, g, base)
 	port := base[strings.LastIndex(base, ":")+1:]
 
 	for name, header := range map[string]map[string]string{
@@ -114,6 +158,7 @@ func TestGateRefusesOtherHostsAndOrigins(t *testing.T) {
 		"Origin on another local port":    {"Origin": "http://127.0.0.1:1"},
 		"Origin null":                     {"Origin": "null"},
 		"Origin https of the same host":   {"Origin": "https://" + strings.TrimPrefix(base, "http://")},
+		"Host x.localhost":                {"Host": "x.localhost:" + port},
 	} {
 		url := base + "/api/v1/x"
 		if strings.HasSuffix(name, "with the link") {

@@ -38,6 +38,9 @@ type plan struct {
 	Workflow string `json:"workflow"`
 	// Files are paths in the data dir to read (or list, for a folder).
 	Files []string `json:"files"`
+	// Controls are paths the intruder can read (the data dir's parent):
+	// reading them proves the reads of Files reached the data dir.
+	Controls []string `json:"controls"`
 }
 
 // attempt is one attack's outcome.
@@ -71,6 +74,11 @@ func main() {
 	}
 	for _, f := range p.Files {
 		report(readFile(f))
+	}
+	for _, f := range p.Controls {
+		a := readFile(f)
+		a.Attack = "read (control)"
+		report(a)
 	}
 }
 
@@ -138,12 +146,15 @@ func grpcAttacks(addr, workflowID string) []attempt {
 }
 
 // httpAttacks are the HTTP requests an intruder (or a DNS-rebound page,
-// whose requests name its own host) sends: the Web UI's API (list, start a
-// workflow) and an MCP tool call.
+// whose requests name its own host) sends, over HTTP and HTTPS: the Web
+// UI's API (list, start a workflow) and an MCP initialize.
 func httpAttacks(addr string) []attempt {
 	var out []attempt
-	hc := &http.Client{Timeout: 5 * time.Second}
-	for _, host := range []string{addr, "evil.example"} {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // the intruder trusts anything
+	}}
+	for _, target := range []string{"http://" + addr, "https://" + addr, "http://evil.example", "https://evil.example"} {
+		scheme, host, _ := strings.Cut(target, "://")
 		for _, r := range []struct {
 			attack, method, path, body string
 			breach                     func(code int, body string) bool
@@ -159,14 +170,17 @@ func httpAttacks(addr string) []attempt {
 					return code == http.StatusOK && strings.Contains(body, `"serverInfo"`)
 				}},
 		} {
-			req, err := http.NewRequest(r.method, "http://"+addr+r.path, bytes.NewBufferString(r.body))
+			req, err := http.NewRequest(r.method, scheme+"://"+addr+r.path, bytes.NewBufferString(r.body))
 			if err != nil {
 				continue
 			}
 			req.Host = host
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
-			a := attempt{Target: addr, Attack: r.attack + " (Host " + host + ")"}
+			// A token of its own, so that a server that skips its CSRF
+			// check for authorized requests lets the call reach the engine.
+			req.Header.Set("Authorization", "Bearer intruder")
+			a := attempt{Target: addr, Attack: r.attack + " (" + scheme + ", Host " + host + ")"}
 			resp, err := hc.Do(req)
 			if err != nil {
 				a.Detail = err.Error()
