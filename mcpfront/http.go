@@ -193,9 +193,14 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, resp)
 			return
 		}
-		if plain, changed := forMCPGo(msg, body, modern); changed {
+		plain, changed := forMCPGo(msg, body, modern)
+		plain, exact := withExactID(msg, plain)
+		if changed || exact != nil {
 			r.Body = io.NopCloser(bytes.NewReader(plain))
 			r.ContentLength = int64(len(plain))
+		}
+		if exact != nil {
+			w = exactIDWriter{ResponseWriter: w, id: exact}
 		}
 		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern && msg.method != string(mcp.MethodInitialize) {
 			perCall := fmt.Sprintf("%s%s%d", sid, perCallSuffix, h.calls.Add(1))

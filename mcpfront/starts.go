@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -19,6 +21,11 @@ import (
 // answering that it is busy. Nothing was lost: the same call, made again,
 // starts the wait (or attaches to it, if a start went through after all).
 var ErrOverloaded = errors.New("durawait is overloaded")
+
+// ErrDiskFull is returned (wrapped, with Temporal's answer) when the
+// engine could not write the start because its disk is full: retrying
+// would not help until someone frees space, so the start is not retried.
+var ErrDiskFull = errors.New("the engine's disk is full (with the embedded engine: the data dir's disk)")
 
 // Defaults of StartOptions.
 const (
@@ -112,6 +119,8 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case diskFull(err):
+			return fmt.Errorf("%w (Temporal: %v)", ErrDiskFull, err)
 		case !busy(err):
 			return err
 		}
@@ -217,6 +226,16 @@ func (b *backoff) wait(ctx context.Context) error {
 
 // busy reports whether err says Temporal is busy or briefly unreachable
 // (worth another try), as opposed to refusing the start.
+// diskFull reports whether err says the engine's storage is out of space:
+// SQLite's "database or disk is full", or ENOSPC.
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "disk is full") || strings.Contains(msg, "no space left on device")
+}
+
 func busy(err error) bool {
 	var exhausted *serviceerror.ResourceExhausted
 	var unavailable *serviceerror.Unavailable
@@ -251,6 +270,9 @@ func startFailedMessage(tool string, err error) string {
 func startFailure(err error) string {
 	if errors.Is(err, ErrOverloaded) {
 		return fmt.Sprintf("%v; call again with the same arguments: they name the same wait, so it starts once", err)
+	}
+	if errors.Is(err, ErrDiskFull) {
+		return fmt.Sprintf("%v; free space there, then call again with the same arguments: nothing was started", err)
 	}
 	return fmt.Sprintf("could not start the wait: %v", err)
 }

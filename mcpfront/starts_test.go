@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,4 +243,23 @@ func TestAResultAskedOfABusyEngineIsAskedAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.ErrorIs(t, getResult(ctx, &busyRun{busyFor: 1000}, &got), context.Canceled)
+}
+
+// A full disk is named to the caller at once, not retried into "durawait
+// is overloaded": nothing helps until someone frees space.
+func TestAFullDiskIsNamedNotRetried(t *testing.T) {
+	for _, full := range []error{
+		serviceerror.NewUnavailable("createOrUpdateCurrentExecution failed: database or disk is full"),
+		fmt.Errorf("write: %w", syscall.ENOSPC),
+	} {
+		var attempts int
+		err := fast(1, time.Minute).do(t.Context(), func(context.Context) error { attempts++; return full })
+		require.ErrorIs(t, err, ErrDiskFull)
+		assert.NotErrorIs(t, err, ErrOverloaded)
+		assert.Equal(t, 1, attempts)
+		msg := startFailedMessage("wait_for", err)
+		assert.Contains(t, msg, "the engine's disk is full (with the embedded engine: the data dir's disk)")
+		assert.Contains(t, msg, "free space there, then call again")
+		assert.NotContains(t, msg, "overloaded")
+	}
 }

@@ -93,10 +93,16 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		raw := append(json.RawMessage(nil), line...)
 		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
 		raw, _ = forMCPGo(msg, raw, modern)
+		raw, exact := withExactID(msg, raw)
 		wg.Go(func() {
 			resp, handled := f.handleOwn(ctx, msg, modern)
 			if !handled {
 				resp = f.mcp.HandleMessage(ctx, raw)
+				if exact != nil && resp != nil {
+					if b, err := json.Marshal(resp); err == nil {
+						resp = json.RawMessage(exact.restore(b))
+					}
+				}
 			}
 			if resp != nil {
 				if err := w.write(resp); err != nil {
