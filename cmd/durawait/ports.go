@@ -20,7 +20,13 @@ func explainEngineStart(err error) error {
 		fix = "--ui-port PORT (0: no Web UI)"
 	}
 	msg := fmt.Sprintf("%s; run with %s", e.Error(), fix)
-	if e.Temporal != "" {
+	switch {
+	case e.Temporal != "" && e.TemporalTLS:
+		// Another durawait's engine (or a cluster with TLS): it takes
+		// its own credentials.
+		msg += fmt.Sprintf(", or use that Temporal server (it answers over TLS: another durawait's engine takes its data dir's credentials, "+
+			`eval "$(durawait temporal-env --data-dir DIR)"; a cluster its own --tls-* flags) instead of an embedded engine: --temporal %s`, e.Temporal)
+	case e.Temporal != "":
 		msg += fmt.Sprintf(", or use that Temporal server instead of an embedded engine: --temporal %s", e.Temporal)
 	}
 	return fmt.Errorf("%s", msg)

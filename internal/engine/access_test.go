@@ -151,3 +151,44 @@ func TestEngineClaimsGrantOnlyTheDataDirsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// systemInfo answers GetSystemInfo, as any Temporal frontend does.
+type systemInfo struct {
+	workflowservice.UnimplementedWorkflowServiceServer
+}
+
+func (systemInfo) GetSystemInfo(context.Context, *workflowservice.GetSystemInfoRequest) (*workflowservice.GetSystemInfoResponse, error) {
+	return &workflowservice.GetSystemInfoResponse{}, nil
+}
+
+// A busy port's Temporal frontend is found over plain gRPC and over TLS
+// (another durawait's engine), and which of the two is said: the port
+// clash's hint then says that TLS needs its credentials.
+func TestFindTemporalTellsPlainFromTLS(t *testing.T) {
+	files, err := enginecreds.Ensure(t.TempDir(), nil, time.Now())
+	require.NoError(t, err)
+	serverTLS, err := files.ServerTLS(tls.VerifyClientCertIfGiven)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		opts  []grpc.ServerOption
+		isTLS bool
+	}{
+		{"plain gRPC", nil, false},
+		{"TLS", []grpc.ServerOption{grpc.Creds(credentials.NewTLS(serverTLS))}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			gs := grpc.NewServer(tc.opts...)
+			workflowservice.RegisterWorkflowServiceServer(gs, systemInfo{})
+			go func() { _ = gs.Serve(ln) }()
+			defer gs.Stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			found, overTLS := findTemporal(ctx, ln.Addr().String())
+			assert.True(t, found)
+			assert.Equal(t, tc.isTLS, overTLS)
+		})
+	}
+}

@@ -35,7 +35,11 @@ type PortInUseError struct {
 	Addr string
 	// Temporal is the address of a Temporal frontend found there, or "".
 	Temporal string
-	Err      error
+	// TemporalTLS says that frontend answered over TLS only (another
+	// durawait's embedded engine, or a cluster with TLS): reaching it
+	// takes its credentials.
+	TemporalTLS bool
+	Err         error
 }
 
 func (e *PortInUseError) Error() string {
@@ -70,8 +74,8 @@ func checkPorts(opts Options) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if IsTemporal(ctx, probe) {
-			e.Temporal = probe
+		if found, overTLS := findTemporal(ctx, probe); found {
+			e.Temporal, e.TemporalTLS = probe, overTLS
 		}
 		return e
 	}
@@ -93,7 +97,14 @@ func checkPorts(opts Options) error {
 // GetSystemInfo needs no credential there). The server's certificate is
 // not checked: the answer only names what holds the port.
 func IsTemporal(ctx context.Context, addr string) bool {
-	for _, creds := range []credentials.TransportCredentials{
+	found, _ := findTemporal(ctx, addr)
+	return found
+}
+
+// findTemporal is IsTemporal, and whether the frontend answered over TLS
+// only.
+func findTemporal(ctx context.Context, addr string) (found, overTLS bool) {
+	for i, creds := range []credentials.TransportCredentials{
 		insecure.NewCredentials(),
 		credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}), //nolint:gosec // identification only
 	} {
@@ -104,10 +115,10 @@ func IsTemporal(ctx context.Context, addr string) bool {
 		_, err = workflowservice.NewWorkflowServiceClient(conn).GetSystemInfo(ctx, &workflowservice.GetSystemInfoRequest{})
 		conn.Close()
 		if err == nil {
-			return true
+			return true, i == 1
 		}
 	}
-	return false
+	return false, false
 }
 
 // AsPortInUse returns err's *PortInUseError, if any.
