@@ -238,7 +238,7 @@ func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, window
 		WorkflowID:   id,
 		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
-		Args:         []any{workflows.AgentWaitRequest{Window: window}},
+		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: principalFrom(ctx)}},
 		WaitForStage: stage,
 	})
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -114,7 +115,28 @@ type AgentProgress struct {
 // AgentWaitRequest is the argument of the wait update.
 type AgentWaitRequest struct {
 	Window time.Duration `json:"window"`
+	// Principal is the caller's ("" for the local user). The invocation's
+	// worker refuses a wait of another principal's invocation (its ID says
+	// whose it is), as the front end does: a request that did not come
+	// through a front end gets no more.
+	Principal string `json:"principal,omitempty"`
 }
+
+// validateAgentWait refuses a wait whose caller does not own the
+// invocation id. An update a validator refuses is not recorded: the check
+// changes no history.
+func validateAgentWait(id string, req AgentWaitRequest) error {
+	if strings.HasPrefix(id, AgentIDPrefix) && !Owns(req.Principal, id) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invocation %s is not the caller's: a wait names the principal that started the invocation (the front end's rule, checked again by its worker)", id),
+			ErrTypeNotTheCallers, nil)
+	}
+	return nil
+}
+
+// ErrTypeNotTheCallers: the worker refuses a wait on another principal's
+// invocation.
+const ErrTypeNotTheCallers = "NotTheCallers"
 
 type agentState struct {
 	started   time.Time
@@ -224,7 +246,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		}
 		return p
 	}
-	if err := workflow.SetUpdateHandler(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
 		// An operator's cancel of the workflow does not fail a wait in
 		// flight: it answers with the cancelled run's payload.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
@@ -232,7 +254,9 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			return InvocationPayload{}, err
 		}
 		return answer(ctx), nil
-	}); err != nil {
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentWaitRequest) error {
+		return validateAgentWait(workflow.GetInfo(ctx).WorkflowExecution.ID, req)
+	}}); err != nil {
 		return InvocationPayload{}, err
 	}
 	if err := workflow.SetQueryHandler(ctx, AgentStateQuery, func() (InvocationPayload, error) {

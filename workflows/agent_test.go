@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -303,4 +305,34 @@ func TestAnInvocationCancelledBeforeItsRunIsNotLeftRunning(t *testing.T) {
 	assert.Equal(t, AgentCancelled, p.Status)
 	assert.Equal(t, []string{"running", "cancelled"}, u.states)
 	assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
+}
+
+// The invocation's worker refuses a wait of another principal's
+// invocation (the front end's rule, checked again): a request that did not
+// come through a front end gets no more. The owner's wait is taken.
+func TestAWaitOfAnotherPrincipalsInvocationIsRefused(t *testing.T) {
+	env := newAgentEnv(t)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: InvocationID("alice", [16]byte{1})})
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	var rejected []error
+	accepted := 0
+	for i, principal := range []string{"bob", "", "alice"} {
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(AgentWaitUpdate, fmt.Sprintf("w%d", i), &testsuite.TestUpdateCallback{
+				OnAccept:   func() { accepted++ },
+				OnReject:   func(err error) { rejected = append(rejected, err) },
+				OnComplete: func(any, error) {},
+			}, AgentWaitRequest{Window: time.Minute, Principal: principal})
+		}, time.Second)
+	}
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+	require.Len(t, rejected, 2, "bob's and the local user's")
+	for _, err := range rejected {
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		assert.Equal(t, ErrTypeNotTheCallers, app.Type())
+		assert.Contains(t, app.Error(), "is not the caller's")
+	}
+	assert.Equal(t, 1, accepted, "alice's")
 }
