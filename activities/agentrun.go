@@ -303,7 +303,7 @@ func (r *AgentRunner) launch(dir, invocationID string, prov AgentProvider, spec 
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, nil)
 	}
 	if err := agentproc.Start(agentproc.Launch{
-		Dir: dir, Argv: argv, Cwd: cwd, Env: childenv.Build(os.Environ(), prov.Inherit, prov.Env), Stdin: stdin, Supervisor: r.Supervisor,
+		Dir: dir, Argv: argv, Cwd: cwd, Env: agentEnv(os.Environ(), prov), Stdin: stdin, Supervisor: r.Supervisor,
 	}); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, err)
 	}
@@ -363,8 +363,17 @@ func CheckPromptPlacement(provider string, p AgentProvider, prompt string) error
 		"add \"--\" before \"{prompt}\" in agents.providers.%s.command (if the CLI accepts it), or reword the prompt", provider, provider)
 }
 
+// agentEnv is a provider's CLI's environment: childenv's base, its
+// AgentNames, the provider's inherit_env and its env.
+func agentEnv(parent []string, p AgentProvider) []string {
+	inherit := childenv.Inherit{All: p.Inherit.All, Names: append(slices.Clone(childenv.AgentNames), p.Inherit.Names...)}
+	return childenv.Build(parent, inherit, p.Env)
+}
+
 // MaxArgBytes is the longest single argument Linux passes to a program
-// (MAX_ARG_STRLEN: 32 pages of 4 KiB, its terminating NUL included).
+// (MAX_ARG_STRLEN: 32 pages of 4 KiB, its terminating NUL included). Other
+// systems bound the whole argument list instead; the check is the same
+// there, and conservative.
 const MaxArgBytes = 128 << 10
 
 // CheckArgvLimit refuses an argument vector the kernel would refuse at exec

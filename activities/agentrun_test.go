@@ -38,6 +38,7 @@ func preset(name string) AgentProvider {
 func TestAnAgentCLIGetsAMinimalEnvironmentAndAnArgvTheKernelTakes(t *testing.T) {
 	t.Setenv("DURAWAIT_TEST_SECRET", "s3cret")
 	t.Setenv("ANTHROPIC_API_KEY", "vendor-key")
+	t.Setenv("HTTPS_PROXY", "http://proxy.internal:3128")
 	spool := t.TempDir()
 	// The supervisor: writes the environment it was given, then claims
 	// the run (as agentproc.Supervise does) and ends.
@@ -53,6 +54,7 @@ func TestAnAgentCLIGetsAMinimalEnvironmentAndAnArgvTheKernelTakes(t *testing.T) 
 	assert.Contains(t, string(env), "ANTHROPIC_API_KEY=vendor-key\n", "the vendor's key (the preset's inherit_env)")
 	assert.Contains(t, string(env), "MINE=1\n", "the provider's env")
 	assert.Contains(t, string(env), "PATH=", "the base")
+	assert.Contains(t, string(env), "HTTPS_PROXY=http://proxy.internal:3128\n", "the session's proxy (childenv.AgentNames)")
 	assert.NotContains(t, string(env), "s3cret", "durawait's other variables stay its own")
 
 	err = r.launch(dir, "agent/long", prov, workflows.AgentSpec{Provider: "claude", Prompt: strings.Repeat("x", MaxArgBytes), Cwd: spool})

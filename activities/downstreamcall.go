@@ -46,10 +46,11 @@ type Downstream struct {
 }
 
 // CheckProbe checks a probe ("<server>.<tool>") against the worker's probe
-// policy (internal/probepolicy): its server is configured, and the tool,
-// when the server has listed it, may be probed. A tool the server has not
-// listed (it is down, or not yet connected) is let through: the loop's
-// samples then say what the server answers.
+// policy (internal/probepolicy): its server is configured here, lists the
+// tool, and the tool may be probed. While the server has listed no tools
+// (it is down, or not yet connected) the answer is an *UnavailableError:
+// the loop skips that sample's call, as it does for a server that is down,
+// and checks again at the next.
 func (d *Downstream) CheckProbe(probe string) error {
 	server, tool, ok := strings.Cut(probe, ".")
 	if !ok {
@@ -58,7 +59,13 @@ func (d *Downstream) CheckProbe(probe string) error {
 	if !slices.Contains(d.Servers.ServerNames(), server) {
 		return fmt.Errorf("probe %s: no downstream MCP server is named %q on this worker", probe, server)
 	}
-	tools, _, _ := d.Servers.ServerTools(server)
+	tools, _, lastErr := d.Servers.ServerTools(server)
+	if len(tools) == 0 {
+		if lastErr == nil {
+			lastErr = errors.New("it has not listed its tools yet")
+		}
+		return &UnavailableError{Server: server, Err: lastErr}
+	}
 	for _, def := range tools {
 		if def.Name == tool {
 			if !probepolicy.Policy(d.ProbeTools).Allows(server, def) {
@@ -67,7 +74,7 @@ func (d *Downstream) CheckProbe(probe string) error {
 			return nil
 		}
 	}
-	return nil
+	return fmt.Errorf("probe %s: downstream MCP server %q lists no tool named %q", probe, server, tool)
 }
 
 // callHeartbeatInterval is how often a running call heartbeats (the SDK

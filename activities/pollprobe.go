@@ -59,9 +59,12 @@ type Poller struct {
 	// SystemClock when nil.
 	Clock Clock
 	// Allowed, when set, checks a probe ("<server>.<tool>") against the
-	// probe policy before its loop calls anything (Downstream.CheckProbe):
-	// the front end checked it too, but the input may have reached the
-	// worker some other way.
+	// probe policy before each of its calls (Downstream.CheckProbe): the
+	// front end checked it too, but the input may have reached the worker
+	// some other way, or from a front end configured otherwise. An
+	// *UnavailableError (the server has not listed its tools yet) skips
+	// the call, as a sample of a server that is down; any other error ends
+	// the wait ProbeNotAllowed.
 	Allowed func(probe string) error
 }
 
@@ -99,12 +102,7 @@ func (p *Poller) Run(ctx context.Context, run ProbeRun) (workflows.WaitForResult
 	if err != nil {
 		return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidSpec, err)
 	}
-	if p.Allowed != nil {
-		if err := p.Allowed(run.Input.Spec.Probe.Tool); err != nil {
-			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(
-				"the worker refuses this probe: "+err.Error(), workflows.ErrTypeProbeNotAllowed, nil)
-		}
-	}
+
 	schedule := run.Input.Schedule()
 	clock := p.clock()
 	loop := &probeLoop{
@@ -161,7 +159,17 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		// a worker that is already behind).
 		start := l.clock.Now()
 		l.progress.RecordAttempt(l.schedule.LatestDue(at, start))
-		out, err := l.call(ctx, start)
+		var out ProbeOutput
+		err := l.allowed()
+		var unlisted *UnavailableError
+		switch {
+		case errors.As(err, &unlisted):
+		case err != nil:
+			return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(
+				"the worker refuses this probe: "+err.Error(), workflows.ErrTypeProbeNotAllowed, nil)
+		default:
+			out, err = l.call(ctx, start)
+		}
 		switch {
 		case errors.Is(err, errDeadline):
 			if !l.progress.HasObservation {
@@ -292,6 +300,15 @@ const FinalSampleAllowance = 800 * time.Millisecond
 
 // call runs one probe call, raced against the deadline. A call that
 // outlives the deadline is abandoned.
+// allowed checks the probe against the worker's probe policy
+// (Poller.Allowed), if it has one.
+func (l *probeLoop) allowed() error {
+	if l.poller.Allowed == nil {
+		return nil
+	}
+	return l.poller.Allowed(l.run.Input.Spec.Probe.Tool)
+}
+
 func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
 	callCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()

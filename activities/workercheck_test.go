@@ -16,9 +16,9 @@ import (
 
 // The worker checks a probe against the probe policy itself: a read-only
 // tool passes, a destructive or unannotated one only when the server's
-// probe_tools allows it, a server the worker does not know never; a tool
-// the server has not listed (down, not yet connected) is let through to
-// the samples.
+// probe_tools allows it, a server the worker does not know or a tool its
+// server does not list never; while the server has listed nothing (down,
+// not yet connected) the check says "unavailable", which skips the call.
 func TestCheckProbeAppliesThePolicyOnTheWorker(t *testing.T) {
 	readOnly := mcp.NewTool("read_file", mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false))
 	destructive := mcp.NewTool("delete_file", mcp.WithDestructiveHintAnnotation(true))
@@ -34,7 +34,7 @@ func TestCheckProbeAppliesThePolicyOnTheWorker(t *testing.T) {
 		{"another server's allowance", "demo.delete_file", map[string][]string{"other": {"*"}}, "demo.delete_file is annotated destructiveHint: true"},
 		{"unknown server", "elsewhere.read_file", nil, `no downstream MCP server is named "elsewhere" on this worker`},
 		{"not a canonical name", "read_file", nil, "is not of the form <server>.<tool>"},
-		{"not listed (yet)", "demo.new_tool", nil, ""},
+		{"a tool the server does not list", "demo.new_tool", nil, `downstream MCP server "demo" lists no tool named "new_tool"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := (&Downstream{Servers: servers, ProbeTools: tc.policy}).CheckProbe(tc.probe)
@@ -46,6 +46,61 @@ func TestCheckProbeAppliesThePolicyOnTheWorker(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.refusal)
 		})
 	}
+}
+
+// A server that has listed no tools yet is unavailable to the check: the
+// loop skips the call, and checks again at the next sample.
+func TestCheckProbeWaitsForTheServersList(t *testing.T) {
+	err := (&Downstream{Servers: fakeServers{}}).CheckProbe("demo.delete_file")
+	var unavailable *UnavailableError
+	require.ErrorAs(t, err, &unavailable)
+	assert.Equal(t, "demo", unavailable.Server)
+}
+
+// A probe loop checks its probe before each call: one refused after its
+// start (the server listed the tool since, destructive) ends
+// ProbeNotAllowed without that call, and while the server has listed
+// nothing no call is made.
+func TestAProbeLoopChecksBeforeEachCall(t *testing.T) {
+	prober := &countingProber{}
+	checks := 0
+	clock := newFakeClock(time.Unix(1_700_000_000, 0))
+	p := &Poller{
+		Prober: prober,
+		Clock:  clock,
+		Allowed: func(probe string) error {
+			checks++
+			switch checks {
+			case 1:
+				return &UnavailableError{Server: "demo", Err: errors.New("not listed yet")}
+			case 2:
+				return nil
+			default:
+				return errors.New(probe + " is annotated destructiveHint: true")
+			}
+		},
+	}
+	spec := workflows.WaitForSpec{Probe: workflows.Probe{Tool: "demo.delete_file"},
+		Until: workflows.Until{Kind: workflows.ConditionMatches, Pattern: "never"}, PollSec: 1, MaxWaitSec: 60}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(context.Background(), ProbeRun{Input: workflows.PollInput{Spec: spec, StartedAt: clock.Now()}})
+		done <- err
+	}()
+	var err error
+	require.Eventually(t, func() bool {
+		clock.Advance(time.Second)
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, workflows.ErrTypeProbeNotAllowed, app.Type())
+	assert.Equal(t, 1, prober.count(), "only the allowed sample called the probe")
 }
 
 // A re-exposed call of a server configured expose = false on the worker

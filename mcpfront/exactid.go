@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // mcp-go decodes a numeric JSON-RPC id through float64 (mcp.RequestId), so
@@ -19,12 +22,15 @@ import (
 // mcp-go as the client sent it.
 func lossyID(id json.RawMessage) bool {
 	text := bytes.TrimSpace(id)
-	if len(text) == 0 || text[0] == '"' {
+	if len(text) == 0 || text[0] == '"' || bytes.Equal(text, []byte("null")) {
 		return false
 	}
 	var f float64
-	if json.Unmarshal(text, &f) != nil {
-		return false
+	if err := json.Unmarshal(text, &f); err != nil {
+		// A valid number past float64's range: mcp-go could not decode
+		// the message at all.
+		var n json.Number
+		return json.Unmarshal(text, &n) == nil
 	}
 	var back []byte
 	if f == float64(int64(f)) {
@@ -85,11 +91,57 @@ func (w exactIDWriter) Write(p []byte) (int, error) {
 }
 
 // Flush passes a flush on (an SSE stream's events go out as written).
+// durawait's HTTP server's writers all flush.
 func (w exactIDWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap gives http.ResponseController the writer underneath.
 func (w exactIDWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// exactIDs are the stand-ins of a connection's requests in flight, by
+// their client's id (its JSON text), so that a client's
+// notifications/cancelled naming its own id reaches the request mcp-go
+// knows by the stand-in.
+type exactIDs struct{ m sync.Map }
+
+// remember records e for the request key names until forget is called.
+func (s *exactIDs) remember(key string, e *exactID) (forget func()) {
+	s.m.Store(key, e)
+	return func() { s.m.CompareAndDelete(key, e) }
+}
+
+// cancelFor returns a notifications/cancelled message raw, with its
+// params.requestId replaced by the stand-in of the request it names (key
+// makes the lookup key of an id); raw itself when it names none.
+func (s *exactIDs) cancelFor(raw []byte, msg rpcMessage, key func(id json.RawMessage) string) []byte {
+	if msg.method != string(mcp.MethodNotificationCancelled) {
+		return raw
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg.Params, &params) != nil {
+		return raw
+	}
+	v, ok := s.m.Load(key(params["requestId"]))
+	if !ok {
+		return raw
+	}
+	params["requestId"] = v.(*exactID).standIn
+	var req map[string]json.RawMessage
+	if json.Unmarshal(raw, &req) != nil {
+		return raw
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return raw
+	}
+	req["params"] = p
+	out, err := json.Marshal(req)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// idKey is an id's lookup key on a connection of its own (stdio).
+func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }

@@ -110,6 +110,9 @@ type httpFront struct {
 	next        http.Handler
 	// calls numbers the per-request sessions.
 	calls atomic.Uint64
+	// exactIDs are the stand-ins of requests in flight whose ids mcp-go
+	// would change (exactid.go), by inFlightKey.
+	exactIDs exactIDs
 	// inFlight maps a session's requests in flight (inFlightKey) to the
 	// per-request session each runs on, for notifications/cancelled.
 	inFlight sync.Map
@@ -207,6 +210,9 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			key := inFlightKey(sid, msg.ID)
 			h.inFlight.Store(key, perCall)
 			defer h.inFlight.CompareAndDelete(key, perCall)
+			if exact != nil {
+				defer h.exactIDs.remember(key, exact)()
+			}
 			r.Header.Set(server.HeaderKeySessionID, perCall)
 		}
 		r = r.WithContext(ctx)
@@ -220,6 +226,11 @@ func (h *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(msg.Params, &params) == nil && sid != "" {
 			if perCall, ok := h.inFlight.Load(inFlightKey(sid, params.RequestID)); ok {
 				r.Header.Set(server.HeaderKeySessionID, perCall.(string))
+			}
+			// A request mcp-go knows by a stand-in id is cancelled by it.
+			if out := h.exactIDs.cancelFor(body, msg, func(id json.RawMessage) string { return inFlightKey(sid, id) }); !bytes.Equal(out, body) {
+				r.Body = io.NopCloser(bytes.NewReader(out))
+				r.ContentLength = int64(len(out))
 			}
 		}
 	}

@@ -183,7 +183,15 @@ func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
 // A 2025-11-25 client's notifications/cancelled reaches the request it
 // names, though the request runs on its own per-request session: the
 // handler's context ends (the wait behind it runs on, as always).
+// A huge integer id (mcp-go knows that request by a stand-in) is
+// cancelled the same way.
 func TestCancelReachesTheRequestItNames(t *testing.T) {
+	for _, id := range []string{`"call-9"`, `123456789012345678901234567890`} {
+		t.Run(id, func(t *testing.T) { cancelReachesTheRequest(t, id) })
+	}
+}
+
+func cancelReachesTheRequest(t *testing.T, id string) {
 	f, url := testHTTPFront(t)
 	started, ended := make(chan struct{}), make(chan struct{})
 	f.MCPServer().AddTool(mcp.NewTool("block"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -199,7 +207,7 @@ func TestCancelReachesTheRequestItNames(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"block"}}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"block"}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		for k, v := range session {
@@ -210,7 +218,7 @@ func TestCancelReachesTheRequestItNames(t *testing.T) {
 		}
 	}()
 	<-started
-	status, body, _ = post(t, url, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call-9","reason":"timeout"}}`)
+	status, body, _ = post(t, url, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"timeout"}}`)
 	assert.Equal(t, http.StatusAccepted, status, body)
 	select {
 	case <-ended:

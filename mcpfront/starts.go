@@ -120,7 +120,7 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case diskFull(err):
-			return fmt.Errorf("%w (Temporal: %v)", ErrDiskFull, err)
+			return fmt.Errorf("%w (Temporal: %w)", ErrDiskFull, err)
 		case !busy(err):
 			return err
 		}
@@ -224,8 +224,6 @@ func (b *backoff) wait(ctx context.Context) error {
 	}
 }
 
-// busy reports whether err says Temporal is busy or briefly unreachable
-// (worth another try), as opposed to refusing the start.
 // diskFull reports whether err says the engine's storage is out of space:
 // SQLite's "database or disk is full", or ENOSPC.
 func diskFull(err error) bool {
@@ -236,6 +234,8 @@ func diskFull(err error) bool {
 	return strings.Contains(msg, "disk is full") || strings.Contains(msg, "no space left on device")
 }
 
+// busy reports whether err says Temporal is busy or briefly unreachable
+// (worth another try), as opposed to refusing the start.
 func busy(err error) bool {
 	var exhausted *serviceerror.ResourceExhausted
 	var unavailable *serviceerror.Unavailable

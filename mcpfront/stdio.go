@@ -43,12 +43,13 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		}
 	})
 
+	ids := &exactIDs{}
 	reader := bufio.NewReaderSize(in, 1<<20)
 	var err error
 	for {
 		line, rerr := reader.ReadBytes('\n')
 		if len(line) > 0 {
-			f.dispatchStdio(ctx, &wg, w, line)
+			f.dispatchStdio(ctx, &wg, w, ids, line)
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
@@ -67,7 +68,7 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	return err
 }
 
-func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, line []byte) {
+func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, ids *exactIDs, line []byte) {
 	if isBatch(line) {
 		_ = w.write(batchError())
 		return
@@ -83,8 +84,9 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 	case len(msg.Method) == 0:
 		// A response to a server-to-client request; durawait sends none.
 	case !msg.hasID():
-		// Notifications (initialized, cancelled) are handled in order.
-		f.mcp.HandleMessage(ctx, line)
+		// Notifications (initialized, cancelled) are handled in order; a
+		// cancel names a request mcp-go knows by a stand-in id by it.
+		f.mcp.HandleMessage(ctx, ids.cancelFor(line, msg, idKey))
 	default:
 		if resp, refused := utf8Refusal(msg); refused {
 			_ = w.write(resp)
@@ -94,7 +96,12 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
 		raw, _ = forMCPGo(msg, raw, modern)
 		raw, exact := withExactID(msg, raw)
+		forget := func() {}
+		if exact != nil {
+			forget = ids.remember(idKey(msg.ID), exact)
+		}
 		wg.Go(func() {
+			defer forget()
 			resp, handled := f.handleOwn(ctx, msg, modern)
 			if !handled {
 				resp = f.mcp.HandleMessage(ctx, raw)

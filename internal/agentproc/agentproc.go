@@ -101,6 +101,12 @@ func Start(l Launch) error {
 	}
 	cmd := exec.Command(l.Supervisor[0], args...)
 	cmd.Env = l.Env
+	// What the supervisor says before it runs the CLI (a command it
+	// cannot read) goes where the CLI's error output goes.
+	if errOut, err := os.OpenFile(filepath.Join(l.Dir, StderrFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+		defer errOut.Close()
+		cmd.Stderr = errOut
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("agentproc: start supervisor: %w", err)
@@ -165,9 +171,7 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	if !claimed {
 		return 0
 	}
-	if err := becomeSubreaper(); err != nil {
-		return recordExit(dir, 127, fmt.Errorf("become the reaper of the CLI's processes: %w", err))
-	}
+	subreaper := becomeSubreaper()
 	stdout, err := os.OpenFile(filepath.Join(dir, StdoutFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return recordExit(dir, 127, err)
@@ -178,6 +182,11 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 		return recordExit(dir, 127, err)
 	}
 	defer stderr.Close()
+	if subreaper != nil {
+		// A sandbox that denies it: the run goes on, and a stopped run's
+		// processes outside the CLI's group may outlive it.
+		fmt.Fprintf(stderr, "durawait supervisor: cannot become the reaper of the CLI's processes (%v): a cancel stops only the CLI's process group\n", subreaper)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -196,8 +205,13 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	}
 	_ = writeAtomic(filepath.Join(dir, PgidFile), processRecord(cmd.Process.Pid))
 	code := 0
+	stopReaping := make(chan struct{})
+	if subreaper == nil {
+		go reapZombies(cmd.Process.Pid, stopReaping)
+	}
 	err = cmd.Wait()
-	if _, stopErr := os.Stat(filepath.Join(dir, StopFile)); stopErr == nil {
+	close(stopReaping)
+	if _, stopErr := os.Stat(filepath.Join(dir, StopFile)); stopErr == nil && subreaper == nil {
 		// A stopped run leaves nothing behind: not even a process that
 		// left the CLI's group (setsid) and so missed Terminate's signals.
 		sweepDescendants()

@@ -235,15 +235,42 @@ func TestAStoppedRunLeavesNoSetsidChildBehind(t *testing.T) {
 		escaped, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
 	}, 30*time.Second, 10*time.Millisecond)
-	pgid, err := syscall.Getpgid(escaped)
-	require.NoError(t, err)
 	cliGroup, ok := readProcess(filepath.Join(dir, PgidFile))
 	require.True(t, ok)
-	require.NotEqual(t, cliGroup, pgid, "the child left the CLI's process group")
+	require.Eventually(t, func() bool {
+		pgid, err := syscall.Getpgid(escaped)
+		return err == nil && pgid != cliGroup
+	}, 30*time.Second, 5*time.Millisecond, "the child left the CLI's process group (setsid ran)")
 	t.Cleanup(func() { _ = syscall.Kill(escaped, syscall.SIGKILL) })
 
 	Terminate(dir, 2*time.Second)
 	_, done := ExitCode(dir)
 	require.True(t, done, "the run's end is recorded")
 	assert.ErrorIs(t, syscall.Kill(escaped, 0), syscall.ESRCH, "the setsid child is gone (killed and reaped)")
+}
+
+// An orphan that ends under the supervisor while the CLI runs (its
+// subreaper is its parent now) is reaped then, not left a zombie until
+// the run ends.
+func TestAnOrphanThatEndsWhileTheCLIRunsIsReaped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("child subreapers are Linux's")
+	}
+	pidFile := filepath.Join(t.TempDir(), "orphan.pid")
+	dir := launch(t, []string{"sh", "-c", `(sleep 0.2 & echo $! > "$0"); sleep 300`, pidFile}, nil)
+	t.Cleanup(func() { Terminate(dir, time.Second) })
+	var orphan int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		orphan, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", orphan))
+		return os.IsNotExist(err)
+	}, 3*zombieReapInterval, 50*time.Millisecond, "the orphan was reaped (a zombie keeps its /proc entry)")
+	assert.True(t, Running(dir), "the CLI runs on")
 }

@@ -17,6 +17,17 @@ import (
 // nothing that could be a secret. LC_* matches every locale category.
 var BaseNames = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_*", "TMPDIR", "TZ"}
 
+// AgentNames are the variables an agent CLI gets besides BaseNames: what a
+// CLI that works in a repository and calls its vendor's API needs from the
+// user's session (a proxy and its exceptions, a CA bundle, an SSH agent
+// for git, the shell and terminal, the XDG folders where CLIs keep their
+// configuration and credentials), and nothing that is itself a credential.
+var AgentNames = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+	"SSH_AUTH_SOCK", "SHELL", "TERM", "XDG_*",
+}
+
 // Inherit says which more of durawait's environment a process gets.
 type Inherit struct {
 	// All passes durawait's whole environment.
@@ -51,6 +62,8 @@ func Build(parent []string, inherit Inherit, env map[string]string) []string {
 	return out
 }
 
+// matchAny reports whether name is one of patterns, a pattern ending in
+// '*' matching a prefix.
 func matchAny(name string, patterns []string) bool {
 	return slices.ContainsFunc(patterns, func(p string) bool {
 		if prefix, ok := strings.CutSuffix(p, "*"); ok {

@@ -113,12 +113,20 @@ func (f Files) readable() error {
 // private makes the folder 0700 and the files 0600, whatever an earlier
 // release or the umask made them.
 func (f Files) private() error {
-	if err := os.Chmod(filepath.Dir(f.CA), 0o700); err != nil {
-		return fmt.Errorf("engine credentials: make %s private (0700): %w", filepath.Dir(f.CA), err)
-	}
-	for _, p := range f.all() {
-		if err := os.Chmod(p, 0o600); err != nil {
-			return fmt.Errorf("engine credentials: make %s private (0600): %w", p, err)
+	for _, p := range append([]string{filepath.Dir(f.CA)}, f.all()...) {
+		info, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("engine credentials: %w", err)
+		}
+		if info.Mode().Perm()&0o077 == 0 {
+			continue // private already: nothing to change (nor to fail on)
+		}
+		mode := os.FileMode(0o600)
+		if info.IsDir() {
+			mode = 0o700
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return fmt.Errorf("engine credentials: make %s private (%#o): %w", p, mode, err)
 		}
 	}
 	return nil
