@@ -116,6 +116,10 @@ func TestLeavesImportNoModulePackageButWorkflows(t *testing.T) {
 		{"internal/readiness", "the /readyz checks: they read Temporal, nothing of durawait's"},
 		{"internal/namespace", "the namespace setup: Temporal's API only"},
 		{"internal/waits", "`durawait waits` reads the wait workflows' records, in workflows' vocabulary"},
+		{"internal/enginecreds", "the engine's certificates: files and crypto only"},
+		{"internal/webui", "the Web UI's gate: HTTP only"},
+		{"internal/childenv", "a child process's environment: strings only"},
+		{"internal/probepolicy", "which tools may be probed: MCP's tool annotations only"},
 	} {
 		t.Run(tc.room, func(t *testing.T) {
 			for _, p := range closure(t, tc.room) {
