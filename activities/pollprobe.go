@@ -172,7 +172,13 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		}
 		switch {
 		case errors.Is(err, errDeadline):
-			if !l.progress.HasObservation {
+			// A probe that never answered is hung only if its call had
+			// the better part of the bound. A loop begun late (resumed
+			// after a crash near its bound, or a call that attached to a
+			// wait begun earlier) whose first call met a slow start of
+			// the probe's server answers timeout, as any wait whose bound
+			// passed with no observation.
+			if !l.progress.HasObservation && l.hadMostOfTheBound(start) {
 				msg := fmt.Sprintf("probe %s hung: sample %d did not return within max_wait_sec %d",
 					tool, l.progress.Samples+1, l.run.Input.Spec.MaxWaitSec)
 				return workflows.WaitForResult{}, temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeProbeHung, nil)
@@ -300,6 +306,13 @@ const FinalSampleAllowance = 800 * time.Millisecond
 
 // call runs one probe call, raced against the deadline. A call that
 // outlives the deadline is abandoned.
+// hadMostOfTheBound reports whether a call begun at start had at least
+// half of the wait's bound before its deadline.
+func (l *probeLoop) hadMostOfTheBound(start time.Time) bool {
+	bound := l.schedule.Deadline.Sub(l.schedule.Start)
+	return l.schedule.Deadline.Sub(start) >= bound/2
+}
+
 // allowed checks the probe against the worker's probe policy
 // (Poller.Allowed), if it has one.
 func (l *probeLoop) allowed() error {

@@ -282,6 +282,21 @@ func TestPollProbeHungFirstCallIsAnError(t *testing.T) {
 	assert.Contains(t, appErr.Message(), "probe demo.read_file hung: sample 1 did not return within max_wait_sec 7")
 }
 
+// A loop begun late in its wait's bound (its wait began before a crash,
+// and the loop resumed near the bound with no record), whose first call
+// does not return before the deadline, answers timeout: its probe did not
+// have max_wait_sec to answer. (The full soak on 8993f81 saw it twice: a
+// call again right after durawait restarted, its probe server still
+// starting.)
+func TestPollProbeFirstCallOfALateLoopThatMissesTheBoundIsATimeout(t *testing.T) {
+	clock := newFakeClock(t0.Add(9 * time.Second))
+	prober := newProber(clock, step{hang: true})
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
+	require.NoError(t, err, "not ProbeHung")
+	assert.Equal(t, workflows.WaitReasonTimeout, res.Reason)
+	assert.Zero(t, res.Samples)
+}
+
 func TestPollProbeOutputOverTheLimitFailsNamingSampleAndSize(t *testing.T) {
 	big := strings.Repeat("x", 300*1024)
 	clock := newFakeClock(t0)
