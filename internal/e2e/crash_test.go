@@ -165,7 +165,7 @@ func TestFrontRoleAgainstARunningEngine(t *testing.T) {
 	engine := w.owner().Engine
 
 	front := &instance{t: t, http: freeAddr(t), log: &syncBuffer{}, done: make(chan struct{})}
-	front.cmd = exec.Command(bin.durawait, "front", "--config", config, "--temporal", engine, "--http", front.http)
+	front.cmd = exec.Command(bin.durawait, append([]string{"front", "--config", config, "--temporal", engine, "--http", front.http}, engineFlags(engine)...)...)
 	front.cmd.Stdout, front.cmd.Stderr = front.log, front.log
 	require.NoError(t, front.cmd.Start())
 	go func() { _ = front.cmd.Wait(); close(front.done) }()

@@ -400,7 +400,7 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 	// can only give the record.
 	w.write("job", "changed while the host was down")
 
-	out, errOut, ok := w.waits("show", id, "--temporal", engine, "--namespace", "default", "--json")
+	out, errOut, ok := w.waits(append([]string{"show", id, "--temporal", engine, "--namespace", "default", "--json"}, engineFlags(engine)...)...)
 	require.True(t, ok, errOut)
 	var detail struct {
 		LastObservation map[string]any `json:"last_observation"`

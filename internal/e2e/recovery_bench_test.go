@@ -160,6 +160,7 @@ func runTakeover(b *testing.B, n int) {
 	flags := []string{"--log-level", "info"}
 	owner := w.startServeWith(recoveryConfig(b, w, "durawait.toml", w.path("data")), freeAddr(b), w.env(), flags...)
 	engine := w.owner().Engine
+	flags = append(flags, engineFlags(engine)...)
 	second := w.startRoleWith("worker", recoveryConfig(b, w, "worker.toml", w.path("worker-data")),
 		append([]string{"--temporal", engine}, flags...), w.env())
 	front := w.startRoleWith("front", w.writeConfigAt("front.toml", w.path("front-data"), ""),
