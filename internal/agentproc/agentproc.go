@@ -134,6 +134,10 @@ func Start(l Launch) error {
 	return nil
 }
 
+// zombieReapInterval is how often a supervisor reaps the orphans that
+// ended under it while its CLI runs (Linux: sweep_linux.go).
+const zombieReapInterval = 5 * time.Second
+
 // claimWait bounds how long Start waits for the supervisor's claim.
 const claimWait = 30 * time.Second
 

@@ -99,9 +99,6 @@ const (
 	maxSweepRounds = 100
 	// sweepWait bounds the whole sweep.
 	sweepWait = 10 * time.Second
-	// zombieReapInterval is how often orphans that ended are reaped while
-	// the CLI runs.
-	zombieReapInterval = 5 * time.Second
 )
 
 // childrenOf lists the processes whose parent is pid.
