@@ -92,17 +92,11 @@ func checkPorts(opts Options) error {
 	return nil
 }
 
-// IsTemporal reports whether a Temporal frontend answers GetSystemInfo at
-// addr before ctx ends, over plain gRPC or TLS (another durawait's engine:
-// GetSystemInfo needs no credential there). The server's certificate is
-// not checked: the answer only names what holds the port.
-func IsTemporal(ctx context.Context, addr string) bool {
-	found, _ := findTemporal(ctx, addr)
-	return found
-}
-
-// findTemporal is IsTemporal, and whether the frontend answered over TLS
-// only.
+// findTemporal reports whether a Temporal frontend answers GetSystemInfo
+// at addr before ctx ends, over plain gRPC or TLS (another durawait's
+// engine: GetSystemInfo needs no credential there), and whether it
+// answered over TLS only. The server's certificate is not checked: the
+// answer only names what holds the port.
 func findTemporal(ctx context.Context, addr string) (found, overTLS bool) {
 	for i, creds := range []credentials.TransportCredentials{
 		insecure.NewCredentials(),
