@@ -362,7 +362,7 @@ func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) 
 	if !workflows.Owns(principalFrom(ctx), id) {
 		return mcp.NewToolResultError("cancel_agent: " + unknownInvocation(id).Error()), nil
 	}
-	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, nil)
+	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, workflows.AgentCancelRequest{Principal: principalFrom(ctx)})
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):

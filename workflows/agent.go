@@ -122,21 +122,60 @@ type AgentWaitRequest struct {
 	Principal string `json:"principal,omitempty"`
 }
 
+// AgentCancelRequest is the argument of the cancel signal (cancel_agent).
+type AgentCancelRequest struct {
+	// Principal is the caller's ("" for the local user). The invocation
+	// ignores a cancel of another principal's invocation, as the front end
+	// refuses it.
+	Principal string `json:"principal,omitempty"`
+}
+
 // validateAgentWait refuses a wait whose caller does not own the
 // invocation id. An update a validator refuses is not recorded: the check
 // changes no history.
 func validateAgentWait(id string, req AgentWaitRequest) error {
-	if strings.HasPrefix(id, AgentIDPrefix) && !Owns(req.Principal, id) {
+	return notTheCallers(id, req.Principal, "a wait")
+}
+
+// notTheCallers is the non-retryable error, naming the rule, for a
+// request (what, for the message) of principal on invocation id when the
+// ID does not name that principal; nil when it does.
+func notTheCallers(id, principal, what string) error {
+	if strings.HasPrefix(id, AgentIDPrefix) && !Owns(principal, id) {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("invocation %s is not the caller's: a wait names the principal that started the invocation (the front end's rule, checked again by its worker)", id),
+			fmt.Sprintf("invocation %s is not the caller's: %s names the principal that started the invocation (the front end's rule, checked again by its worker)", id, what),
 			ErrTypeNotTheCallers, nil)
 	}
 	return nil
 }
 
-// ErrTypeNotTheCallers: the worker refuses a wait on another principal's
-// invocation.
+// ErrTypeNotTheCallers: the worker refuses a wait or a cancel on another
+// principal's invocation.
 const ErrTypeNotTheCallers = "NotTheCallers"
+
+// cancelChecksPrincipal is the workflow.GetVersion change under which the
+// cancel signal carries its caller's principal and is ignored when it is
+// not the invocation's. Histories recorded before it took every cancel.
+const cancelChecksPrincipal = "cancel-checks-principal"
+
+// takeCancel reads one cancel signal from c and reports whether it stops
+// the run: not when its principal is not the invocation's (a signal cannot
+// answer its sender, so the refusal is logged, naming the rule), nor when
+// its argument is not an AgentCancelRequest (the SDK drops and logs it).
+func takeCancel(ctx workflow.Context, id string, c workflow.ReceiveChannel) bool {
+	var req AgentCancelRequest
+	if !c.ReceiveAsync(&req) {
+		return false
+	}
+	if workflow.GetVersion(ctx, cancelChecksPrincipal, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return true
+	}
+	if err := notTheCallers(id, req.Principal, "a cancel"); err != nil {
+		workflow.GetLogger(ctx).Warn("cancel signal ignored", "invocation", id, "error", err)
+		return false
+	}
+	return true
+}
 
 type agentState struct {
 	started   time.Time
@@ -315,8 +354,9 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
 		})
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
-			c.Receive(ctx, nil)
-			cancel()
+			if takeCancel(ctx, id, c) {
+				cancel()
+			}
 		})
 		if watchDone {
 			sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancel() })

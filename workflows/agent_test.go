@@ -336,3 +336,43 @@ func TestAWaitOfAnotherPrincipalsInvocationIsRefused(t *testing.T) {
 	}
 	assert.Equal(t, 1, accepted, "alice's")
 }
+
+// The invocation ignores a cancel signal of another principal (the front
+// end's rule, checked again): the local user's, bob's, and one whose
+// argument is not a cancel request leave alice's run going to its end.
+func TestACancelOfAnotherPrincipalsInvocationIsIgnored(t *testing.T) {
+	env := newAgentEnv(t)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: InvocationID("alice", [16]byte{2})})
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded, Output: "all done"}, nil)
+	stops := 0
+	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).
+		Return(func(context.Context, LoopRef) error { stops++; return nil })
+	for i, arg := range []any{AgentCancelRequest{Principal: "bob"}, nil, AgentCancelRequest{}, "yes, cancel"} {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, arg) }, time.Duration(10*(i+1))*time.Second)
+	}
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentSucceeded, final.Status, "no cancel of another principal's took")
+	assert.Zero(t, stops, "no host was asked to stop the CLI")
+}
+
+// The owner's cancel signal, carrying the principal, stops the run.
+func TestTheOwnersCancelStopsTheRun(t *testing.T) {
+	env := newAgentEnv(t)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: InvocationID("alice", [16]byte{3})})
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{Output: "partial work"}))
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, AgentCancelRequest{Principal: "bob"}) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, AgentCancelRequest{Principal: "alice"}) }, 30*time.Second)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, env.IsWorkflowCompleted())
+	var final InvocationPayload
+	require.NoError(t, env.GetWorkflowResult(&final))
+	assert.Equal(t, AgentCancelled, final.Status)
+	assert.Less(t, final.ElapsedMs, int64(time.Hour/time.Millisecond), "stopped at alice's cancel, not at the run's end")
+}

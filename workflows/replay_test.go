@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 )
 
 // replayScenarios are the recorded histories CI must replay: each workflow
@@ -81,4 +82,21 @@ func openFile(t *testing.T, path string) *os.File {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// An invocation cancelled before the cancel signal carried a principal
+// (cancelChecksPrincipal) replays as it ran, even when its ID names a
+// principal the signal's empty argument is not: the recorded cancel took,
+// and the replay takes it too. Without the version gate the replay would
+// ignore it and fail as nondeterministic.
+func TestACancelRecordedBeforeItCarriedAPrincipalStillTakesOnReplay(t *testing.T) {
+	hist, err := client.HistoryFromJSON(openFile(t, filepath.Join("testdata", "replay", "v7_agent_cancelled.json")), client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	r := worker.NewWorkflowReplayer()
+	RegisterWorkflows(r)
+	scoped := InvocationID("alice", [16]byte{4})
+	require.False(t, Owns("", scoped))
+	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: scoped, RunID: "r1"},
+	}))
 }

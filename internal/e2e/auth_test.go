@@ -24,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 const (
@@ -212,6 +214,14 @@ func TestPrincipalsHaveTheirOwnAgents(t *testing.T) {
 	for _, tool := range []string{"wait_agent", "cancel_agent"} {
 		assert.Equal(t, answer(bob, tool, bobUnknown), answer(bob, tool, aliceID),
 			"%s of another principal's invocation answers like an unknown one", tool)
+	}
+	// Around the front end, with the engine's credentials: a cancel signal
+	// naming bob, or no one, is ignored by alice's invocation (its worker
+	// checks the principal again). The wait after it is answered after the
+	// signals were taken, so a cancel that took would end it cancelled.
+	tc := temporalClient(t, w.owner().Engine)
+	for _, forged := range []any{workflows.AgentCancelRequest{Principal: "bob"}, nil} {
+		require.NoError(t, tc.SignalWorkflow(context.Background(), aliceID, "", workflows.AgentCancelSignal, forged))
 	}
 	assert.Equal(t, "running", alice.waitAgent(t, aliceID).Status, "bob's cancel_agent did not stop alice's agent")
 	assert.Equal(t, aliceID, alice.startAgent(t, "fake", "held", keyed), "alice's identical call is her invocation")
