@@ -158,17 +158,21 @@ const ErrTypeNotTheCallers = "NotTheCallers"
 // not the invocation's. Histories recorded before it took every cancel.
 const cancelChecksPrincipal = "cancel-checks-principal"
 
-// takeCancel reads one cancel signal from c and reports whether it stops
-// the run: not when its principal is not the invocation's (a signal cannot
-// answer its sender, so the refusal is logged, naming the rule), nor when
-// its argument is not an AgentCancelRequest (the SDK drops and logs it).
+// takeCancel reads one cancel signal from c (which holds one) and reports
+// whether it stops the run: not when its principal is not the invocation's
+// (a signal cannot answer its sender, so the refusal is logged, naming the
+// rule), nor when its argument is not an AgentCancelRequest (the SDK drops
+// it, logging a corrupted signal). An empty argument is the local user's.
+// Before cancelChecksPrincipal every cancel stopped the run, whatever its
+// argument, undecoded.
 func takeCancel(ctx workflow.Context, id string, c workflow.ReceiveChannel) bool {
+	if workflow.GetVersion(ctx, cancelChecksPrincipal, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		c.Receive(ctx, nil)
+		return true
+	}
 	var req AgentCancelRequest
 	if !c.ReceiveAsync(&req) {
 		return false
-	}
-	if workflow.GetVersion(ctx, cancelChecksPrincipal, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return true
 	}
 	if err := notTheCallers(id, req.Principal, "a cancel"); err != nil {
 		workflow.GetLogger(ctx).Warn("cancel signal ignored", "invocation", id, "error", err)

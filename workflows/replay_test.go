@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -90,13 +91,32 @@ func openFile(t *testing.T, path string) *os.File {
 // and the replay takes it too. Without the version gate the replay would
 // ignore it and fail as nondeterministic.
 func TestACancelRecordedBeforeItCarriedAPrincipalStillTakesOnReplay(t *testing.T) {
-	hist, err := client.HistoryFromJSON(openFile(t, filepath.Join("testdata", "replay", "v7_agent_cancelled.json")), client.HistoryJSONOptions{})
-	require.NoError(t, err)
-	r := worker.NewWorkflowReplayer()
-	RegisterWorkflows(r)
 	scoped := InvocationID("alice", [16]byte{4})
 	require.False(t, Owns("", scoped))
-	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
-		OriginalExecution: workflow.Execution{ID: scoped, RunID: "r1"},
-	}))
+	// replay replays the recorded cancel, its argument replaced by arg
+	// when not nil, as if the invocation were alice's.
+	replay := func(arg any) error {
+		hist, err := client.HistoryFromJSON(openFile(t, filepath.Join("testdata", "replay", "v7_agent_cancelled.json")), client.HistoryJSONOptions{})
+		require.NoError(t, err)
+		signaled := 0
+		for _, e := range hist.Events {
+			if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.SignalName == AgentCancelSignal {
+				signaled++
+				if arg != nil {
+					a.Input, err = converter.GetDefaultDataConverter().ToPayloads(arg)
+					require.NoError(t, err)
+				}
+			}
+		}
+		require.Equal(t, 1, signaled)
+		r := worker.NewWorkflowReplayer()
+		RegisterWorkflows(r)
+		return r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
+			OriginalExecution: workflow.Execution{ID: scoped, RunID: "r1"},
+		})
+	}
+	require.NoError(t, replay(nil), "the front end's empty argument")
+	// A cancel sent by hand then, with an argument that is no cancel
+	// request, took as well: it still does on replay.
+	require.NoError(t, replay("yes, cancel"), "an argument that is not a cancel request")
 }

@@ -218,7 +218,9 @@ func TestPrincipalsHaveTheirOwnAgents(t *testing.T) {
 	// Around the front end, with the engine's credentials: a cancel signal
 	// naming bob, or no one, is ignored by alice's invocation (its worker
 	// checks the principal again). The wait after it is answered after the
-	// signals were taken, so a cancel that took would end it cancelled.
+	// signals were taken; a cancel that took would mark the run cancelled,
+	// whatever its CLI did next, so the run's "succeeded" below is the
+	// proof.
 	tc := temporalClient(t, w.owner().Engine)
 	for _, forged := range []any{workflows.AgentCancelRequest{Principal: "bob"}, nil} {
 		require.NoError(t, tc.SignalWorkflow(context.Background(), aliceID, "", workflows.AgentCancelSignal, forged))
