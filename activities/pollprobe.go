@@ -87,7 +87,8 @@ type ProbeRun struct {
 	Resumed *workflows.ProbeRecord
 	// Record durably records the loop's last observation and quiet window
 	// when they change (see workflows.ProbeRecord); it returns once the
-	// record is written or ctx ends. Nil records nothing.
+	// record is written or ctx ends (the loop gives it until its next
+	// sample is due). Nil records nothing.
 	Record func(ctx context.Context, r workflows.ProbeRecord) error
 	// OnProgress, when set, is told the loop's progress after each
 	// attempt (what an operator's look at the wait reads).
@@ -246,11 +247,30 @@ func (l *probeLoop) record(ctx context.Context, now time.Time) error {
 	if !write {
 		return nil
 	}
-	if err := l.run.Record(ctx, next); err != nil {
-		return err
+	// An engine too slow to take the record holds up neither the next
+	// sample nor the wait's answer: the record gives up when the next
+	// sample is due (the bound at the latest), and is tried again after
+	// it. A loop resumed without it starts its quiet window again.
+	recordCtx, cancel := l.clock.WithDeadline(ctx, l.recordBy())
+	defer cancel()
+	if err := l.run.Record(recordCtx, next); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return nil
 	}
 	l.recorder.Written(next, now)
 	return nil
+}
+
+// recordBy is when a record begun now gives up: when the loop's next
+// sample is due, the wait's deadline at the latest.
+func (l *probeLoop) recordBy() time.Time {
+	at, ok := l.schedule.NextAttemptAt(l.progress, l.clock.Now())
+	if !ok || at.After(l.schedule.Deadline) {
+		return l.schedule.Deadline
+	}
+	return at
 }
 
 // judge runs the matcher on the latest observation, racing it against the

@@ -592,3 +592,48 @@ func TestASampleIsJudgedByTheBoundOrTheFinalAllowance(t *testing.T) {
 	}
 	assert.LessOrEqual(t, FinalSampleAllowance+FinalSampleAllowance/4, time.Second, "a final sample is judged within the second past the bound")
 }
+
+// stuckRecords stands for an engine that takes no record: each waits for
+// its context to end (the fake clock moved to its deadline), and is
+// counted.
+func stuckRecords(clock *fakeClock, tries *int) func(context.Context, workflows.ProbeRecord) error {
+	return func(ctx context.Context, _ workflows.ProbeRecord) error {
+		*tries++
+		if deadline, ok := ctx.Deadline(); ok {
+			clock.AdvanceTo(deadline)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+}
+
+// A record the engine does not take holds up neither the samples nor the
+// answer: the loop samples on its grid, tries the record again after each
+// sample, and answers on the bound (the soak's late timeouts when the
+// engine was slow after a restart).
+func TestPollProbeARecordTheEngineDoesNotTakeDelaysNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		reason workflows.WaitReason
+		at     float64
+		calls  []time.Duration
+	}{
+		{"a match after it", []step{text("pending"), text("pending"), text("READY")}, workflows.WaitReasonMatched, 4, seconds(0, 2, 4)},
+		{"no match", []step{text("pending")}, workflows.WaitReasonTimeout, 10, seconds(0, 2, 4, 6, 8, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock(t0)
+			prober := newProber(clock, tc.steps...)
+			tries := 0
+			poller := &Poller{Prober: prober, Clock: clock}
+			res, err := poller.Run(context.Background(), ProbeRun{WorkflowID: "test-workflow-id",
+				Input: input(matchesReady, 2, 10), Record: stuckRecords(clock, &tries)})
+			require.NoError(t, err)
+			assert.Equal(t, tc.reason, res.Reason)
+			assert.Equal(t, tc.at, res.ElapsedSec)
+			assert.Equal(t, tc.calls, prober.callTimes(), "on the grid")
+			assert.Equal(t, len(tc.calls)-1, tries, "the record is tried after every sample that does not end the wait")
+		})
+	}
+}
