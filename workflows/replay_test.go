@@ -19,11 +19,13 @@ import (
 // testdata/replay/vN_<scenario>.json holds one (vN_ names the release that
 // recorded it). v7 (liveness per host, issue 22) changed every wait
 // workflow's commands; the histories of earlier releases were removed with
-// it (docs/operations.md, "Upgrading").
+// it (docs/operations.md, "Upgrading"). v8 (the engine boundary, issue 23)
+// patched the agent's cancel (cancel-checks-principal): its histories
+// carry the version marker, and one a cancel the invocation ignored.
 var replayScenarios = []string{
 	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
-	"agent_timeout", "agent_unclaimed",
+	"agent_timeout", "agent_unclaimed", "agent_cancel_ignored",
 	"waitfortext_matched", "call", "list_panes", "catalog", "hostlease",
 }
 
@@ -65,7 +67,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 			wfType := hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
 			require.True(t, registered[wfType], "workflow type %q is registered by no worker", wfType)
 			typesSeen[wfType]++
-			require.NoError(t, r.ReplayWorkflowHistory(nil, hist))
+			var opts worker.ReplayWorkflowHistoryOptions
+			if wfType == AgentWorkflowName {
+				// An invocation checks its ID against a cancel's principal:
+				// each replays as a local user's invocation, which the
+				// recorded ones were.
+				opts.OriginalExecution = workflow.Execution{ID: InvocationID("", [16]byte{}), RunID: "r1"}
+			}
+			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, opts))
 		})
 	}
 	for _, d := range Definitions() {

@@ -77,7 +77,8 @@ func recordMaxRun(t *testing.T, prefix string) {
 
 // recordWaitsAndAgents records wait_for matched, timed out and recovered
 // after a crash, and agent invocations that succeeded, ended blocked, were
-// cancelled, and were resumed after their CLI was lost.
+// cancelled, ignored a cancel that was not their owner's, and were resumed
+// after their CLI was lost.
 func recordWaitsAndAgents(t *testing.T, prefix string) {
 	w := newAgentWorkspace(t, 2)
 	w.script("hello", `{"type":"system","subtype":"init","session_id":"{session}"}`,
@@ -86,6 +87,8 @@ func recordWaitsAndAgents(t *testing.T, prefix string) {
 		`{"type":"turn.failed","error":{"message":"401 Unauthorized: invalid api key"}}`, `@exit 1`)
 	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`,
 		`{"type":"assistant","message":{"content":[{"type":"text","text":"halfway"}]}}`, "@wait never")
+	w.script("ignored", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait go-ignored",
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`)
 	w.script("session", `{"type":"system","subtype":"init","session_id":"{session}"}`,
 		`{"type":"assistant","message":{"content":[{"type":"text","text":"started"}]}}`, "@wait never")
 	// The resumed run gets durawait's resume prompt, whose first word names this script.
@@ -117,6 +120,17 @@ func recordWaitsAndAgents(t *testing.T, prefix string) {
 	eventually(t, "the cancelled run to report", func() bool { return c.waitAgent(t, cancelled).SessionID != "" })
 	assert.Equal(t, "cancelled", c.agentCall(t, "cancel_agent", map[string]any{"invocation_id": cancelled}).Status)
 	rec.workflow(engine, "agent_cancelled", cancelled)
+
+	// A cancel that does not name the invocation's owner, sent around the
+	// front end, is ignored: the run goes on to its end.
+	ignored := c.startAgent(t, "fake", "ignored", nil)
+	eventually(t, "the run to report", func() bool { return c.waitAgent(t, ignored).SessionID != "" })
+	require.NoError(t, temporalClient(t, engine).SignalWorkflow(context.Background(), ignored, "",
+		workflows.AgentCancelSignal, workflows.AgentCancelRequest{Principal: "bob"}))
+	assert.Equal(t, "running", c.waitAgent(t, ignored).Status)
+	w.release("go-ignored")
+	assert.Equal(t, "succeeded", c.waitUntilFinished(t, ignored).Status)
+	rec.workflow(engine, "agent_cancel_ignored", ignored)
 
 	// A crash: durawait is killed while a wait_for samples and an agent
 	// runs; the agent's CLI is lost with it (as on a machine loss). After
