@@ -29,8 +29,20 @@ try {
       window.localStorage.setItem(key, JSON.stringify(value));
     }
   }, storage);
+  // What went wrong, when the text never shows: the page's console
+  // errors and every answer that was not a success.
+  const trouble = [];
+  page.on("console", (m) => { if (m.type() === "error") trouble.push(`console: ${m.text()}`); });
+  page.on("response", (r) => { if (r.status() >= 400) trouble.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+  page.on("requestfailed", (r) => trouble.push(`failed ${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
   await page.goto(url, { waitUntil: "load" });
-  await page.getByText(text, { exact: false }).first().waitFor({ timeout: 30000 });
+  try {
+    await page.getByText(text, { exact: false }).first().waitFor({ timeout: 30000 });
+  } catch (err) {
+    await page.screenshot({ path: out }).catch(() => {});
+    console.error(`the page never showed ${text} (its picture is in ${out}); what it met:\n${trouble.join("\n")}`);
+    throw err;
+  }
   await page.waitForLoadState("networkidle", { timeout: 3000 }).catch(() => {});
   await page.screenshot({ path: out });
 } finally {
