@@ -324,8 +324,6 @@ var errDeadline = errors.New("probe call outlived the wait's bound")
 // the answer's way to its caller.
 const FinalSampleAllowance = 800 * time.Millisecond
 
-// call runs one probe call, raced against the deadline. A call that
-// outlives the deadline is abandoned.
 // hadMostOfTheBound reports whether a call begun at start had at least
 // half of the wait's bound before its deadline.
 func (l *probeLoop) hadMostOfTheBound(start time.Time) bool {
@@ -342,6 +340,8 @@ func (l *probeLoop) allowed() error {
 	return l.poller.Allowed(l.run.Input.Spec.Probe.Tool)
 }
 
+// call runs one probe call, raced against the deadline. A call that
+// outlives the deadline is abandoned.
 func (l *probeLoop) call(ctx context.Context, start time.Time) (ProbeOutput, error) {
 	callCtx, cancel := l.clock.WithDeadline(ctx, sampleDeadline(l.schedule.Deadline, start))
 	defer cancel()
