@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -20,6 +19,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -48,27 +48,6 @@ type AgentOptions struct {
 
 func (o AgentOptions) enabled() bool { return len(o.Limits.Providers) > 0 }
 
-func (f *Front) agentTools() []server.ServerTool {
-	window := f.opts.Agents.WaitWindow.Round(time.Second)
-	return []server.ServerTool{
-		{Tool: tool("start_agent", "Start a sub-agent",
-			"Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root. Give a request_id to make the call safe to repeat: the identical call with the same request_id returns the same invocation_id and never starts the CLI again.",
-			startAgentInputSchema, invocationOutputSchema, false, true, false, true), Handler: f.handleStartAgent},
-		{Tool: tool("wait_agent", "Wait for a subagent invocation",
-			fmt.Sprintf("Wait for an agent invocation to complete or hit an execution blocker, returning early with the latest reply and its age. Continue waiting by calling again with the same ID.\n\n"+
-				"Waits for a fixed window of %s; completion or an explicit CLI execution blocker returns early. Running responses include the latest public reply tail (at most 1000 characters) and its age. "+
-				"execution_blocked leaves the CLI running: continue waiting or cancel with the same ID. Each blocker category wakes once per invocation. Ordinary tool failures, transient retries, and silence are not proof the task cannot proceed. "+
-				"Finished responses contain the final reply. Wait expiry leaves the invocation running. Call again with the same ID to continue. This is request/response waiting, not a background notification subscription.", window),
-			invocationIDInputSchema, invocationOutputSchema, true, false, true, false), Handler: f.handleWaitAgent},
-		{Tool: tool("cancel_agent", "Cancel a subagent invocation",
-			"Stop an agent invocation's CLI (its whole process group: SIGTERM, then SIGKILL after a grace period) and return its payload with status cancelled. Cancelling a finished invocation returns its final payload unchanged.",
-			invocationIDInputSchema, invocationOutputSchema, false, true, true, false), Handler: f.handleCancelAgent},
-		{Tool: tool("list_agents", "List subagent invocations",
-			"List the agent invocations, newest first, with their status, provider, cwd and the start of their prompt.",
-			listAgentsInputSchema, listAgentsOutputSchema, true, false, true, false), Handler: f.handleListAgents},
-	}
-}
-
 // invocationIDOf is the invocation ID (its workflow ID) of principal's
 // start_agent call: derived from the call when it has a request_id, else
 // new.
@@ -87,13 +66,39 @@ func unknownInvocation(id string) error {
 	return fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
 }
 
-func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// parseInvocation reads the invocation ID of a wait_agent or cancel_agent
+// call, the caller's own; bad is the call's answer when it is not.
+func parseInvocation(ctx context.Context, req mcp.CallToolRequest) (id string, bad *mcp.CallToolResult) {
+	id, err := workflows.ParseInvocationID(rawArgs(req))
+	if err != nil {
+		return "", mcp.NewToolResultError(req.Params.Name + ": " + err.Error())
+	}
+	noteAttributes(ctx, attrInvocationID.String(id))
+	if !workflows.Owns(mcpwire.PrincipalFrom(ctx), id) {
+		return "", mcp.NewToolResultError(req.Params.Name + ": " + unknownInvocation(id).Error())
+	}
+	return id, nil
+}
+
+// parseStartAgent reads a start_agent call into the invocation it starts
+// and that invocation's ID; bad is the call's answer when the arguments
+// are refused.
+func (f *Front) parseStartAgent(ctx context.Context, req mcp.CallToolRequest) (spec workflows.AgentSpec, id string, bad *mcp.CallToolResult) {
 	spec, err := workflows.ParseStartAgent(rawArgs(req), f.opts.Agents.Limits)
 	if err != nil {
-		return mcp.NewToolResultError("start_agent: " + err.Error()), nil
+		return spec, "", mcp.NewToolResultError("start_agent: " + err.Error())
 	}
-	principal := principalFrom(ctx)
-	id := invocationIDOf(principal, spec)
+	id = invocationIDOf(mcpwire.PrincipalFrom(ctx), spec)
+	noteAttributes(ctx, attrInvocationID.String(id), attrProvider.String(spec.Provider))
+	return spec, id, nil
+}
+
+func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	spec, id, bad := f.parseStartAgent(ctx, req)
+	if bad != nil {
+		return bad, nil
+	}
+	principal := mcpwire.PrincipalFrom(ctx)
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: f.opts.TaskQueue,
@@ -107,10 +112,10 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		StaticSummary:            workflows.AgentSummary(spec),
 		StaticDetails:            workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
 		Memo:                     principalMemo(agentMemo(spec), principal),
-		TypedSearchAttributes: f.startAttributes(ctx, &req, "start_agent",
+		TypedSearchAttributes: f.startAttributes(ctx, &req, workflows.ToolStartAgent,
 			workflows.KeyAgentProvider.ValueSet(workflows.KeywordValue(spec.Provider))),
 	}
-	err = f.starts.do(ctx, func(ctx context.Context) error {
+	err := f.starts.do(ctx, func(ctx context.Context) error {
 		_, err := f.opts.Temporal.ExecuteWorkflow(ctx, opts, workflows.AgentWorkflowName,
 			workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -135,12 +140,9 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 }
 
 func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, err := workflows.ParseInvocationID(rawArgs(req))
-	if err != nil {
-		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
-	}
-	if !workflows.Owns(principalFrom(ctx), id) {
-		return mcp.NewToolResultError("wait_agent: " + unknownInvocation(id).Error()), nil
+	id, bad := parseInvocation(ctx, req)
+	if bad != nil {
+		return bad, nil
 	}
 	events, unsubscribe := f.subscribe(id)
 	defer unsubscribe()
@@ -238,7 +240,7 @@ func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, window
 		WorkflowID:   id,
 		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
-		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: principalFrom(ctx)}},
+		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: mcpwire.PrincipalFrom(ctx)}},
 		WaitForStage: stage,
 	})
 }
@@ -338,7 +340,7 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 		}
 		return workflows.InvocationPayload{}, fmt.Errorf("could not reach the invocation (Temporal engine unavailable?): %v", err)
 	}
-	noteAgentProvider(ctx, memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider"))
+	noteAttributes(ctx, attrProvider.String(memoString(desc.WorkflowExecutionInfo.GetMemo(), "provider")))
 	if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return workflows.InvocationPayload{}, errRunningUnanswered
 	}
@@ -355,14 +357,11 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 }
 
 func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, err := workflows.ParseInvocationID(rawArgs(req))
-	if err != nil {
-		return mcp.NewToolResultError("cancel_agent: " + err.Error()), nil
+	id, bad := parseInvocation(ctx, req)
+	if bad != nil {
+		return bad, nil
 	}
-	if !workflows.Owns(principalFrom(ctx), id) {
-		return mcp.NewToolResultError("cancel_agent: " + unknownInvocation(id).Error()), nil
-	}
-	err = f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, workflows.AgentCancelRequest{Principal: principalFrom(ctx)})
+	err := f.opts.Temporal.SignalWorkflow(ctx, id, "", workflows.AgentCancelSignal, workflows.AgentCancelRequest{Principal: mcpwire.PrincipalFrom(ctx)})
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):
@@ -403,7 +402,7 @@ func (f *Front) handleListAgents(ctx context.Context, req mcp.CallToolRequest) (
 	if bad := noArguments(req); bad != nil {
 		return bad, nil
 	}
-	principal := principalFrom(ctx)
+	principal := mcpwire.PrincipalFrom(ctx)
 	items := []agentListItem{}
 	var token []byte
 	for {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/durawait/durawait/internal/callevents"
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -37,11 +38,6 @@ type CallEventOptions struct {
 	Heartbeat time.Duration
 }
 
-// waitStartingTools are the tools whose calls start, attach to or wait on a wait:
-// their started event waits for the wait's ID (noteWait), and they get the
-// wait log lines.
-var waitStartingTools = map[string]bool{"wait_for": true, "wait_for_text": true, "start_agent": true, "wait_agent": true}
-
 // How a call came to its wait, in the started event's wait_start and the
 // log line's message.
 const (
@@ -52,14 +48,15 @@ const (
 	waitUnknown = "started_or_attached"
 )
 
-// callEvents wraps a tool's handler: every call gets a fresh call ID, its
-// started, progress and ended events go to the hub, and a call on a wait
-// logs one line when the wait is started or attached to and one when the
-// call ends.
-func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
+// callEvents wraps the handler of the tool s: every call gets a fresh
+// call ID, its started, progress and ended events go to the hub, and a
+// call on a wait logs one line when the wait is started or attached to and
+// one when the call ends. The started event of a call that starts a wait
+// (s.startsWait) waits for the wait's ID (noteWait).
+func (f *Front) callEvents(s *toolSpec, h server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		c := &toolCall{f: f, tool: tool, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
-		if !waitStartingTools[tool] {
+		c := &toolCall{f: f, spec: s, id: newCallID(), begun: time.Now(), who: mcpwire.CallerFrom(ctx), client: f.client(ctx, &req)}
+		if !s.startsWait {
 			c.startOnce()
 		}
 		// The end is deferred, so a handler that panics (mcp-go's
@@ -73,7 +70,7 @@ func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHan
 				return
 			}
 			panicked := recover() // nil for runtime.Goexit
-			c.end(ctx, nil, fmt.Errorf("the %s handler panicked: %v", tool, panicked))
+			c.end(ctx, nil, fmt.Errorf("the %s handler panicked: %v", s.name, panicked))
 			if panicked != nil {
 				panic(panicked)
 			}
@@ -87,10 +84,10 @@ func (f *Front) callEvents(tool string, h server.ToolHandlerFunc) server.ToolHan
 // toolCall is one tools/call in flight.
 type toolCall struct {
 	f      *Front
-	tool   string
+	spec   *toolSpec
 	id     string
 	begun  time.Time
-	who    caller
+	who    mcpwire.Caller
 	client string
 
 	mu        sync.Mutex
@@ -160,7 +157,7 @@ func (c *toolCall) startOnce() {
 // end publishes the ended event with the (truncated) result, and logs the
 // end of a call that had a wait.
 func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
-	outcome := callOutcome(ctx, c.tool, res, err)
+	outcome := callOutcome(ctx, c.spec, res, err)
 	switch {
 	case err != nil:
 		c.finish(outcome, true, err.Error())
@@ -262,13 +259,14 @@ func (f *Front) subscribed() bool {
 // workflows.OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
 // A panic ends the call as an error and goes on.
 func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
-	c := &toolCall{f: f, tool: req.Params.Name, id: newCallID(), begun: time.Now(), who: callerFrom(ctx), client: f.client(ctx, &req)}
+	s := f.tools.of(req.Params.Name)
+	c := &toolCall{f: f, spec: s, id: newCallID(), begun: time.Now(), who: mcpwire.CallerFrom(ctx), client: f.client(ctx, &req)}
 	returned := false
 	defer func() {
 		switch {
 		case !returned:
 			panicked := recover()
-			c.finish(workflows.OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.tool, panicked))
+			c.finish(workflows.OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.spec.name, panicked))
 			if panicked != nil {
 				panic(panicked)
 			}
@@ -295,9 +293,9 @@ func (c *toolCall) event(typ string) callevents.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return callevents.Event{
-		Type: typ, Tool: c.tool, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart,
-		Principal: workflows.CallerValue(c.who.principal), Owner: c.who.principal,
-		Session: baseSession(c.who.session), Client: c.client,
+		Type: typ, Tool: c.spec.name, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart,
+		Principal: workflows.CallerValue(c.who.Principal), Owner: c.who.Principal,
+		Session: mcpwire.SessionOf(c.who.Session), Client: c.client,
 	}
 }
 
@@ -311,8 +309,8 @@ func (c *toolCall) publish(ev callevents.Event) {
 func (c *toolCall) logAttrs() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return []any{"tool", c.tool, "wait_id", c.waitID, "call_id", c.id,
-		slog.Group("caller", "principal", workflows.CallerValue(c.who.principal), "client", c.client, "session", baseSession(c.who.session))}
+	return []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id,
+		slog.Group("caller", "principal", workflows.CallerValue(c.who.Principal), "client", c.client, "session", mcpwire.SessionOf(c.who.Session))}
 }
 
 // callOutcome names how a call of tool ended, one value for the metrics
@@ -322,15 +320,17 @@ func (c *toolCall) logAttrs() []any {
 // wait_for_text's matched / not_matched or error code); workflows.OutcomeError for
 // any other error or isError answer; for any other result its "status",
 // "reason" or "matched" field, else "ok".
-func callOutcome(ctx context.Context, tool string, res *mcp.CallToolResult, err error) string {
+func callOutcome(ctx context.Context, s *toolSpec, res *mcp.CallToolResult, err error) string {
 	switch {
 	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return workflows.OutcomeClientGone
 	case err != nil || res == nil:
 		return workflows.OutcomeError
 	}
-	if _, outcome := callAttributes(tool, mcp.CallToolRequest{}, res, false); outcome != "" {
-		return outcome
+	if s.resultAttributes != nil {
+		if _, outcome := s.resultAttributes(res.StructuredContent); outcome != "" {
+			return outcome
+		}
 	}
 	if res.IsError {
 		return workflows.OutcomeError
@@ -351,13 +351,6 @@ func callOutcome(ctx context.Context, tool string, res *mcp.CallToolResult, err 
 		return "not_matched"
 	}
 	return "ok"
-}
-
-// baseSession is the client's MCP session ID, without the per-request
-// suffix httpFront adds.
-func baseSession(id string) string {
-	base, _, _ := strings.Cut(id, perCallSuffix)
-	return base
 }
 
 func newCallID() string {
@@ -412,19 +405,19 @@ func StartReporter(ctx context.Context, method string, req, reply any, cc *grpc.
 
 // EventsHandler serves GET /events: the tool-call events as Server-Sent
 // Events (see docs/operations.md), behind the same Origin and Host checks and
-// authentication as /mcp (opts as for HTTPHandlerWith). A principal sees
+// authentication as /mcp (opts as for mcpwire.NewHTTPHandler). A principal sees
 // only its own calls' events; the local user (no authentication) sees
 // every call. ?tool= filters by tool (repeatable, or a comma list). Drain
 // ends the streams.
-func (f *Front) EventsHandler(opts HTTPOptions) http.Handler {
-	check := newHTTPChecks(f, opts)
+func (f *Front) EventsHandler(opts mcpwire.HTTPOptions) http.Handler {
+	admission := mcpwire.NewAdmission(opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "/events takes GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		principal, ok := check.admit(w, r)
+		principal, ok := admission.Admit(w, r)
 		if !ok {
 			return
 		}
@@ -483,7 +476,7 @@ func (discardResponse) WriteHeader(int)             {}
 // knownTools are the tool names /events accepts in its filter: durawait's
 // own tools (served or not) and the re-exposed ones listed now.
 func (f *Front) knownTools() []string {
-	names := slices.Clone(nativeToolNames)
+	names := workflows.OwnTools()
 	if cat := f.catalog(); cat != nil {
 		for name := range cat.exposed {
 			names = append(names, name)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/durawait/durawait/internal/callevents"
 	"github.com/durawait/durawait/internal/samplehub"
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -76,7 +77,7 @@ func callTool(t *testing.T, f *Front, principal, tool string, args map[string]an
 	t.Helper()
 	params, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
 	require.NoError(t, err)
-	ctx := withCaller(testContext(t), caller{principal: principal, session: "sess-1" + perCallSuffix + "7"})
+	ctx := mcpwire.WithCaller(testContext(t), mcpwire.Caller{Principal: principal, Session: "sess-1~call-7"})
 	resp := f.mcp.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+string(params)+`}`))
 	res, ok := resp.(mcp.JSONRPCResponse)
 	require.True(t, ok, "%#v", resp)
@@ -298,7 +299,7 @@ func nextFrame(t *testing.T, frames <-chan map[string]string) callevents.Event {
 
 func TestEventsStreamIsPerPrincipalAndFiltersByTool(t *testing.T) {
 	f, hub, _ := eventsFront(t, jsonLogs, 0)
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
 	t.Cleanup(srv.Close) // after the streams' contexts end
 
 	alice := subscribeEvents(t, srv.URL, "alice")
@@ -326,7 +327,7 @@ func TestEventsStreamIsPerPrincipalAndFiltersByTool(t *testing.T) {
 
 func TestEventsStreamRefusals(t *testing.T) {
 	f, _, _ := eventsFront(t, jsonLogs, 0)
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
 	t.Cleanup(srv.Close) // after the streams' contexts end
 	get := func(path string, header map[string]string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
@@ -353,7 +354,7 @@ func TestEventsStreamRefusals(t *testing.T) {
 // Without authentication every caller is the local user and sees all.
 func TestEventsStreamWithoutAuthSeesEveryCall(t *testing.T) {
 	f, _, _ := eventsFront(t, jsonLogs, 0)
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true}))
 	t.Cleanup(srv.Close) // after the streams' contexts end
 	frames := subscribeEvents(t, srv.URL+"?tool=wait_for", "")
 	callTool(t, f, "carol", "wait_for", waitForArgs)
@@ -364,7 +365,7 @@ func TestEventsStreamWithoutAuthSeesEveryCall(t *testing.T) {
 // wait for the subscribers to leave.
 func TestDrainEndsTheEventStreams(t *testing.T) {
 	f, _, _ := eventsFront(t, jsonLogs, 0)
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true}))
 	t.Cleanup(srv.Close)
 	frames := subscribeEvents(t, srv.URL, "")
 	f.Drain(testContext(t))
@@ -383,7 +384,7 @@ func TestAPanickingHandlerPublishesItsEndedEvent(t *testing.T) {
 	f, hub, logs := eventsFront(t, jsonLogs, 0)
 	sub, end := hub.Subscribe(callevents.Filter{AllPrincipals: true})
 	defer end()
-	h := f.callEvents("wait_for", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h := f.callEvents(f.tools.of("wait_for"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		noteWait(ctx, "wait_for/abc", waitStarted)
 		panic("boom")
 	})
@@ -443,10 +444,10 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 	defer end()
 	args, err := json.Marshal(waitForArgs)
 	require.NoError(t, err)
-	msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{"ttl":1000},"arguments":` + string(args) + `}}`))
-	require.True(t, ok)
-	ctx := withCaller(testContext(t), caller{principal: "alice"})
-	resp, handled := f.handleOwn(ctx, msg, false)
+	msg := mcpwire.Request{ID: json.RawMessage(`7`), Method: "tools/call",
+		Params: json.RawMessage(`{"name":"wait_for","task":{"ttl":1000},"arguments":` + string(args) + `}`)}
+	ctx := mcpwire.WithCaller(testContext(t), mcpwire.Caller{Principal: "alice"})
+	resp, handled := f.handleOwn(ctx, msg)
 	require.True(t, handled)
 	_, isErr := resp.(mcp.JSONRPCError)
 	require.False(t, isErr, "%#v", resp)
@@ -469,25 +470,25 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(gone, "wait_for", nil, gone.Err()))
-	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(context.Background(), "wait_for", nil, context.Canceled))
-	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), "wait_for", nil, errors.New("boom")))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(gone, newTools().of("wait_for"), nil, gone.Err()))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(context.Background(), newTools().of("wait_for"), nil, context.Canceled))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newTools().of("wait_for"), nil, errors.New("boom")))
 	paneGone := &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{
 		"error": map[string]any{"code": "pane_not_found", "message": "no pane %9"}}}
-	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), "wait_for_text", paneGone, nil))
-	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), "wait_for", mcp.NewToolResultError("bad"), nil))
+	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), newTools().of("wait_for_text"), paneGone, nil))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newTools().of("wait_for"), mcp.NewToolResultError("bad"), nil))
 	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
-	assert.Equal(t, "matched", callOutcome(context.Background(), "wait_for", matched, nil))
-	assert.Equal(t, "ok", callOutcome(context.Background(), "demo.read_file", mcp.NewToolResultText("x"), nil))
+	assert.Equal(t, "matched", callOutcome(context.Background(), newTools().of("wait_for"), matched, nil))
+	assert.Equal(t, "ok", callOutcome(context.Background(), newTools().of("demo.read_file"), mcp.NewToolResultText("x"), nil))
 	// An operator's cancel of wait_for answers reason "failed" and a
 	// "cancelled" object: its outcome is cancelled, as DurawaitState and
 	// the worker's "wait ended" line say, and as wait_for_text's is.
 	f := cancelledFront()
-	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 60)
-	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), "wait_for", cancelled, nil))
+	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newTools().of("wait_for"), cancelled, nil))
 	failed := &mcp.CallToolResult{IsError: true, StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonFailed}}
-	assert.Equal(t, "failed", callOutcome(context.Background(), "wait_for", failed, nil), "fail_matches is still failed")
-	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), "wait_for_text",
+	assert.Equal(t, "failed", callOutcome(context.Background(), newTools().of("wait_for"), failed, nil), "fail_matches is still failed")
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newTools().of("wait_for_text"),
 		f.cancelledText(context.Background(), "wait_for_text/abc", "run-1"), nil))
 }
 
@@ -496,7 +497,7 @@ func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 func TestEventsStreamCapAndDisconnect(t *testing.T) {
 	f, hub, _ := eventsFront(t, jsonLogs, 0)
 	hub.SetLimits(0, 1)
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(testContext(t))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -571,7 +572,7 @@ func TestEventsStreamEndsWhenItsCredentialsGo(t *testing.T) {
 		}
 		return p, ok
 	}
-	srv := httptest.NewServer(f.EventsHandler(HTTPOptions{Loopback: true, Authenticate: auth}))
+	srv := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true, Authenticate: auth}))
 	t.Cleanup(srv.Close)
 	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
@@ -584,4 +585,50 @@ func TestEventsStreamEndsWhenItsCredentialsGo(t *testing.T) {
 	body, err := io.ReadAll(resp.Body) // ends when the stream does
 	require.NoError(t, err)
 	assert.Contains(t, string(body), ": the stream's credentials are no longer valid")
+}
+
+// DNS rebinding: a page on evil.example whose name now resolves to
+// 127.0.0.1 calls the listener "same-origin", with no Origin header but
+// with its own name in Host. Without authentication both /mcp and /events
+// refuse it; a loopback name, an allowed origin's host, or any Host once
+// callers authenticate, is let through.
+func TestHostCheckAgainstDNSRebinding(t *testing.T) {
+	f, _, _ := eventsFront(t, jsonLogs, 0)
+	open := mcpwire.HTTPOptions{Loopback: true, AllowedOrigins: []string{"https://app.example.com"}}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpwire.NewHTTPHandler(f.Served(), "/mcp", open))
+	mux.Handle("/events", f.EventsHandler(open))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	authed := httptest.NewServer(f.EventsHandler(mcpwire.HTTPOptions{Loopback: true, Authenticate: tokenAuth}))
+	t.Cleanup(authed.Close)
+
+	status := func(base, path, host string) int {
+		t.Helper()
+		ctx, cancel := context.WithCancel(testContext(t))
+		defer cancel() // ends an event stream once its status is read
+		method, body := http.MethodGet, io.Reader(nil)
+		if path == "/mcp" {
+			method, body = http.MethodPost, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/mcp", "/events"} {
+		for _, host := range []string{"evil.example:8765", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:1"} {
+			assert.Equal(t, http.StatusForbidden, status(srv.URL, path, host), "%s with Host %s", path, host)
+		}
+		for _, host := range []string{"localhost:8765", "LOCALHOST", "mcp.localhost:1", "127.0.0.1:8765", "[::1]:8765", "app.example.com"} {
+			assert.Equal(t, http.StatusOK, status(srv.URL, path, host), "%s with Host %s", path, host)
+		}
+	}
+	assert.Equal(t, http.StatusOK, status(authed.URL, "/events", "durawait.example.com"), "with authentication any Host is fine")
 }

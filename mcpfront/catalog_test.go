@@ -73,7 +73,7 @@ func catalogOf(t testing.TB, d fakeDownstream, policy probePolicy) *catalog {
 	d.policy = policy
 	src, err := d.Catalog(context.Background())
 	require.NoError(t, err)
-	return newCatalog(src, nativeToolNames)
+	return newCatalog(src, workflows.OwnTools())
 }
 
 func exposedNames(c *catalog) []string {

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.temporal.io/sdk/client"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -94,6 +95,8 @@ type Front struct {
 	// taskTel holds the instrumentation of task-augmented calls, by tool
 	// (a *toolTelemetry, or nil when nothing is recorded).
 	taskTel sync.Map
+	// tools are durawait's own tools (ownTools), by name.
+	tools tools
 }
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.
@@ -108,7 +111,7 @@ func New(opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts)}
+	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts), tools: newTools()}
 	f.closes = newCloses(opts.Temporal, opts.Namespace, opts.Logger)
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),
@@ -116,19 +119,18 @@ func New(opts Options) *Front {
 		server.WithTaskCapabilities(true, true, true),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(argumentsObject),
+		server.WithToolHandlerMiddleware(mcpwire.ArgumentsGuard),
 		server.WithHooks(f.clients.hooks()),
 	)
 	f.Refresh(context.Background())
 	return f
 }
 
-// MCPServer is the underlying mcp-go server, for the transports.
-func (f *Front) MCPServer() *server.MCPServer { return f.mcp }
-
-// nativeToolNames are durawait's own tools; they cannot be probed and a
-// downstream tool of the same name is exposed as <server>.<tool>.
-var nativeToolNames = []string{"wait_for", "start_agent", "wait_agent", "cancel_agent", "list_agents", "list_panes", "wait_for_text"}
+// Served is what the MCP wire (package mcpwire) carries calls to: the
+// tools' mcp-go server, and the task requests the front answers itself.
+func (f *Front) Served() mcpwire.Served {
+	return mcpwire.Served{MCP: f.mcp, Own: f.handleOwn, Logger: f.opts.Logger}
+}
 
 // refreshTimeout bounds one read of the workers' catalog.
 const refreshTimeout = 5 * time.Second
@@ -162,7 +164,9 @@ func (f *Front) Refresh(ctx context.Context) {
 		f.mu.Unlock()
 		return
 	}
-	cat := newCatalog(src, nativeToolNames)
+	// durawait's own tools cannot be probed, and a downstream tool of the
+	// same name is exposed as <server>.<tool>.
+	cat := newCatalog(src, workflows.OwnTools())
 	f.cat = cat
 	f.mu.Unlock()
 	for _, bad := range cat.undecodable {
@@ -170,13 +174,11 @@ func (f *Front) Refresh(ctx context.Context) {
 	}
 
 	var tools []server.ServerTool
-	if len(cat.servers) > 0 {
-		tools = append(tools, server.ServerTool{Tool: waitForTool(), Handler: f.handleWaitFor})
+	for _, name := range workflows.OwnTools() {
+		if s := f.tools.of(name); s.served == nil || s.served(f) {
+			tools = append(tools, s.serverTool(f))
+		}
 	}
-	if f.opts.Agents.enabled() {
-		tools = append(tools, f.agentTools()...)
-	}
-	tools = append(tools, f.tmuxTools()...)
 	names := make([]string, 0, len(cat.exposed))
 	for name := range cat.exposed {
 		names = append(names, name)
@@ -184,12 +186,7 @@ func (f *Front) Refresh(ctx context.Context) {
 	sort.Strings(names)
 	for _, name := range names {
 		ref := cat.exposed[name]
-		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.proxyHandler(ref)})
-	}
-	for i := range tools {
-		tools[i].Handler = f.drainable(tools[i].Handler)
-		tools[i].Handler = f.callEvents(tools[i].Tool.Name, tools[i].Handler)
-		tools[i].Handler = f.observed(tools[i].Tool.Name, tools[i].Handler)
+		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.middleware(f.tools.of(name), f.proxyHandler(ref))})
 	}
 	defs := make([]mcp.Tool, len(tools))
 	for i, t := range tools {
@@ -233,24 +230,6 @@ func (f *Front) catalog() *catalog {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cat
-}
-
-// tool builds one of durawait's own tools: raw schemas, and all four
-// annotations set explicitly.
-func tool(name, title, description string, input, output []byte, readOnly, destructive, idempotent, openWorld bool) mcp.Tool {
-	t := mcp.NewToolWithRawSchema(name, description, input)
-	t.RawOutputSchema = output
-	t.Annotations = mcp.ToolAnnotation{
-		Title:           title,
-		ReadOnlyHint:    mcp.ToBoolPtr(readOnly),
-		DestructiveHint: mcp.ToBoolPtr(destructive),
-		IdempotentHint:  mcp.ToBoolPtr(idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(openWorld),
-	}
-	if taskTools[name] {
-		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
-	}
-	return t
 }
 
 // proxyTool is a downstream tool's definition under its exposed name.

@@ -9,9 +9,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -66,7 +69,7 @@ func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
 	// or stdio's own ("stdio").
 	sid := sessionOf(ctx)
 	if s := server.ClientSessionFromContext(ctx); sid == "" && s != nil {
-		sid = baseSession(s.SessionID())
+		sid = mcpwire.SessionOf(s.SessionID())
 	}
 	if sid != "" {
 		if name, ok := f.clients.m.Load(sid); ok {
@@ -81,7 +84,7 @@ func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
 // and on protocol 2026-07-28. It is the one value of the DurawaitSession
 // attribute, the log lines' caller.session and the events' session.
 func sessionOf(ctx context.Context) string {
-	return baseSession(callerFrom(ctx).session)
+	return mcpwire.SessionOf(mcpwire.CallerFrom(ctx).Session)
 }
 
 // startAttributes are the search attributes a workflow of tool starts with:
@@ -98,7 +101,7 @@ func (f *Front) startAttributes(ctx context.Context, req *mcp.CallToolRequest, t
 func callerAttributes(ctx context.Context, tool string) []temporal.SearchAttributeUpdate {
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.KeyTool.ValueSet(tool),
-		workflows.KeyCaller.ValueSet(workflows.KeywordValue(workflows.CallerValue(principalFrom(ctx)))),
+		workflows.KeyCaller.ValueSet(workflows.KeywordValue(workflows.CallerValue(mcpwire.PrincipalFrom(ctx)))),
 	}
 	if sid := sessionOf(ctx); sid != "" {
 		updates = append(updates, workflows.KeySession.ValueSet(workflows.KeywordValue(sid)))
@@ -119,19 +122,31 @@ const cancellationTimeout = 5 * time.Second
 // cancellation reads who cancelled a workflow run, and how long it ran
 // until then, from its history.
 func (f *Front) cancellation(ctx context.Context, id, runID string) (workflows.Cancellation, time.Duration) {
-	c, ran, _ := f.cancelRequest(ctx, id, runID)
-	return c, ran
+	r := f.readCancel(ctx, id, runID)
+	return r.by, r.ran
 }
 
-// cancelRequest is cancellation, and whether the history holds a cancel
-// request at all (an agent stopped by cancel_agent has none).
-func (f *Front) cancelRequest(ctx context.Context, id, runID string) (workflows.Cancellation, time.Duration, bool) {
+// cancelRead is what a run's history says of its cancellation.
+type cancelRead struct {
+	// by is who cancelled the run, and when and why ("unknown" when the
+	// history does not say).
+	by workflows.Cancellation
+	// ran is how long the run ran until the cancel request.
+	ran time.Duration
+	// requested says the history holds a cancel request at all (an agent
+	// stopped by cancel_agent has none).
+	requested bool
+	// input is the run's start input, for the answer that repeats one of
+	// its arguments (wait_for's effective_max_wait_sec).
+	input *commonpb.Payloads
+}
+
+// readCancel reads a run's cancellation from its history.
+func (f *Front) readCancel(ctx context.Context, id, runID string) cancelRead {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
 	defer cancel()
-	c := workflows.Cancellation{By: "unknown"}
+	r := cancelRead{by: workflows.Cancellation{By: "unknown"}}
 	var started time.Time
-	var ran time.Duration
-	requested := false
 	iter := f.opts.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
@@ -142,21 +157,22 @@ func (f *Front) cancelRequest(ctx context.Context, id, runID string) (workflows.
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			started = ev.GetEventTime().AsTime()
+			r.input = ev.GetWorkflowExecutionStartedEventAttributes().GetInput()
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
-			requested = true
+			r.requested = true
 			a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
 			if a.GetIdentity() != "" {
-				c.By = a.GetIdentity()
+				r.by.By = a.GetIdentity()
 			}
-			c.Cause = a.GetCause()
+			r.by.Cause = a.GetCause()
 			at := ev.GetEventTime().AsTime()
-			c.At = at.UTC().Format(time.RFC3339Nano)
+			r.by.At = at.UTC().Format(time.RFC3339Nano)
 			if !started.IsZero() {
-				ran = at.Sub(started)
+				r.ran = at.Sub(started)
 			}
 		}
 	}
-	return c, ran, requested
+	return r
 }
 
 // cancelledWaitFor is wait_for's answer when an operator cancelled the
@@ -164,14 +180,21 @@ func (f *Front) cancelRequest(ctx context.Context, id, runID string) (workflows.
 // without a condition (fail_matches sets one), the fields the schema
 // requires, and a "cancelled" object saying who and why; isError is set, so
 // a caller does not read it as its condition.
-func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string, maxWaitSec int) *mcp.CallToolResult {
-	c, ran := f.cancellation(ctx, id, runID)
+func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string) *mcp.CallToolResult {
+	r := f.readCancel(ctx, id, runID)
+	c := r.by
+	var in workflows.WaitForInput
+	if r.input != nil {
+		if err := converter.GetDefaultDataConverter().FromPayloads(r.input, &in); err != nil {
+			f.opts.Logger.Warn("decode a cancelled wait's input", "workflow_id", id, "error", err)
+		}
+	}
 	res := structuredResult(map[string]any{
 		"reason":                 workflows.WaitReasonFailed,
 		"last_observation":       "",
-		"elapsed_sec":            ran.Seconds(),
+		"elapsed_sec":            r.ran.Seconds(),
 		"samples":                0,
-		"effective_max_wait_sec": maxWaitSec,
+		"effective_max_wait_sec": in.Spec.MaxWaitSec,
 		"cancelled":              c,
 	})
 	res.IsError = true
@@ -215,8 +238,8 @@ func (f *Front) namedCanceller(ctx context.Context, p workflows.InvocationPayloa
 	if p.Status != workflows.AgentCancelled || p.Error != nil {
 		return p
 	}
-	if c, _, ok := f.cancelRequest(ctx, p.InvocationID, ""); ok {
-		p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + c.String()}
+	if r := f.readCancel(ctx, p.InvocationID, ""); r.requested {
+		p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + r.by.String()}
 	}
 	return p
 }

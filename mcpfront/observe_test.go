@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -83,7 +84,7 @@ func cancelledFront() *Front {
 func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
 	f := cancelledFront()
 
-	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
+	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
 	assert.True(t, res.IsError)
 	out := validates(t, waitForOutputSchema, res)
 	assert.Equal(t, "failed", out["reason"])
@@ -116,7 +117,7 @@ func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
 func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
 	f := New(Options{TaskQueue: "q", Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
 	f.clients.m.Store("sess-1", "claude-code/2.1")
-	ctx := withCaller(context.Background(), caller{session: "sess-1~call-7", principal: "alice"})
+	ctx := mcpwire.WithCaller(context.Background(), mcpwire.Caller{Session: "sess-1~call-7", Principal: "alice"})
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "wait_for"
 	req.Params.Arguments = map[string]any{
@@ -146,7 +147,7 @@ func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
 	// Over the stateless protocol the client names itself in _meta.
 	req.Params.Meta = &mcp.Meta{}
 	req.Params.Meta.SetClientInfo(mcp.Implementation{Name: "codex", Version: "0.9"})
-	w, _ = f.prepareWaitFor(withCaller(context.Background(), caller{}), req)
+	w, _ = f.prepareWaitFor(mcpwire.WithCaller(context.Background(), mcpwire.Caller{}), req)
 	v, _ := w.attrs.GetKeyword(workflows.KeyClient)
 	assert.Equal(t, "codex/0.9", v)
 	v, _ = w.attrs.GetKeyword(workflows.KeyCaller)
@@ -160,9 +161,9 @@ func TestAWaitStartsWithItsSearchAttributesSummaryAndMemo(t *testing.T) {
 // from the stdio session's initialize.
 func TestAStdioWaitHasNoSessionButItsClient(t *testing.T) {
 	f := New(Options{TaskQueue: "q", Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
-	sess := &stdioSession{}
+	sess := stdioLikeSession{}
 	f.clients.m.Store(sess.SessionID(), "claude-code/2.1")
-	ctx := f.mcp.WithContext(withCaller(context.Background(), caller{}), sess)
+	ctx := f.mcp.WithContext(mcpwire.WithCaller(context.Background(), mcpwire.Caller{}), sess)
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "wait_for"
 	req.Params.Arguments = map[string]any{
@@ -230,3 +231,12 @@ func TestTheOutputSchemasDeclareCancelled(t *testing.T) {
 	assert.Contains(t, wft.AnyOf[1].Properties, "error")
 	assert.Contains(t, wft.AnyOf[1].Properties, "cancelled")
 }
+
+// stdioLikeSession is a client session as the stdio transport registers
+// one with mcp-go: one per connection, its ID not a transport's session ID.
+type stdioLikeSession struct{}
+
+func (stdioLikeSession) SessionID() string                                   { return "stdio" }
+func (stdioLikeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (stdioLikeSession) Initialize()                                         {}
+func (stdioLikeSession) Initialized() bool                                   { return true }

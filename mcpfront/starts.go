@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/durawait/durawait/mcpwire"
 )
 
 // ErrOverloaded is returned (wrapped, with Temporal's last answer) when a
@@ -171,7 +173,7 @@ func later(a, b time.Time) time.Time {
 // attempt runs start once it has a slot, taken in the turn of the
 // caller's principal (see turns); the wait for a slot ends only with ctx.
 func (s *starter) attempt(ctx context.Context, start func(context.Context) error) error {
-	if err := s.slots.acquire(ctx, principalFrom(ctx)); err != nil {
+	if err := s.slots.acquire(ctx, mcpwire.PrincipalFrom(ctx)); err != nil {
 		return err
 	}
 	defer s.slots.release()

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -58,9 +58,6 @@ const defaultTaskPoll = time.Second
 // taskListPage is how many tasks one tasks/list page holds.
 const taskListPage = 50
 
-// taskTools are the tools that run as tasks when asked to.
-var taskTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
-
 // taskRef names what a task is: a workflow run, or an update of one.
 type taskRef struct {
 	workflowID, runID, updateID string
@@ -74,38 +71,17 @@ func (r taskRef) String() string {
 	return r.workflowID + "@" + r.runID
 }
 
-func parseTaskID(id string) (taskRef, error) {
+// parseTaskID reads a task ID: a run of a task tool's workflow (a
+// wait_for or wait_for_text wait, or an agent invocation: the task of a
+// wait_agent call made after it closed), or a wait_agent's update.
+func (t tools) parseTaskID(id string) (taskRef, error) {
 	if wf, upd, ok := strings.Cut(id, "#"); ok && wf != "" && strings.HasPrefix(upd, agentTaskUpdatePrefix) {
 		return taskRef{workflowID: wf, updateID: upd}, nil
 	}
-	if wf, run, ok := strings.Cut(id, "@"); ok && run != "" && isTaskWorkflow(wf) {
+	if wf, run, ok := strings.Cut(id, "@"); ok && run != "" && !strings.ContainsAny(wf, "#") && t.ofWorkflow(wf) != nil {
 		return taskRef{workflowID: wf, runID: run}, nil
 	}
 	return taskRef{}, badParams(fmt.Errorf("taskId: %q is not a task ID that durawait returned", id))
-}
-
-// isTaskWorkflow reports whether a workflow ID is one whose runs are
-// tasks: a wait_for or wait_for_text wait, or an agent invocation (the
-// task of a wait_agent call made after it closed).
-func isTaskWorkflow(id string) bool {
-	for _, prefix := range []string{workflows.WaitForIDPrefix, workflows.WaitForTextIDPrefix, workflows.AgentIDPrefix} {
-		if rest, ok := strings.CutPrefix(id, prefix); ok && rest != "" && !strings.ContainsAny(rest, "@#") {
-			return true
-		}
-	}
-	return false
-}
-
-// tool is the tool whose call the task runs.
-func (r taskRef) tool() string {
-	switch {
-	case strings.HasPrefix(r.workflowID, workflows.AgentIDPrefix):
-		return "wait_agent"
-	case strings.HasPrefix(r.workflowID, workflows.WaitForTextIDPrefix):
-		return "wait_for_text"
-	default:
-		return "wait_for"
-	}
 }
 
 // agentTaskUpdatePrefix starts the update ID of a wait_agent task, followed
@@ -137,11 +113,12 @@ func agentTaskCreated(updateID string) time.Time {
 // handleOwn answers the requests durawait serves itself rather than
 // mcp-go: the task methods, and task-augmented calls of the waiting tools.
 // handled is false for every other request.
-func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (resp any, handled bool) {
-	switch mcp.MCPMethod(msg.method) {
+func (f *Front) handleOwn(ctx context.Context, msg mcpwire.Request) (resp any, handled bool) {
+	modern := msg.Modern
+	switch mcp.MCPMethod(msg.Method) {
 	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel, mcp.MethodTasksList:
 		if modern {
-			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, msg.method+": durawait serves MCP tasks to clients of protocol 2025-11-25; "+
+			return mcpwire.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, msg.Method+": durawait serves MCP tasks to clients of protocol 2025-11-25; "+
 				"with protocol "+mcp.ProtocolVersion20260728+" call the tool, and if the call is cut off call it again with the same arguments to re-attach"), true
 		}
 		var result any
@@ -150,9 +127,9 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 			return err
 		})
 		if err != nil {
-			return rpcError(msg.ID, rpcCode(err), msg.method+": "+err.Error()), true
+			return mcpwire.ErrorResponse(msg.ID, rpcCode(err), msg.Method+": "+err.Error()), true
 		}
-		return rpcResult(msg.ID, result), true
+		return mcpwire.ResultResponse(msg.ID, result), true
 	case mcp.MethodToolsCall:
 		if modern {
 			return nil, false
@@ -161,8 +138,8 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 		if json.Unmarshal(msg.Params, &req.Params) != nil || req.Params.Task == nil {
 			return nil, false
 		}
-		if !taskTools[req.Params.Name] || f.mcp.GetTool(req.Params.Name) == nil {
-			return rpcError(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
+		if !f.tools.of(req.Params.Name).task || f.mcp.GetTool(req.Params.Name) == nil {
+			return mcpwire.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, fmt.Sprintf(
 				"tools/call: tool %q does not run as a task (its execution.taskSupport is forbidden); call it without params.task", req.Params.Name)), true
 		}
 		var task mcp.Task
@@ -171,15 +148,15 @@ func (f *Front) handleOwn(ctx context.Context, msg rpcMessage, modern bool) (res
 			return err
 		})
 		if err != nil {
-			return rpcError(msg.ID, rpcCode(err), "tools/call: "+err.Error()), true
+			return mcpwire.ErrorResponse(msg.ID, rpcCode(err), "tools/call: "+err.Error()), true
 		}
-		return rpcResult(msg.ID, mcp.NewCreateTaskResult(task)), true
+		return mcpwire.ResultResponse(msg.ID, mcp.NewCreateTaskResult(task)), true
 	}
 	return nil, false
 }
 
 // taskMethod runs tasks/get, tasks/result, tasks/cancel or tasks/list.
-func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
+func (f *Front) taskMethod(ctx context.Context, msg mcpwire.Request) (any, error) {
 	var params struct {
 		TaskID string `json:"taskId"`
 		Cursor string `json:"cursor"`
@@ -189,18 +166,18 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 			return nil, badParams(fmt.Errorf("params: %w", err))
 		}
 	}
-	if mcp.MCPMethod(msg.method) == mcp.MethodTasksList {
+	if mcp.MCPMethod(msg.Method) == mcp.MethodTasksList {
 		return f.listTasks(ctx, params.Cursor)
 	}
-	ref, err := parseTaskID(params.TaskID)
+	ref, err := f.tools.parseTaskID(params.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	if !workflows.Owns(principalFrom(ctx), ref.workflowID) {
+	if !workflows.Owns(mcpwire.PrincipalFrom(ctx), ref.workflowID) {
 		// Another principal's task reads exactly like an unknown one.
 		return nil, taskLookupError(ref, &serviceerror.NotFound{})
 	}
-	switch mcp.MCPMethod(msg.method) {
+	switch mcp.MCPMethod(msg.Method) {
 	case mcp.MethodTasksGet:
 		task, _, err := f.taskState(ctx, ref)
 		if err != nil {
@@ -222,86 +199,85 @@ func (f *Front) taskMethod(ctx context.Context, msg rpcMessage) (any, error) {
 // returns its task. Bad arguments are an error: there is no task to hold
 // them.
 func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
-	if refusal := argumentsRefusal(req); refusal != "" {
+	if refusal := mcpwire.ArgumentsRefusal(req); refusal != "" {
 		return mcp.Task{}, badParams(errors.New(refusal))
 	}
-	switch req.Params.Name {
-	case "wait_agent":
-		id, err := workflows.ParseInvocationID(rawArgs(req))
-		if err != nil {
-			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", err))
-		}
-		if !workflows.Owns(principalFrom(ctx), id) {
-			return mcp.Task{}, badParams(fmt.Errorf("wait_agent: %w", unknownInvocation(id)))
-		}
-		ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
-		// The sends, and each one's wait for the update's acceptance, end
-		// at agentTaskAcceptWait.
-		actx, cancel := context.WithTimeout(ctx, agentTaskAcceptWait)
-		until, _ := actx.Deadline()
-		uerr := f.retryAgentWait(actx, id, until, func() error {
-			_, err := f.updateAgentWait(actx, id, ref.updateID, f.opts.Agents.WaitWindow, client.WorkflowUpdateStageAccepted)
-			return err
-		})
-		cancel()
-		if uerr == nil {
-			// The invocation runs and took the wait: only now is the
-			// call attached to it (an unknown or closed one logs no
-			// wait line), as on the plain path (handleWaitAgent).
-			noteWait(ctx, id, waitAttached)
-		} else {
-			// A closed invocation takes no update: its task is its run,
-			// whose result is the final payload. Any other failure is the
-			// call's.
-			desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
-			if err != nil {
-				return mcp.Task{}, fmt.Errorf("wait_agent: %w", taskLookupError(taskRef{workflowID: id, runID: "latest"}, err))
-			}
-			if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				return mcp.Task{}, fmt.Errorf("wait_agent: could not wait on the invocation: %w", uerr)
-			}
-			ref = taskRef{workflowID: id, runID: desc.WorkflowExecutionInfo.Execution.RunId}
-		}
-		task, _, err := f.taskState(ctx, ref)
-		return task, err
-	default:
-		prepare := f.prepareWaitFor
-		if req.Params.Name == "wait_for_text" {
-			prepare = f.prepareWaitForText
-		}
-		w, bad := prepare(ctx, req)
-		if bad != nil {
-			return mcp.Task{}, badParams(errors.New(resultText(bad)))
-		}
-		release := func() bool { return false }
-		if req.Params.Name == "wait_for_text" {
-			// The task holds the wait: a plain caller attached to it
-			// that hangs up must not cancel it. The hold ends with the
-			// run, which has its own bound.
-			release = f.attached.hold(w.id)
-		}
-		// Steps 2 and 3 of the dance described at sharedWait.
-		f.waitSettled(ctx, w.id)
-		report := &startReport{}
-		run, err := f.start(context.WithValue(ctx, startReportKey{}, report), w)
-		if err != nil {
-			release()
-			return mcp.Task{}, errors.New(startFailedMessage(req.Params.Name, err))
-		}
-		noteWait(ctx, run.GetID(), report.how())
-		if req.Params.Name == "wait_for_text" {
-			go func() {
-				hctx, cancel := context.WithTimeout(context.Background(), f.opts.Tmux.MaxWait+settleTimeout)
-				defer cancel()
-				_ = f.opts.Temporal.GetWorkflow(hctx, run.GetID(), run.GetRunID()).Get(hctx, nil)
-				release()
-			}()
-		}
-		// The task is the run's, which may have begun with an earlier call.
-		task, _, err := f.taskState(ctx, taskRef{workflowID: run.GetID(), runID: run.GetRunID()})
-		task.PollInterval = &w.pollMs
-		return task, err
+	spec := f.tools.of(req.Params.Name)
+	if spec.prepare == nil {
+		return f.createAgentTask(ctx, req)
 	}
+	w, bad := spec.prepare(f, ctx, req)
+	if bad != nil {
+		return mcp.Task{}, badParams(errors.New(resultText(bad)))
+	}
+	release := func() bool { return false }
+	if spec.taskHolds {
+		// The task holds the wait: a plain caller attached to it that
+		// hangs up must not cancel it. The hold ends with the run, which
+		// has its own bound.
+		release = f.attached.hold(w.id)
+	}
+	// Steps 2 and 3 of the dance described at sharedWait.
+	f.waitSettled(ctx, w.id)
+	report := &startReport{}
+	run, err := f.start(context.WithValue(ctx, startReportKey{}, report), w)
+	if err != nil {
+		release()
+		return mcp.Task{}, errors.New(startFailedMessage(spec.name, err))
+	}
+	noteWait(ctx, run.GetID(), report.how())
+	if spec.taskHolds {
+		go func() {
+			hctx, cancel := context.WithTimeout(context.Background(), w.bound+settleTimeout)
+			defer cancel()
+			_ = f.opts.Temporal.GetWorkflow(hctx, run.GetID(), run.GetRunID()).Get(hctx, nil)
+			release()
+		}()
+	}
+	// The task is the run's, which may have begun with an earlier call.
+	task, _, err := f.taskState(ctx, taskRef{workflowID: run.GetID(), runID: run.GetRunID()})
+	task.PollInterval = &w.pollMs
+	return task, err
+}
+
+// createAgentTask makes the task of a task-augmented wait_agent call: an
+// update of the invocation's workflow, or, when the invocation has
+// closed, its run.
+func (f *Front) createAgentTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
+	id, bad := parseInvocation(ctx, req)
+	if bad != nil {
+		return mcp.Task{}, badParams(errors.New(resultText(bad)))
+	}
+	ref := taskRef{workflowID: id, updateID: newAgentTaskUpdateID(time.Now())}
+	// The sends, and each one's wait for the update's acceptance, end
+	// at agentTaskAcceptWait.
+	actx, cancel := context.WithTimeout(ctx, agentTaskAcceptWait)
+	until, _ := actx.Deadline()
+	uerr := f.retryAgentWait(actx, id, until, func() error {
+		_, err := f.updateAgentWait(actx, id, ref.updateID, f.opts.Agents.WaitWindow, client.WorkflowUpdateStageAccepted)
+		return err
+	})
+	cancel()
+	if uerr == nil {
+		// The invocation runs and took the wait: only now is the
+		// call attached to it (an unknown or closed one logs no
+		// wait line), as on the plain path (handleWaitAgent).
+		noteWait(ctx, id, waitAttached)
+	} else {
+		// A closed invocation takes no update: its task is its run,
+		// whose result is the final payload. Any other failure is the
+		// call's.
+		desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return mcp.Task{}, fmt.Errorf("wait_agent: %w", taskLookupError(taskRef{workflowID: id, runID: "latest"}, err))
+		}
+		if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return mcp.Task{}, fmt.Errorf("wait_agent: could not wait on the invocation: %w", uerr)
+		}
+		ref = taskRef{workflowID: id, runID: desc.WorkflowExecutionInfo.Execution.RunId}
+	}
+	task, _, err := f.taskState(ctx, ref)
+	return task, err
 }
 
 // taskState reads a task's state; for a closed task it also returns the
@@ -394,36 +370,47 @@ func (f *Front) taskResult(ctx context.Context, ref taskRef) (mcp.TaskResultResu
 }
 
 // runAnswer waits for a task's workflow run to close and shapes its result
-// as the tool's answer.
+// as the answer of the task's tool.
 func (f *Front) runAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
-	run := f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID)
-	var canceled *temporal.CanceledError
-	switch ref.tool() {
-	case "wait_agent":
-		var payload workflows.InvocationPayload
-		err := getResult(ctx, run, &payload)
-		if errors.As(err, &canceled) {
-			return structuredResult(f.cancelledInvocation(ctx, ref.workflowID, err))
-		}
-		if err != nil {
-			return mcp.NewToolResultError("wait_agent: the invocation's workflow ended without a result: " + workflowErrorMessage(err))
-		}
-		return structuredResult(payload)
-	case "wait_for_text":
-		var out workflows.TextWaitOutcome
-		err := getResult(ctx, run, &out)
-		if errors.As(err, &canceled) {
-			return f.cancelledText(ctx, ref.workflowID, ref.runID)
-		}
-		return textAnswer(out, err)
-	default:
-		var result workflows.WaitForResult
-		err := getResult(ctx, run, &result)
-		if errors.As(err, &canceled) {
-			return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID, f.waitForMaxWaitSec(ctx, ref))
-		}
-		return waitForAnswer(result, err)
+	spec := f.tools.ofWorkflow(ref.workflowID)
+	if spec == nil || spec.runAnswer == nil {
+		return mcp.NewToolResultError(fmt.Sprintf("task %s: durawait has no tool whose task this is", ref))
 	}
+	return spec.runAnswer(f, ctx, ref)
+}
+
+// waitForRunAnswer is wait_for's answer from its run ref.
+func (f *Front) waitForRunAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
+	var result workflows.WaitForResult
+	err := getResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID), &result)
+	if isCanceled(err) {
+		return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID)
+	}
+	return waitForAnswer(result, err)
+}
+
+// textRunAnswer is wait_for_text's answer from its run ref.
+func (f *Front) textRunAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
+	var out workflows.TextWaitOutcome
+	err := getResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID), &out)
+	if isCanceled(err) {
+		return f.cancelledText(ctx, ref.workflowID, ref.runID)
+	}
+	return textAnswer(out, err)
+}
+
+// agentRunAnswer is wait_agent's answer from the closed invocation run
+// ref: its final payload.
+func (f *Front) agentRunAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
+	var payload workflows.InvocationPayload
+	err := getResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID), &payload)
+	if isCanceled(err) {
+		return structuredResult(f.cancelledInvocation(ctx, ref.workflowID, err))
+	}
+	if err != nil {
+		return mcp.NewToolResultError("wait_agent: the invocation's workflow ended without a result: " + workflowErrorMessage(err))
+	}
+	return structuredResult(payload)
 }
 
 // cancelTask cancels a running task's wait. A wait_agent task is a wait on
@@ -436,7 +423,7 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 	if task.Status.IsTerminal() {
 		return mcp.Task{}, badParams(fmt.Errorf("task %s is already %s", ref, task.Status))
 	}
-	if ref.tool() == "wait_agent" {
+	if strings.HasPrefix(ref.workflowID, workflows.AgentIDPrefix) {
 		return mcp.Task{}, badParams(fmt.Errorf("task %s waits on agent invocation %s and ends with its window; to stop the agent call cancel_agent", ref, ref.workflowID))
 	}
 	if err := f.opts.Temporal.CancelWorkflow(ctx, ref.workflowID, ref.runID); err != nil {
@@ -453,7 +440,7 @@ func (f *Front) cancelTask(ctx context.Context, ref taskRef) (mcp.Task, error) {
 // listTasks lists the runs of wait_for and wait_for_text, newest first. A
 // wait_agent task is found through list_agents.
 func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResult, error) {
-	principal := principalFrom(ctx)
+	principal := mcpwire.PrincipalFrom(ctx)
 	token, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return mcp.ListTasksResult{}, badParams(fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor))
@@ -505,29 +492,6 @@ func setTerminal(task *mcp.Task, answer *mcp.CallToolResult) {
 		return
 	}
 	task.Status = mcp.TaskStatusCompleted
-}
-
-// waitForMaxWaitSec is the max_wait_sec of the wait_for run ref, read from
-// its start in the history; 0 when it cannot be read.
-func (f *Front) waitForMaxWaitSec(ctx context.Context, ref taskRef) int {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
-	defer cancel()
-	iter := f.opts.Temporal.GetWorkflowHistory(ctx, ref.workflowID, ref.runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !iter.HasNext() {
-		return 0
-	}
-	ev, err := iter.Next()
-	if err != nil {
-		f.opts.Logger.Warn("read a cancelled wait's start", "workflow_id", ref.workflowID, "error", err)
-		return 0
-	}
-	var in workflows.WaitForInput
-	if input := ev.GetWorkflowExecutionStartedEventAttributes().GetInput(); input != nil {
-		if err := converter.GetDefaultDataConverter().FromPayloads(input, &in); err != nil {
-			f.opts.Logger.Warn("decode a cancelled wait's input", "workflow_id", ref.workflowID, "error", err)
-		}
-	}
-	return in.Spec.MaxWaitSec
 }
 
 // taskLookupError explains why a task could not be read.

@@ -14,44 +14,48 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
 func TestTaskIDsNameTheirRunOrUpdate(t *testing.T) {
+	own := newTools()
 	created := time.UnixMilli(1764556800123)
 	for _, ref := range []taskRef{
 		{workflowID: "wait_for/0123abcd", runID: "01a22f9d-22db-78df-8c8d-f95ebd3d0f02"},
 		{workflowID: "wait_for_text/99ff", runID: "r"},
 		{workflowID: "agent/2e66", updateID: newAgentTaskUpdateID(created)},
 	} {
-		got, err := parseTaskID(ref.String())
+		got, err := own.parseTaskID(ref.String())
 		require.NoError(t, err, ref.String())
 		assert.Equal(t, ref, got)
 	}
-	agent, _ := parseTaskID("agent/2e66#" + newAgentTaskUpdateID(created))
-	assert.Equal(t, "wait_agent", agent.tool())
+	agent, _ := own.parseTaskID("agent/2e66#" + newAgentTaskUpdateID(created))
+	assert.Equal(t, "wait_agent", own.ofWorkflow(agent.workflowID).name)
 	assert.True(t, agentTaskCreated(agent.updateID).Equal(created))
-	text, _ := parseTaskID("wait_for_text/99ff@r")
-	assert.Equal(t, "wait_for_text", text.tool())
-	wait, _ := parseTaskID("wait_for/0123@r")
-	assert.Equal(t, "wait_for", wait.tool())
+	text, _ := own.parseTaskID("wait_for_text/99ff@r")
+	assert.Equal(t, "wait_for_text", own.ofWorkflow(text.workflowID).name)
+	wait, _ := own.parseTaskID("wait_for/0123@r")
+	assert.Equal(t, "wait_for", own.ofWorkflow(wait.workflowID).name)
 
-	for _, bad := range []string{"", "wait_for/0123", "@run", "wait_for/0123@", "agent/2e66#not-a-task-update"} {
-		_, err := parseTaskID(bad)
+	for _, bad := range []string{"", "wait_for/0123", "@run", "wait_for/0123@", "agent/2e66#not-a-task-update", "call/x@r", "wait_for/@r", "wait_for/a#b@r"} {
+		_, err := own.parseTaskID(bad)
 		assert.ErrorContains(t, err, "taskId", bad)
 	}
 }
 
 func TestTaskRequestsDurawaitAnswersItself(t *testing.T) {
 	f := New(Options{Workers: fakeDownstream{}})
-	request := func(method, params string) rpcMessage {
-		msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":` + params + `}`))
-		require.True(t, ok)
-		return msg
+	request := func(method, params string) mcpwire.Request {
+		return mcpwire.Request{ID: json.RawMessage(`7`), Method: method, Params: json.RawMessage(params)}
 	}
-	errorOf := func(t *testing.T, msg rpcMessage, modern bool) mcp.JSONRPCErrorDetails {
+	modern := func(r mcpwire.Request) mcpwire.Request {
+		r.Modern = true
+		return r
+	}
+	errorOf := func(t *testing.T, msg mcpwire.Request) mcp.JSONRPCErrorDetails {
 		t.Helper()
-		resp, handled := f.handleOwn(context.Background(), msg, modern)
+		resp, handled := f.handleOwn(context.Background(), msg)
 		require.True(t, handled)
 		e, ok := resp.(mcp.JSONRPCError)
 		require.True(t, ok, "a JSON-RPC error: %#v", resp)
@@ -59,49 +63,27 @@ func TestTaskRequestsDurawaitAnswersItself(t *testing.T) {
 	}
 
 	// Protocol 2026-07-28 has no 2025-11-25 task methods.
-	e := errorOf(t, request("tasks/get", `{"taskId":"wait_for/x@y"}`), true)
+	e := errorOf(t, modern(request("tasks/get", `{"taskId":"wait_for/x@y"}`)))
 	assert.Equal(t, mcp.METHOD_NOT_FOUND, e.Code)
 	assert.Contains(t, e.Message, "call it again with the same arguments to re-attach")
 
 	// Only the waiting tools run as tasks.
-	e = errorOf(t, request("tools/call", `{"name":"read_file","arguments":{},"task":{"ttl":1000}}`), false)
+	e = errorOf(t, request("tools/call", `{"name":"read_file","arguments":{},"task":{"ttl":1000}}`))
 	assert.Equal(t, mcp.METHOD_NOT_FOUND, e.Code)
 	assert.Contains(t, e.Message, `tool "read_file" does not run as a task`)
 
 	// A task ID durawait never returned is refused before Temporal is asked.
-	e = errorOf(t, request("tasks/result", `{"taskId":"nonsense"}`), false)
+	e = errorOf(t, request("tasks/result", `{"taskId":"nonsense"}`))
 	assert.Equal(t, mcp.INVALID_PARAMS, e.Code)
 	assert.Contains(t, e.Message, `taskId: "nonsense" is not a task ID that durawait returned`)
 
 	// Everything else is mcp-go's: plain calls, and the modern era's calls.
-	_, handled := f.handleOwn(context.Background(), request("tools/call", `{"name":"wait_for","arguments":{}}`), false)
+	_, handled := f.handleOwn(context.Background(), request("tools/call", `{"name":"wait_for","arguments":{}}`))
 	assert.False(t, handled)
-	_, handled = f.handleOwn(context.Background(), request("tools/call", `{"name":"wait_for","arguments":{},"task":{}}`), true)
+	_, handled = f.handleOwn(context.Background(), modern(request("tools/call", `{"name":"wait_for","arguments":{},"task":{}}`)))
 	assert.False(t, handled)
-	_, handled = f.handleOwn(context.Background(), request("tools/list", `{}`), false)
+	_, handled = f.handleOwn(context.Background(), request("tools/list", `{}`))
 	assert.False(t, handled)
-}
-
-func TestModernCallsDropTheLegacyTaskParam(t *testing.T) {
-	out, ok := withoutTaskParam([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait_for","arguments":{"a":1},"task":{"ttl":5}}}`))
-	require.True(t, ok)
-	var got map[string]any
-	require.NoError(t, json.Unmarshal(out, &got))
-	assert.Equal(t, map[string]any{"name": "wait_for", "arguments": map[string]any{"a": float64(1)}}, got["params"])
-	_, ok = withoutTaskParam([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait_for"}}`))
-	assert.False(t, ok, "nothing to drop")
-
-	call := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait_for","task":{}}}`)
-	msg, _ := parseRPC(call)
-	_, changed := forMCPGo(msg, call, false)
-	assert.False(t, changed, "a 2025-11-25 task call is durawait's own (handleOwn), never rewritten")
-	plain, changed := forMCPGo(msg, call, true)
-	assert.True(t, changed)
-	assert.NotContains(t, string(plain), `"task"`)
-	list := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"task":{}}}`)
-	msg, _ = parseRPC(list)
-	_, changed = forMCPGo(msg, list, true)
-	assert.False(t, changed, "only tools/call")
 }
 
 // A task-augmented wait_agent on an invocation that does not exist is
@@ -115,7 +97,7 @@ func TestAWaitAgentTaskOnAnUnknownInvocationAttachesToNothing(t *testing.T) {
 	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(nil, notFound)
 	logs := &lockedBuffer{}
 	f := New(Options{Temporal: tc, TaskQueue: "q", Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	c := &toolCall{f: f, tool: "wait_agent", id: newCallID(), begun: time.Now()}
+	c := &toolCall{f: f, spec: f.tools.of("wait_agent"), id: newCallID(), begun: time.Now()}
 	ctx := context.WithValue(context.Background(), toolCallKey{}, c)
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "wait_agent"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,9 +51,6 @@ const (
 	MetricWaitStarts = "durawait.waits.start_or_attach"
 )
 
-// meteredWaitTools are the tools whose calls count as waits in the metrics.
-var meteredWaitTools = map[string]bool{"wait_for": true, "wait_for_text": true, "wait_agent": true}
-
 // The span attributes of the tool-call spans (the names of the tools'
 // contracts).
 const (
@@ -77,6 +75,7 @@ const (
 
 // toolTelemetry instruments the calls of one tool.
 type toolTelemetry struct {
+	spec       *toolSpec
 	name       string
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
@@ -91,11 +90,12 @@ type toolTelemetry struct {
 	detection metric.Float64Histogram
 }
 
-// observed wraps the handler of the tool called name: one span per call,
-// named after the tool, with the tool's attributes read from its arguments
-// and structured result, and (for the wait tools) the wait metrics.
-func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	t := newToolTelemetry(f.opts.Telemetry, name, f.opts.Logger.Warn)
+// observed wraps the handler of the tool s: one span per call, named after
+// the tool, with the tool's attributes (those its handler noted of the
+// parsed arguments, and those of its structured result), and (for the
+// wait tools) the wait metrics.
+func (f *Front) observed(s *toolSpec, next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	t := newToolTelemetry(f.opts.Telemetry, s, f.opts.Logger.Warn)
 	if t == nil {
 		return next
 	}
@@ -106,12 +106,13 @@ func (f *Front) observed(name string, next server.ToolHandlerFunc) server.ToolHa
 // records nothing of its calls (no tracer, and no meter or a tool that
 // neither waits nor starts a wait). warn reports an instrument the meter
 // refused.
-func newToolTelemetry(tel Telemetry, name string, warn func(string, ...any)) *toolTelemetry {
-	metered := meteredWaitTools[name] || waitStartingTools[name]
+func newToolTelemetry(tel Telemetry, s *toolSpec, warn func(string, ...any)) *toolTelemetry {
+	name := s.name
+	metered := s.wait || s.startsWait
 	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !metered) {
 		return nil
 	}
-	t := &toolTelemetry{name: name, propagator: tel.Propagator, wait: meteredWaitTools[name]}
+	t := &toolTelemetry{spec: s, name: name, propagator: tel.Propagator, wait: s.wait}
 	if tel.TracerProvider != nil {
 		t.tracer = tel.TracerProvider.Tracer(instrumentationName)
 	}
@@ -179,8 +180,8 @@ func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFu
 				outcomeErr = fmt.Errorf("the %s handler panicked: %v", t.name, panicked)
 				res = nil
 			}
-			outcome := callOutcome(ctx, t.name, res, outcomeErr)
-			t.finishSpan(span, req, res, outcomeErr, rec)
+			outcome := callOutcome(ctx, t.spec, res, outcomeErr)
+			t.finishSpan(span, res, outcomeErr, rec)
 			if t.wait {
 				t.upDown(ctx, -1)
 				t.measure(ctx, outcome, answered.Sub(start), rec, answered)
@@ -251,8 +252,8 @@ func metaCarrier(req mcp.CallToolRequest) propagation.MapCarrier {
 // pane_not_found say, else workflows.OutcomeError), never the result's text (which
 // may hold probe output or a downstream server's error). The call's
 // outcome for the metrics is callOutcome's.
-func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res *mcp.CallToolResult, err error, rec *callRecord) {
-	attrs, outcome := callAttributes(t.name, req, res, span.IsRecording())
+func (t *toolTelemetry) finishSpan(span trace.Span, res *mcp.CallToolResult, err error, rec *callRecord) {
+	attrs, outcome := callAttributes(t.spec, res, rec)
 	switch {
 	case err != nil:
 		span.RecordError(err)
@@ -267,24 +268,11 @@ func (t *toolTelemetry) finishSpan(span trace.Span, req mcp.CallToolRequest, res
 		if how := rec.waitStart(); how != "" {
 			attrs = append(attrs, attrWaitStart.String(how))
 		}
-		if p := rec.agentProvider(); p != "" && !hasKey(attrs, attrProvider) {
-			attrs = append(attrs, attrProvider.String(p))
-		}
 	}
 	if len(attrs) > 0 {
 		span.SetAttributes(attrs...)
 	}
 	span.End()
-}
-
-// hasKey reports whether attrs set key.
-func hasKey(attrs []attribute.KeyValue, key attribute.Key) bool {
-	for _, kv := range attrs {
-		if kv.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // count, upDown and measure record the wait metrics (when the meter gave
@@ -327,8 +315,8 @@ type callRecord struct {
 	mu sync.Mutex
 	// how is the call's wait_start, once known (noteWaitStart).
 	how string
-	// provider is an agent invocation's provider, when the handler read it.
-	provider string
+	// attrs are the span attributes the handler noted (noteAttributes).
+	attrs []attribute.KeyValue
 	// task marks a task-augmented call (observedTask).
 	task bool
 	// sampleAt is when the call learnt of the wait's latest sample.
@@ -351,11 +339,14 @@ func (r *callRecord) waitStart() string {
 	return r.how
 }
 
-// agentProvider is the agent invocation's provider, or "".
-func (r *callRecord) agentProvider() string {
+// noted are the attributes the handler noted.
+func (r *callRecord) noted() []attribute.KeyValue {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.provider
+	return slices.Clone(r.attrs)
 }
 
 // noteWaitStart tells the instrumentation of ctx's call how it came to its
@@ -377,13 +368,23 @@ func noteWaitStart(ctx context.Context, how string) {
 	}
 }
 
-// noteAgentProvider tells the instrumentation of ctx's call the provider
-// of its agent invocation (read from the invocation's memo).
-func noteAgentProvider(ctx context.Context, provider string) {
-	if rec := recordFrom(ctx); rec != nil && provider != "" {
-		rec.mu.Lock()
-		rec.provider = provider
-		rec.mu.Unlock()
+// noteAttributes tells the instrumentation of ctx's call span attributes
+// of its request as its handler parsed it (wait_for's condition and
+// resolved probe, a pane, an invocation and its provider): the span says
+// what the call did, not what the caller typed. A key noted again keeps
+// its first value.
+func noteAttributes(ctx context.Context, kvs ...attribute.KeyValue) {
+	rec := recordFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, kv := range kvs {
+		if !kv.Valid() || kv.Value.Emit() == "" || slices.ContainsFunc(rec.attrs, func(have attribute.KeyValue) bool { return have.Key == kv.Key }) {
+			continue
+		}
+		rec.attrs = append(rec.attrs, kv)
 	}
 }
 
@@ -421,46 +422,26 @@ func noteDetected(ctx context.Context, result workflows.WaitForResult) {
 	}
 }
 
-// callAttributes are the span attributes of one call of tool (read from
-// its arguments and its structured result) and the call's outcome for the
-// metrics. The arguments are read only for a recording span.
-func callAttributes(tool string, req mcp.CallToolRequest, res *mcp.CallToolResult, recording bool) ([]attribute.KeyValue, string) {
-	var structured any
-	if res != nil {
-		structured = res.StructuredContent
+// callAttributes are the span attributes of one call of the tool s (those
+// its handler noted, then those of its structured result) and the call's
+// outcome for the metrics.
+func callAttributes(s *toolSpec, res *mcp.CallToolResult, rec *callRecord) ([]attribute.KeyValue, string) {
+	attrs := rec.noted()
+	if s.resultAttributes == nil || res == nil {
+		return attrs, ""
 	}
-	if !recording {
-		req = mcp.CallToolRequest{}
-	}
-	switch tool {
-	case "wait_for":
-		return waitForAttributes(req, structured)
-	case "start_agent", "wait_agent", "cancel_agent":
-		return agentAttributes(tool, req, structured)
-	case "wait_for_text":
-		return textAttributes(req, structured)
-	}
-	return nil, ""
-}
-
-func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
-	var args struct {
-		Probe struct {
-			Tool string `json:"tool"`
-		} `json:"probe"`
-		Until map[string]json.RawMessage `json:"until"`
-	}
-	decodeArgs(req, &args)
-	var attrs []attribute.KeyValue
-	for _, kind := range []workflows.ConditionKind{workflows.ConditionMatches, workflows.ConditionNotMatches, workflows.ConditionQuietForSec} {
-		if _, ok := args.Until[string(kind)]; ok {
-			attrs = append(attrs, attrWaitCondition.String(string(kind)))
-			break
+	more, outcome := s.resultAttributes(res.StructuredContent)
+	for _, kv := range more {
+		if !slices.ContainsFunc(attrs, func(have attribute.KeyValue) bool { return have.Key == kv.Key }) {
+			attrs = append(attrs, kv)
 		}
 	}
-	if args.Probe.Tool != "" {
-		attrs = append(attrs, attrProbeTool.String(args.Probe.Tool))
-	}
+	return attrs, outcome
+}
+
+// waitForResultAttributes are the span attributes of a wait_for result and
+// its outcome: its reason, or workflows.OutcomeCancelled.
+func waitForResultAttributes(structured any) ([]attribute.KeyValue, string) {
 	var result struct {
 		workflows.WaitForResult
 		// Cancelled is set when an operator cancelled the wait
@@ -468,12 +449,13 @@ func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.Key
 		Cancelled *workflows.Cancellation `json:"cancelled"`
 	}
 	if !asResult(structured, &result) || result.Reason == "" {
-		return attrs, ""
+		return nil, ""
 	}
-	attrs = append(attrs,
+	attrs := []attribute.KeyValue{
 		attrPollCount.Int(result.Samples),
 		attrStopReason.String(string(result.Reason)),
-		attrElapsedMs.Int64(int64(result.ElapsedSec*1000+0.5)))
+		attrElapsedMs.Int64(int64(result.ElapsedSec*1000 + 0.5)),
+	}
 	if result.Cancelled != nil {
 		// The contract's stop_reason stays "failed"; the outcome says
 		// cancelled, as DurawaitState and the worker's "wait ended" do.
@@ -483,24 +465,16 @@ func waitForAttributes(req mcp.CallToolRequest, structured any) ([]attribute.Key
 	return attrs, string(result.Reason)
 }
 
-func agentAttributes(tool string, req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
-	var args struct {
-		InvocationID string `json:"invocation_id"`
-		Provider     string `json:"provider"`
-	}
-	decodeArgs(req, &args)
+// invocationResultAttributes are the span attributes of an agent tool's
+// payload and its outcome: the invocation's status.
+func invocationResultAttributes(structured any) ([]attribute.KeyValue, string) {
 	var payload workflows.InvocationPayload
-	asResult(structured, &payload)
+	if !asResult(structured, &payload) {
+		return nil, ""
+	}
 	var attrs []attribute.KeyValue
-	id := payload.InvocationID
-	if id == "" {
-		id = args.InvocationID
-	}
-	if id != "" {
-		attrs = append(attrs, attrInvocationID.String(id))
-	}
-	if tool == "start_agent" && args.Provider != "" {
-		attrs = append(attrs, attrProvider.String(args.Provider))
+	if payload.InvocationID != "" {
+		attrs = append(attrs, attrInvocationID.String(payload.InvocationID))
 	}
 	if payload.Status == "" {
 		return attrs, ""
@@ -509,46 +483,27 @@ func agentAttributes(tool string, req mcp.CallToolRequest, structured any) ([]at
 	return attrs, string(payload.Status)
 }
 
-func textAttributes(req mcp.CallToolRequest, structured any) ([]attribute.KeyValue, string) {
-	var args struct {
-		Target struct {
-			PaneID string `json:"paneId"`
-		} `json:"target"`
-	}
-	decodeArgs(req, &args)
-	var attrs []attribute.KeyValue
-	if args.Target.PaneID != "" {
-		attrs = append(attrs, attrPane.String(args.Target.PaneID))
-	}
+// textResultAttributes are the span attributes of a wait_for_text result
+// and its outcome: matched, not_matched, or its error's code.
+func textResultAttributes(structured any) ([]attribute.KeyValue, string) {
 	var out struct {
 		*workflows.TextWaitResult
 		Error *workflows.TextWaitError `json:"error"`
 	}
 	if !asResult(structured, &out) {
-		return attrs, ""
+		return nil, ""
 	}
 	switch {
 	case out.Error != nil:
-		return attrs, string(out.Error.Code)
+		return nil, string(out.Error.Code)
 	case out.TextWaitResult != nil && out.Source != "":
-		attrs = append(attrs, attrMatched.Bool(out.Matched), attrSource.String(out.Source))
+		attrs := []attribute.KeyValue{attrMatched.Bool(out.Matched), attrSource.String(out.Source)}
 		if out.Matched {
 			return attrs, "matched"
 		}
 		return attrs, "not_matched"
 	}
-	return attrs, ""
-}
-
-// decodeArgs reads a call's arguments into v, as far as they fit.
-func decodeArgs(req mcp.CallToolRequest, v any) {
-	if req.Params.Arguments == nil {
-		return
-	}
-	raw, err := json.Marshal(req.Params.Arguments)
-	if err == nil {
-		_ = json.Unmarshal(raw, v)
-	}
+	return nil, ""
 }
 
 // asResult reads a structured result into v: directly when it already is
@@ -583,7 +538,7 @@ func asResult[T any](structured any, v *T) bool {
 // counted (ended, in_flight, duration): the task is answered later, by
 // tasks/result on any front end, or never read at all.
 func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
-	t := f.taskTelemetry(req.Params.Name)
+	t := f.taskTelemetry(f.tools.of(req.Params.Name))
 	if t == nil {
 		return f.createTask(ctx, req)
 	}
@@ -598,8 +553,7 @@ func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task
 			span.End()
 			return
 		}
-		attrs, _ := callAttributes(t.name, req, nil, true)
-		attrs = append(attrs, attrTask.Bool(true))
+		attrs := append(rec.noted(), attrTask.Bool(true))
 		if how := rec.waitStart(); how != "" {
 			attrs = append(attrs, attrWaitStart.String(how))
 		}
@@ -615,13 +569,13 @@ func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task
 	return f.createTask(ctx, req)
 }
 
-// taskTelemetry is the instrumentation of the task-augmented calls of
-// tool, built once; nil when nothing is recorded.
-func (f *Front) taskTelemetry(tool string) *toolTelemetry {
-	if v, ok := f.taskTel.Load(tool); ok {
+// taskTelemetry is the instrumentation of the task-augmented calls of the
+// tool s, built once; nil when nothing is recorded.
+func (f *Front) taskTelemetry(s *toolSpec) *toolTelemetry {
+	if v, ok := f.taskTel.Load(s.name); ok {
 		return v.(*toolTelemetry)
 	}
-	t := newToolTelemetry(f.opts.Telemetry, tool, f.opts.Logger.Warn)
-	v, _ := f.taskTel.LoadOrStore(tool, t)
+	t := newToolTelemetry(f.opts.Telemetry, s, f.opts.Logger.Warn)
+	v, _ := f.taskTel.LoadOrStore(s.name, t)
 	return v.(*toolTelemetry)
 }

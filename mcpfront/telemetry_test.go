@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,15 +23,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
-// recorded is a Telemetry over in-memory exporters.
+// recorded is a Telemetry over in-memory exporters, and a Front whose
+// parsers read the calls (with a catalog that has k8s.kubectl_get and
+// demo.clock, and the provider claude).
 type recorded struct {
 	tel    Telemetry
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
 	tp     *sdktrace.TracerProvider
+	front  *Front
 }
 
 func newRecorded(t *testing.T) *recorded {
@@ -40,15 +45,32 @@ func newRecorded(t *testing.T) *recorded {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
 	r.tel = Telemetry{TracerProvider: r.tp, MeterProvider: mp,
 		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	r.front = New(Options{TaskQueue: "q",
+		Workers: fakeDownstream{order: []string{"k8s", "demo"}, tools: map[string][]string{"k8s": {"kubectl_get"}, "demo": {"clock", "read_file"}}},
+		Agents:  AgentOptions{Limits: workflows.AgentLimits{Providers: []string{"claude"}, AllowedRoots: []string{"/tmp"}}}})
 	return r
 }
 
-// call runs one call of tool through the instrumentation, answered by
-// handler.
-func (r *recorded) call(t *testing.T, ctx context.Context, tool string, args map[string]any, meta map[string]any, handler server.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+// call runs one call of tool through the instrumentation: the tool's own
+// parser reads the arguments (and notes the span attributes it parsed, as
+// the tool's handler does), then answer answers.
+func (r *recorded) call(t *testing.T, ctx context.Context, tool string, args map[string]any, meta map[string]any, answer server.ToolHandlerFunc) (*mcp.CallToolResult, error) {
 	t.Helper()
-	tt := newToolTelemetry(r.tel, tool, t.Logf)
+	tt := newToolTelemetry(r.tel, r.front.tools.of(tool), t.Logf)
 	require.NotNil(t, tt)
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		switch tool {
+		case workflows.ToolWaitFor:
+			r.front.prepareWaitFor(ctx, req)
+		case workflows.ToolWaitForText:
+			r.front.prepareWaitForText(ctx, req)
+		case workflows.ToolStartAgent:
+			r.front.parseStartAgent(ctx, req)
+		case workflows.ToolWaitAgent, workflows.ToolCancelAgent:
+			parseInvocation(ctx, req)
+		}
+		return answer(ctx, req)
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
@@ -103,22 +125,22 @@ func TestWaitForSpanHasExactlyTheContractsAttributes(t *testing.T) {
 		Reason: workflows.WaitReasonTimeout, ElapsedSec: 0.0004, Samples: 1})))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
-		"wait_condition": "quiet_for_sec", "probe_tool": "clock",
+		"wait_condition": "quiet_for_sec", "probe_tool": "demo.clock",
 		"poll_count": int64(1), "stop_reason": "timeout", "elapsed_ms": int64(0),
-	}, attrs(r.lastSpan(t, "wait_for")))
+	}, attrs(r.lastSpan(t, "wait_for")), "the probe as resolved, as the probe's span and DurawaitProbeTool name it")
 }
 
 // An operator's cancel of wait_for keeps the contract's stop_reason
 // ("failed"), names who cancelled, and counts as outcome cancelled.
 func TestACancelledWaitForIsCancelledNotFailed(t *testing.T) {
 	r := newRecorded(t)
-	res := cancelledFront().cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
+	res := cancelledFront().cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
 	_, err := r.call(t, context.Background(), "wait_for", map[string]any{"probe": map[string]any{"tool": "clock"},
 		"until": map[string]any{"matches": "x"}}, nil, answerWith(res))
 	require.NoError(t, err)
 	span := r.lastSpan(t, "wait_for")
 	assert.Equal(t, map[string]any{
-		"wait_condition": "matches", "probe_tool": "clock", "poll_count": int64(0), "stop_reason": "failed",
+		"wait_condition": "matches", "probe_tool": "demo.clock", "poll_count": int64(0), "stop_reason": "failed",
 		"elapsed_ms": int64(12000), "cancelled_by": "operator-alice",
 	}, attrs(span))
 	assert.Equal(t, "the tool answered with isError: cancelled", span.Status().Description)
@@ -133,7 +155,7 @@ func TestAWaitForErrorSetsTheSpanStatus(t *testing.T) {
 	span := r.lastSpan(t, "wait_for")
 	assert.Equal(t, codes.Error, span.Status().Code)
 	assert.Equal(t, "the tool answered with isError: error", span.Status().Description, "a fixed message, never the result's text")
-	assert.Equal(t, map[string]any{"probe_tool": "clock"}, attrs(span), "only what the arguments say")
+	assert.Empty(t, attrs(span), "arguments the parser refused name nothing")
 
 	_, err = r.call(t, context.Background(), "wait_for", nil, nil,
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, context.Canceled })
@@ -145,11 +167,16 @@ func TestAWaitForErrorSetsTheSpanStatus(t *testing.T) {
 
 func TestAgentSpansHaveTheirAttributes(t *testing.T) {
 	r := newRecorded(t)
-	id := "agent/abc"
+	id := workflows.InvocationID("", [16]byte{0xab})
+	var started string
 	_, err := r.call(t, context.Background(), "start_agent", map[string]any{"provider": "claude", "prompt": "hi", "cwd": "/tmp"}, nil,
-		answerWith(structuredResult(workflows.InvocationPayload{InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted})))
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			started = recordFrom(ctx).noted()[0].Value.AsString()
+			return structuredResult(workflows.InvocationPayload{InvocationID: started, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted}), nil
+		})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"invocation_id": id, "provider": "claude", "status": "running", "reason": "started"},
+	assert.True(t, strings.HasPrefix(started, workflows.AgentIDPrefix), started)
+	assert.Equal(t, map[string]any{"invocation_id": started, "provider": "claude", "status": "running", "reason": "started"},
 		attrs(r.lastSpan(t, "start_agent")))
 
 	_, err = r.call(t, context.Background(), "wait_agent", map[string]any{"invocation_id": id}, nil,
@@ -163,6 +190,11 @@ func TestAgentSpansHaveTheirAttributes(t *testing.T) {
 	require.NoError(t, err)
 	span := r.lastSpan(t, "cancel_agent")
 	assert.Equal(t, map[string]any{"invocation_id": id}, attrs(span), "the ID asked about, even on an error")
+
+	_, err = r.call(t, context.Background(), "cancel_agent", map[string]any{"invocation_id": "nonsense"}, nil,
+		answerWith(mcp.NewToolResultError("cancel_agent: invocation_id: not one")))
+	require.NoError(t, err)
+	assert.Empty(t, attrs(r.lastSpan(t, "cancel_agent")), "an ID the parser refused is named nowhere")
 	assert.Equal(t, codes.Error, span.Status().Code)
 }
 
@@ -359,11 +391,12 @@ func TestTheFrontInstrumentsEveryTool(t *testing.T) {
 // With no providers, nothing wraps the handlers; with metrics alone, only
 // the wait tools' handlers are wrapped.
 func TestNoTelemetryWrapsNothing(t *testing.T) {
-	assert.Nil(t, newToolTelemetry(Telemetry{}, "wait_for", t.Logf))
+	own := newTools()
+	assert.Nil(t, newToolTelemetry(Telemetry{}, own.of("wait_for"), t.Logf))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "list_agents", t.Logf))
-	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "demo.read_file", t.Logf))
-	assert.NotNil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, "wait_agent", t.Logf))
+	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, own.of("list_agents"), t.Logf))
+	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, own.of("demo.read_file"), t.Logf))
+	assert.NotNil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, own.of("wait_agent"), t.Logf))
 }
 
 // BenchmarkToolCallInstrumentation is the cost the instrumentation adds to
@@ -393,7 +426,7 @@ func BenchmarkToolCallInstrumentation(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := server.ToolHandlerFunc(handler)
-			if tt := newToolTelemetry(bc.tel, "wait_for", b.Logf); tt != nil {
+			if tt := newToolTelemetry(bc.tel, newTools().of("wait_for"), b.Logf); tt != nil {
 				h = tt.handle(handler)
 			}
 			ctx := context.Background()
@@ -532,7 +565,7 @@ func TestWaitAgentSpanNamesTheProvider(t *testing.T) {
 	r := newRecorded(t)
 	_, err := r.call(t, context.Background(), "wait_agent", map[string]any{"invocation_id": "agent/x"}, nil,
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			noteAgentProvider(ctx, "claude")
+			noteAttributes(ctx, attrProvider.String("claude"))
 			return structuredResult(workflows.InvocationPayload{InvocationID: "agent/x", Status: workflows.AgentRunning}), nil
 		})
 	require.NoError(t, err)
@@ -551,11 +584,10 @@ func TestTaskCallsAreTracedAndCounted(t *testing.T) {
 		Return(nil, errors.New("engine down"))
 	f := New(Options{Telemetry: r.tel, Temporal: tc, Workers: fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}}})
 	const traceID, parentID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
-	msg, ok := parseRPC([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait_for","task":{"ttl":1000},` +
+	msg := mcpwire.Request{ID: json.RawMessage(`7`), Method: "tools/call", Params: json.RawMessage(`{"name":"wait_for","task":{"ttl":1000},` +
 		`"_meta":{"traceparent":"00-` + traceID + `-` + parentID + `-01"},` +
-		`"arguments":{"probe":{"tool":"read_file","args":{"path":"/x"}},"until":{"matches":"READY"}}}}`))
-	require.True(t, ok)
-	resp, handled := f.handleOwn(context.Background(), msg, false)
+		`"arguments":{"probe":{"tool":"read_file","args":{"path":"/x"}},"until":{"matches":"READY"}}}`)}
+	resp, handled := f.handleOwn(context.Background(), msg)
 	require.True(t, handled)
 	_, isErr := resp.(mcp.JSONRPCError)
 	require.True(t, isErr, "%#v", resp)
@@ -566,7 +598,7 @@ func TestTaskCallsAreTracedAndCounted(t *testing.T) {
 	assert.Equal(t, trace.SpanKindServer, span.SpanKind())
 	assert.Equal(t, codes.Error, span.Status().Code)
 	assert.Equal(t, true, attrs(span)["task"])
-	assert.Equal(t, "read_file", attrs(span)["probe_tool"])
+	assert.Equal(t, "demo.read_file", attrs(span)["probe_tool"], "the probe as resolved")
 	require.NotNil(t, startCtx)
 	assert.Equal(t, span.SpanContext().SpanID(), trace.SpanContextFromContext(startCtx).SpanID(), "Temporal's start runs under the task's span")
 	assert.Equal(t, map[string]float64{"task=true,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsStarted))

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -31,21 +31,6 @@ type TmuxOptions struct {
 	Socket string
 	// MaxWait is wait_for_text's server-side bound.
 	MaxWait time.Duration
-}
-
-func (f *Front) tmuxTools() []server.ServerTool {
-	var tools []server.ServerTool
-	if f.opts.Tmux.ListPanes {
-		tools = append(tools, server.ServerTool{Tool: tool("list_panes", "List tmux panes",
-			"List the tmux server's panes: paneId (%N), an opaque generation (it changes when the pane is respawned or the server restarts), session, window, index, title, current command, size, and active and dead flags. Pass paneId and generation to wait_for_text.",
-			listPanesInputSchema, listPanesOutputSchema, true, false, true, true), Handler: f.handleListPanes})
-	}
-	if f.opts.Tmux.WaitForText {
-		tools = append(tools, server.ServerTool{Tool: tool("wait_for_text", "",
-			"Wait for a literal UTF-8 string in a captured baseline or subsequent raw output. Event-driven, bounded and cancellable; opens observable control clients. Text is data, not exit-status evidence.",
-			waitForTextInputSchema, waitForTextOutputSchema, true, false, false, true), Handler: f.handleWaitForText})
-	}
-	return tools
 }
 
 // textError is the second result variant, as an isError result.
@@ -153,18 +138,19 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
+	noteAttributes(ctx, attrPane.String(spec.Target.PaneID))
 	queue, bad := f.tmuxHostQueue()
 	if bad != nil {
 		return sharedWait{}, textError(*bad)
 	}
-	principal := principalFrom(ctx)
+	principal := mcpwire.PrincipalFrom(ctx)
 	maxWaitSec := int(f.opts.Tmux.MaxWait / time.Second)
 	return sharedWait{
 		id:      spec.WorkflowID(f.opts.Tmux.Socket, principal),
 		memo:    principalMemo(workflows.TextWaitMemo(spec, maxWaitSec), principal),
 		summary: workflows.TextWaitSummary(spec, maxWaitSec),
 		details: workflows.TextWaitDetails(spec, maxWaitSec),
-		attrs: f.startAttributes(ctx, &req, "wait_for_text", append(f.hostAttribute(), workflows.StartedRunning(),
+		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitForText, append(f.hostAttribute(), workflows.StartedRunning(),
 			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID)))...),
 		workflow: workflows.WaitForTextWorkflowName,
 		// With a worker in this process, the catalog (and so the tmux

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -23,11 +24,6 @@ The first sample is taken at once, then one every poll_sec (default 2); max_wait
 Prefer matches / not_matches: quiescence proves idleness, not completion.
 The wait is durable: if this call is cut off, call again with the same arguments and you attach to the same wait (samples and elapsed_sec count from the first call).`
 
-func waitForTool() mcp.Tool {
-	return tool("wait_for", "Wait for a probe's condition", waitForDescription,
-		waitForInputSchema, waitForOutputSchema, true, false, true, true)
-}
-
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	w, bad := f.prepareWaitFor(ctx, req)
 	if bad != nil {
@@ -39,10 +35,10 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return startFailed("wait_for", err), nil
+		return startFailed(workflows.ToolWaitFor, err), nil
 	}
 	defer unsubscribe()
-	bound, maxWaitSec := w.bound, w.input.(workflows.WaitForInput).Spec.MaxWaitSec
+	bound := w.bound
 	// w is not used past here: its start's memo and attributes are not held
 	// through the wait.
 
@@ -68,7 +64,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return nil, ctx.Err()
 	}
 	if isCanceled(err) {
-		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID(), maxWaitSec), nil
+		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID()), nil
 	}
 	return waitForAnswer(result, err), nil
 }
@@ -81,13 +77,14 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 	if err != nil {
 		return sharedWait{}, mcp.NewToolResultError("wait_for: " + err.Error())
 	}
-	principal := principalFrom(ctx)
+	noteAttributes(ctx, attrWaitCondition.String(string(spec.Until.Kind)), attrProbeTool.String(spec.Probe.Tool))
+	principal := mcpwire.PrincipalFrom(ctx)
 	return sharedWait{
 		id:      spec.WorkflowID(principal),
 		summary: workflows.WaitForSummary(spec),
 		details: workflows.WaitForDetails(spec),
 		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
-		attrs: f.startAttributes(ctx, &req, "wait_for", append(f.hostAttribute(), workflows.StartedRunning(),
+		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitFor, append(f.hostAttribute(), workflows.StartedRunning(),
 			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)))...),
 		workflow: workflows.WaitForWorkflowName,
 		input:    workflows.WaitForInput{Spec: spec, Host: f.opts.Host},

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -67,7 +68,7 @@ func (w TemporalWorkers) CallTool(ctx context.Context, in workflows.DownstreamCa
 // answer.
 func (w TemporalWorkers) ListPanes(ctx context.Context, in workflows.ListPanesInput) (workflows.ListPanesOutput, error) {
 	var out workflows.ListPanesOutput
-	err := w.execute(ctx, workflows.ListPanesID, "list_panes", "list_panes on task queue "+in.HostQueue,
+	err := w.execute(ctx, workflows.ListPanesID, workflows.ToolListPanes, "list_panes on task queue "+in.HostQueue,
 		workflows.ListPanesWorkflowTimeout, workflows.ListPanesWorkflowName, in, &out)
 	return out, err
 }
@@ -76,7 +77,7 @@ func (w TemporalWorkers) ListPanes(ctx context.Context, in workflows.ListPanesIn
 // caller's principal and a random nonce) and decodes its result into out. The
 // workflow is cancelled when the caller cancels. Its DurawaitTool is tool.
 func (w TemporalWorkers) execute(ctx context.Context, newID func(principal string, nonce [12]byte) string, tool, summary string, timeout time.Duration, workflow string, in, out any) error {
-	principal := principalFrom(ctx)
+	principal := mcpwire.PrincipalFrom(ctx)
 	run, err := w.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       newID(principal, nonce()),
 		TaskQueue:                w.TaskQueue,

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -34,7 +35,7 @@ func TestTemporalWorkersCallToolRunsAWorkflowOfTheCaller(t *testing.T) {
 		Run(func(args mock.Arguments) { *args.Get(1).(*workflows.DownstreamCallResult) = want }).
 		Return(nil).Once()
 
-	ctx := withCaller(context.Background(), caller{principal: "alice"})
+	ctx := mcpwire.WithCaller(context.Background(), mcpwire.Caller{Principal: "alice"})
 	out, err := TemporalWorkers{Client: tc, TaskQueue: "q"}.CallTool(ctx, in, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, out)

@@ -10,15 +10,6 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// waitWorkflowTools are the wait workflows whose end is logged, by
-// workflow type, with the tool a workflow carries when its DurawaitTool
-// search attribute is missing (a run begun before search attributes).
-var waitWorkflowTools = map[string]string{
-	workflows.WaitForWorkflowName:     "wait_for",
-	workflows.WaitForTextWorkflowName: "wait_for_text",
-	workflows.AgentWorkflowName:       "start_agent",
-}
-
 // endOutcomeError is the "wait ended" outcome of a run that returned an
 // error other than a cancellation (a run begun before search attributes
 // that completed is workflows.OutcomeCompleted).
@@ -39,10 +30,13 @@ type WaitEndLogger struct {
 // InterceptWorkflow wraps the wait workflows; the other workflows run as
 // they are.
 func (*WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	tool, ok := waitWorkflowTools[workflow.GetInfo(ctx).WorkflowType.Name]
-	if !ok {
+	name := workflow.GetInfo(ctx).WorkflowType.Name
+	if name != workflows.WaitForWorkflowName && name != workflows.WaitForTextWorkflowName && name != workflows.AgentWorkflowName {
 		return next
 	}
+	// The tool, should the run carry no DurawaitTool (a run begun before
+	// search attributes).
+	tool := workflows.ToolOfWorkflowType(name)
 	return &waitEndInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, tool: tool}
 }
 

@@ -85,7 +85,7 @@ func PollSummary(s WaitForSpec) string {
 
 // WaitForDetails is a wait_for's StaticDetails: the whole call in Markdown.
 func WaitForDetails(s WaitForSpec) string {
-	return markdownDetails("wait_for", fmt.Sprintf("Probe %s every %d s, at most %d s.", codeSpan(s.Probe.Tool), s.PollSec, s.MaxWaitSec), WaitForMemo(s))
+	return markdownDetails(ToolWaitFor, fmt.Sprintf("Probe %s every %d s, at most %d s.", codeSpan(s.Probe.Tool), s.PollSec, s.MaxWaitSec), WaitForMemo(s))
 }
 
 // WaitForMemo is a wait_for's memo: its arguments in the tool's own names
@@ -136,7 +136,7 @@ func TextWaitMemo(s TextWaitSpec, maxWaitSec int) map[string]any {
 
 // TextWaitDetails is a wait_for_text's StaticDetails in Markdown.
 func TextWaitDetails(s TextWaitSpec, maxWaitSec int) string {
-	return markdownDetails("wait_for_text", fmt.Sprintf("Watch tmux pane %s for the text, at most %d s.", codeSpan(s.Target.PaneID), maxWaitSec), TextWaitMemo(s, maxWaitSec))
+	return markdownDetails(ToolWaitForText, fmt.Sprintf("Watch tmux pane %s for the text, at most %d s.", codeSpan(s.Target.PaneID), maxWaitSec), TextWaitMemo(s, maxWaitSec))
 }
 
 // AgentSummary is an agent invocation's line in the workflow list.
@@ -158,7 +158,7 @@ func AgentMemo(s AgentSpec) map[string]any {
 
 // AgentDetails is an agent invocation's StaticDetails in Markdown.
 func AgentDetails(s AgentSpec, maxRunSec int) string {
-	return markdownDetails("start_agent", fmt.Sprintf("Run the %s CLI in %s, at most %d s.", codeSpan(s.Provider), codeSpan(s.Cwd), maxRunSec), AgentMemo(s))
+	return markdownDetails(ToolStartAgent, fmt.Sprintf("Run the %s CLI in %s, at most %d s.", codeSpan(s.Provider), codeSpan(s.Cwd), maxRunSec), AgentMemo(s))
 }
 
 // MaxDetailsBytes caps a StaticDetails as its payload encodes it (a JSON

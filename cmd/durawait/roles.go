@@ -30,6 +30,7 @@ import (
 	"github.com/durawait/durawait/internal/samplehub"
 	"github.com/durawait/durawait/internal/telemetry"
 	"github.com/durawait/durawait/mcpfront"
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/worker"
 	"github.com/durawait/durawait/worker/downstream"
 	"github.com/durawait/durawait/worker/hosting"
@@ -389,7 +390,7 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 	readyCancel()
 
 	var tmuxQueue string
-	if cfg.ToolEnabled("list_panes") || cfg.ToolEnabled("wait_for_text") {
+	if cfg.ToolEnabled(workflows.ToolListPanes) || cfg.ToolEnabled(workflows.ToolWaitForText) {
 		tmuxQueue = tmuxHostQueue(cfg)
 	}
 	p.downstream = &activities.Downstream{Servers: p.manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
@@ -479,8 +480,8 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			CancelWait: cfg.Agents.CancelGrace() + 30*time.Second,
 		},
 		Tmux: mcpfront.TmuxOptions{
-			ListPanes:   cfg.ToolEnabled("list_panes"),
-			WaitForText: cfg.ToolEnabled("wait_for_text"),
+			ListPanes:   cfg.ToolEnabled(workflows.ToolListPanes),
+			WaitForText: cfg.ToolEnabled(workflows.ToolWaitForText),
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
@@ -526,7 +527,7 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 			case <-serveCtx.Done():
 			}
 		}()
-		return p.front.ServeStdio(serveCtx, stdin, stdout)
+		return mcpwire.ServeStdio(serveCtx, p.front.Served(), stdin, stdout)
 	}
 	var ownDataDir string
 	if p.roles.engine {
@@ -536,12 +537,12 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	httpOpts := mcpfront.HTTPOptions{
+	httpOpts := mcpwire.HTTPOptions{
 		Loopback:       p.cfg.HTTPLoopback(),
 		AllowedOrigins: p.cfg.AllowedOrigins,
 		Authenticate:   authenticate,
 	}
-	var mcpHandler http.Handler = p.front.HTTPHandlerWith("/mcp", httpOpts)
+	var mcpHandler http.Handler = mcpwire.NewHTTPHandler(p.front.Served(), "/mcp", httpOpts)
 	eventsHandler := p.front.EventsHandler(httpOpts)
 	if p.roles.daemon && p.cfg.DaemonIdleExitMin > 0 {
 		// An operator watching /events keeps the daemon up, as a client

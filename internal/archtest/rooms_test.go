@@ -84,6 +84,8 @@ func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
 	}{
 		{"mcpfront", "the front end does no side effect: it reaches the workers through Temporal (or worker.Local, wired by cmd)",
 			prefixOf(module+"/activities", module+"/worker", module+"/internal/config", "os/exec")},
+		{"mcpwire", "the MCP wire knows no tool, no workflow and no Temporal: the tools hand it their mcp-go server",
+			prefixOf(module+"/", "go.temporal.io")},
 		{"workflows", "workflows are deterministic and free of I/O",
 			prefixOf(module+"/", "os", "net", "io/fs", "time/tzdata", "math/rand", "crypto/rand", "github.com/mark3labs")},
 		{"internal/config", "config knows no activity: cmd maps it onto each package's options",

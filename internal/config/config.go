@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/durawait/durawait/internal/temporalconn"
+	"github.com/durawait/durawait/workflows"
 )
 
 // Config is durawait's whole configuration.
@@ -149,7 +150,7 @@ func (c Config) CheckMCPAuth() error {
 }
 
 // OptInTools are the tools served only when listed in tools.
-var OptInTools = []string{"list_panes", "wait_for_text"}
+var OptInTools = []string{workflows.ToolListPanes, workflows.ToolWaitForText}
 
 // ToolEnabled reports whether the opt-in tool name is enabled.
 func (c Config) ToolEnabled(name string) bool { return slices.Contains(c.Tools, name) }

@@ -21,16 +21,11 @@ const (
 // it is none of durawait's): the tool of a wait the previous release
 // started, which carries no search attributes.
 func toolOfID(id string) string {
+	if tool := workflows.ToolOfWorkflowID(id); tool != "" {
+		return tool
+	}
 	switch {
-	case strings.HasPrefix(id, "wait_for_text/"):
-		return "wait_for_text"
-	case strings.HasPrefix(id, "wait_for/"):
-		return "wait_for"
-	case strings.HasPrefix(id, "agent/"):
-		return "start_agent"
-	case strings.HasPrefix(id, "list_panes/"):
-		return "list_panes"
-	case strings.HasPrefix(id, "call/"):
+	case strings.HasPrefix(id, workflows.DownstreamCallIDPrefix):
 		return "call"
 	case strings.HasPrefix(id, workflows.CatalogIDPrefix), strings.HasPrefix(id, workflows.HostLeaseIDPrefix):
 		return "internal"

@@ -68,10 +68,10 @@ func Query(opts ListOptions) (query string, notes []string) {
 	switch tool := opts.Tool; {
 	case tool == "":
 		terms = append(terms, waitTypesTerm())
-	case tool == "wait_agent":
+	case tool == workflows.ToolWaitAgent:
 		// wait_agent waits on an invocation start_agent started; the
 		// invocation's workflow carries start_agent.
-		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote("start_agent")))
+		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(workflows.ToolStartAgent)))
 		notes = append(notes, "--tool wait_agent: agent invocations carry DurawaitTool start_agent (wait_agent waits on them); listing those")
 	default:
 		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(tool)))
@@ -100,8 +100,10 @@ func waitTypesTerm() string {
 	return fmt.Sprintf("WorkflowType IN (%s)", strings.Join(quoted, ", "))
 }
 
+// ownTools are the tools of durawait's whose calls --tool finds: every one
+// that starts or waits on a workflow.
 func ownTools() []string {
-	return []string{"list_panes", "start_agent", "wait_agent", "wait_for", "wait_for_text"}
+	return []string{workflows.ToolListPanes, workflows.ToolStartAgent, workflows.ToolWaitAgent, workflows.ToolWaitFor, workflows.ToolWaitForText}
 }
 
 // quote is a string literal of Temporal's visibility query language.

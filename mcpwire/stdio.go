@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"bufio"
@@ -14,18 +14,18 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// ServeStdio serves MCP over newline-delimited JSON-RPC on in and out until
+// ServeStdio serves s over newline-delimited JSON-RPC on in and out until
 // in reaches EOF or ctx ends. Unlike mcp-go's stdio server, which runs at
 // most 100 tool calls at once and queues the rest, every request runs on its
 // own goroutine: a client may hold any number of waits on one connection.
-func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+func ServeStdio(ctx context.Context, s Served, in io.Reader, out io.Writer) error {
 	sess := &stdioSession{notifications: make(chan mcp.JSONRPCNotification, 1024)}
-	if err := f.mcp.RegisterSession(ctx, sess); err != nil {
+	if err := s.MCP.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register stdio session: %w", err)
 	}
-	defer f.mcp.UnregisterSession(ctx, sess.SessionID())
+	defer s.MCP.UnregisterSession(ctx, sess.SessionID())
 
-	ctx, cancel := context.WithCancel(f.mcp.WithContext(ctx, sess))
+	ctx, cancel := context.WithCancel(s.MCP.WithContext(ctx, sess))
 	defer cancel()
 	w := &lineWriter{w: out}
 
@@ -35,7 +35,7 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 			select {
 			case n := <-sess.notifications:
 				if err := w.write(n); err != nil {
-					f.opts.Logger.Warn("stdio: write notification", "error", err)
+					s.logger().Warn("stdio: write notification", "error", err)
 				}
 			case <-ctx.Done():
 				return
@@ -49,7 +49,7 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	for {
 		line, rerr := reader.ReadBytes('\n')
 		if len(line) > 0 {
-			f.dispatchStdio(ctx, &wg, w, ids, line)
+			dispatchStdio(ctx, s, &wg, w, ids, line)
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
@@ -68,12 +68,12 @@ func (f *Front) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	return err
 }
 
-func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWriter, ids *exactIDs, line []byte) {
+func dispatchStdio(ctx context.Context, s Served, wg *sync.WaitGroup, w *lineWriter, ids *exactIDs, line []byte) {
 	if isBatch(line) {
 		_ = w.write(batchError())
 		return
 	}
-	msg, ok := parseRPC(line)
+	msg, ok := parseMessage(line)
 	if !ok {
 		_ = w.write(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.PARSE_ERROR, "parse error", nil))
 		return
@@ -86,7 +86,7 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 	case !msg.hasID():
 		// Notifications (initialized, cancelled) are handled in order; a
 		// cancel names a request mcp-go knows by a stand-in id by it.
-		f.mcp.HandleMessage(ctx, ids.cancelFor(line, msg, idKey))
+		s.MCP.HandleMessage(ctx, ids.cancelFor(line, msg, idKey))
 	default:
 		if resp, refused := utf8Refusal(msg); refused {
 			_ = w.write(resp)
@@ -102,9 +102,9 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 		}
 		wg.Go(func() {
 			defer forget()
-			resp, handled := f.handleOwn(ctx, msg, modern)
+			resp, handled := s.own(ctx, msg, modern)
 			if !handled {
-				resp = f.mcp.HandleMessage(ctx, raw)
+				resp = s.MCP.HandleMessage(ctx, raw)
 				if exact != nil && resp != nil {
 					if b, err := json.Marshal(resp); err == nil {
 						resp = json.RawMessage(exact.restore(b))
@@ -113,7 +113,7 @@ func (f *Front) dispatchStdio(ctx context.Context, wg *sync.WaitGroup, w *lineWr
 			}
 			if resp != nil {
 				if err := w.write(resp); err != nil {
-					f.opts.Logger.Warn("stdio: write response", "error", err)
+					s.logger().Warn("stdio: write response", "error", err)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// rpcMessage is the envelope of one incoming JSON-RPC message, decoded just
+// message is the envelope of one incoming JSON-RPC message, decoded just
 // far enough to route it.
-type rpcMessage struct {
+type message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  json.RawMessage `json:"method,omitempty"`
@@ -21,25 +21,25 @@ type rpcMessage struct {
 	method string
 }
 
-// parseRPC decodes a message's envelope; ok is false for anything that is
+// parseMessage decodes a message's envelope; ok is false for anything that is
 // not a JSON object.
-func parseRPC(raw []byte) (m rpcMessage, ok bool) {
+func parseMessage(raw []byte) (m message, ok bool) {
 	if json.Unmarshal(raw, &m) != nil {
-		return rpcMessage{}, false
+		return message{}, false
 	}
 	_ = json.Unmarshal(m.Method, &m.method)
 	return m, true
 }
 
 // isNotification reports whether m is a notification: a method and no id.
-func (m rpcMessage) isNotification() bool { return len(m.Method) > 0 && !m.hasID() }
+func (m message) isNotification() bool { return len(m.Method) > 0 && !m.hasID() }
 
 // isRequest reports whether m is a request: a method and an id.
-func (m rpcMessage) isRequest() bool { return m.method != "" && m.hasID() }
+func (m message) isRequest() bool { return m.method != "" && m.hasID() }
 
 // badID reports whether m has a method and an id that JSON-RPC 2.0 and
 // MCP forbid: null, or anything but a string or a number.
-func (m rpcMessage) badID() bool {
+func (m message) badID() bool {
 	id := bytes.TrimSpace(m.ID)
 	if len(m.Method) == 0 || len(id) == 0 {
 		return false
@@ -47,7 +47,7 @@ func (m rpcMessage) badID() bool {
 	return id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')
 }
 
-func (m rpcMessage) hasID() bool {
+func (m message) hasID() bool {
 	return len(m.ID) > 0 && !bytes.Equal(bytes.TrimSpace(m.ID), []byte("null"))
 }
 
@@ -56,7 +56,7 @@ func (m rpcMessage) hasID() bool {
 // method, and params, when present, an object whose _meta, when present, is
 // an object too. Protocol 2026-07-28 requires nothing more of a
 // notification (NotificationMetaObject is optional).
-func (m rpcMessage) wellFormedNotification() bool {
+func (m message) wellFormedNotification() bool {
 	if m.JSONRPC != mcp.JSONRPC_VERSION || m.method == "" || m.hasID() {
 		return false
 	}
@@ -78,7 +78,7 @@ func (m rpcMessage) wellFormedNotification() bool {
 
 // metaProtocolVersion is the protocol version a message declares in its
 // params._meta (protocol 2026-07-28 and later), or "".
-func (m rpcMessage) metaProtocolVersion() string {
+func (m message) metaProtocolVersion() string {
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
 	}
@@ -88,8 +88,9 @@ func (m rpcMessage) metaProtocolVersion() string {
 	return p.Meta.ProtocolVersion()
 }
 
-// rpcError is a JSON-RPC error response to the request with the given id.
-func rpcError(id json.RawMessage, code int, message string) mcp.JSONRPCError {
+// ErrorResponse is the JSON-RPC error response to the request with the
+// given id (nil: the request's id could not be read).
+func ErrorResponse(id json.RawMessage, code int, message string) mcp.JSONRPCError {
 	var rid any
 	if len(id) > 0 {
 		_ = json.Unmarshal(id, &rid)
@@ -101,8 +102,9 @@ func rpcError(id json.RawMessage, code int, message string) mcp.JSONRPCError {
 	}
 }
 
-// rpcResult is a JSON-RPC success response.
-func rpcResult(id json.RawMessage, result any) mcp.JSONRPCResponse {
+// ResultResponse is the JSON-RPC success response to the request with the
+// given id.
+func ResultResponse(id json.RawMessage, result any) mcp.JSONRPCResponse {
 	var rid any
 	if len(id) > 0 {
 		_ = json.Unmarshal(id, &rid)
@@ -118,12 +120,12 @@ func isBatch(raw []byte) bool {
 
 // batchError answers a JSON-RPC batch, which MCP does not allow.
 func batchError() mcp.JSONRPCError {
-	return rpcError(nil, mcp.INVALID_REQUEST, "JSON-RPC batches (a JSON array) are not supported by MCP: send one message per request")
+	return ErrorResponse(nil, mcp.INVALID_REQUEST, "JSON-RPC batches (a JSON array) are not supported by MCP: send one message per request")
 }
 
 // badIDError answers a request whose id is not a string or a number.
-func badIDError(m rpcMessage) mcp.JSONRPCError {
-	return rpcError(nil, mcp.INVALID_REQUEST, fmt.Sprintf("id: must be a string or a number (got %s; a notification has no id member)", kindOf(m.ID)))
+func badIDError(m message) mcp.JSONRPCError {
+	return ErrorResponse(nil, mcp.INVALID_REQUEST, fmt.Sprintf("id: must be a string or a number (got %s; a notification has no id member)", kindOf(m.ID)))
 }
 
 // forMCPGo returns the request raw as mcp-go should see it: protocol
@@ -131,7 +133,7 @@ func badIDError(m rpcMessage) mcp.JSONRPCError {
 // with another wire format), so a modern tools/call runs as a plain call
 // rather than as a task mcp-go would keep in memory. changed reports
 // whether raw was rewritten.
-func forMCPGo(msg rpcMessage, raw []byte, modern bool) (out []byte, changed bool) {
+func forMCPGo(msg message, raw []byte, modern bool) (out []byte, changed bool) {
 	if !modern || msg.method != string(mcp.MethodToolsCall) {
 		return raw, false
 	}

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ var errUnknownSession = errors.New("unknown session ID: initialize a new session
 // 2025-11-25). It remembers the sessions it generated, with the principal
 // that initialized each, and the ones DELETE ended, so an ID it never
 // issued, an ended one, an expired one, or another principal's gets 404. It
-// accepts the per-request IDs that httpFront derives from a live session's
+// accepts the per-request IDs that httpHandler derives from a live session's
 // ID (<session>~call-<n>); ending one of those ends nothing. Memory is
 // bounded: sessions expire after the idle time, and at most maxSessions are
 // kept. mcp-go reaches it through ResolveSessionIdManager, as the
@@ -59,13 +59,13 @@ func newSessionTable(idle time.Duration, now func() time.Time) *sessionTable {
 }
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver: the
-// table as seen by the principal of r (the caller httpFront recorded). A
+// table as seen by the principal of r (the caller httpHandler recorded). A
 // nil request (mcp-go's shutdown) sees every session.
 func (t *sessionTable) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
 	if r == nil {
 		return sessionView{t: t, any: true}
 	}
-	return sessionView{t: t, principal: principalFrom(r.Context())}
+	return sessionView{t: t, principal: PrincipalFrom(r.Context())}
 }
 
 // view is the table as seen by principal.

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // bytes and unpaired surrogate escapes have become U+FFFD, and a check on
 // the decoded value never fires (a wait_for_text for "zz\xffzz" would match
 // a pane showing "zz\uFFFDzz"). ok is false for every other message.
-func utf8Refusal(msg rpcMessage) (resp mcp.JSONRPCResponse, ok bool) {
+func utf8Refusal(msg message) (resp mcp.JSONRPCResponse, ok bool) {
 	if msg.method != string(mcp.MethodToolsCall) || !msg.isRequest() {
 		return mcp.JSONRPCResponse{}, false
 	}
@@ -33,7 +33,7 @@ func utf8Refusal(msg rpcMessage) (resp mcp.JSONRPCResponse, ok bool) {
 	}
 	text := fmt.Sprintf("%s: %s must be valid UTF-8 (the request holds bytes that are not UTF-8, or a \\u escape of an unpaired surrogate)",
 		params.Name, path)
-	return rpcResult(msg.ID, mcp.NewToolResultError(text)), true
+	return ResultResponse(msg.ID, mcp.NewToolResultError(text)), true
 }
 
 // invalidUTF8 finds a string in the raw JSON value raw (a tool call's

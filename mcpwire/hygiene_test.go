@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"bytes"
@@ -17,8 +17,7 @@ import (
 
 func serveFront(t *testing.T, opts HTTPOptions) string {
 	t.Helper()
-	f := New(Options{Workers: fakeDownstream{}})
-	srv := httptest.NewServer(f.HTTPHandlerWith("/mcp", opts))
+	srv := httptest.NewServer(NewHTTPHandler(testServed(), "/mcp", opts))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
 }
@@ -73,12 +72,12 @@ func TestOrigin(t *testing.T) {
 
 func TestAuthenticateHook(t *testing.T) {
 	seen := make(chan string, 1)
-	f := New(Options{Workers: fakeDownstream{}})
-	f.MCPServer().AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		seen <- principalFrom(ctx)
-		return mcp.NewToolResultText(principalFrom(ctx)), nil
+	f := testServed()
+	f.MCP.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		seen <- PrincipalFrom(ctx)
+		return mcp.NewToolResultText(PrincipalFrom(ctx)), nil
 	})
-	srv := httptest.NewServer(f.HTTPHandlerWith("/mcp", HTTPOptions{Loopback: true,
+	srv := httptest.NewServer(NewHTTPHandler(f, "/mcp", HTTPOptions{Loopback: true,
 		Authenticate: func(w http.ResponseWriter, r *http.Request) (string, bool) {
 			switch r.Header.Get("Authorization") {
 			case "Bearer good":
@@ -215,14 +214,13 @@ func TestBatchAndNullID(t *testing.T) {
 	assert.Contains(t, body, "got null")
 
 	// Over stdio.
-	f := New(Options{Workers: fakeDownstream{}})
 	in := strings.Join([]string{
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
 		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
 	}, "\n") + "\n"
 	var out bytes.Buffer
-	require.NoError(t, f.ServeStdio(context.Background(), strings.NewReader(in), &out))
+	require.NoError(t, ServeStdio(context.Background(), testServed(), strings.NewReader(in), &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 3, out.String())
 	type reply struct {
@@ -244,15 +242,4 @@ func TestBatchAndNullID(t *testing.T) {
 	assert.Contains(t, replies[1].Error.Message, "got null")
 	assert.Nil(t, replies[2].Error)
 	assert.Equal(t, float64(3), replies[2].ID)
-}
-
-func TestHoldsCountCallers(t *testing.T) {
-	var h holds
-	r1 := h.hold("w")
-	r2 := h.hold("w")
-	assert.False(t, r1(), "another caller is still attached")
-	assert.False(t, r1(), "a release counts once")
-	assert.True(t, r2(), "the last caller")
-	r3 := h.hold("w")
-	assert.True(t, r3())
 }

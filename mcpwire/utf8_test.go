@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ func TestInvalidUTF8FindsTheFieldAsSent(t *testing.T) {
 }
 
 func TestUTF8RefusalAnswersToolsCallOnly(t *testing.T) {
-	msg, ok := parseRPC([]byte("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"wait_for_text\",\"arguments\":{\"text\":\"zz\xffzz\"}}}"))
+	msg, ok := parseMessage([]byte("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"wait_for_text\",\"arguments\":{\"text\":\"zz\xffzz\"}}}"))
 	require.True(t, ok)
 	resp, refused := utf8Refusal(msg)
 	require.True(t, refused)
@@ -58,10 +58,10 @@ func TestUTF8RefusalAnswersToolsCallOnly(t *testing.T) {
 	assert.Contains(t, string(b), `"id":7`)
 	assert.Contains(t, string(b), "wait_for_text: arguments.text must be valid UTF-8")
 
-	msg, _ = parseRPC([]byte("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\",\"params\":{\"arguments\":{\"text\":\"\xff\"}}}"))
+	msg, _ = parseMessage([]byte("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\",\"params\":{\"arguments\":{\"text\":\"\xff\"}}}"))
 	_, refused = utf8Refusal(msg)
 	assert.False(t, refused, "only tools/call carries tool arguments")
-	msg, _ = parseRPC([]byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"wait_for_text","arguments":{"text":"zz"}}}`))
+	msg, _ = parseMessage([]byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"wait_for_text","arguments":{"text":"zz"}}}`))
 	_, refused = utf8Refusal(msg)
 	assert.False(t, refused)
 }

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"bytes"
@@ -44,9 +44,8 @@ func TestAHugeIntegerIDComesBackUnchanged(t *testing.T) {
 	assert.Contains(t, body, `"id":`+huge+`,`)
 	assert.NotContains(t, body, "durawait-id-")
 
-	f := New(Options{Workers: fakeDownstream{}})
 	var out bytes.Buffer
-	require.NoError(t, f.ServeStdio(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":`+huge+`,"method":"ping"}`+"\n"), &out))
+	require.NoError(t, ServeStdio(context.Background(), testServed(), strings.NewReader(`{"jsonrpc":"2.0","id":`+huge+`,"method":"ping"}`+"\n"), &out))
 	assert.Contains(t, out.String(), `"id":`+huge+`,`)
 	assert.NotContains(t, out.String(), "durawait-id-")
 }
@@ -54,9 +53,9 @@ func TestAHugeIntegerIDComesBackUnchanged(t *testing.T) {
 // Over stdio a huge integer id's request is cancelled by that id too.
 func TestAHugeIntegerIDIsCancelledOverStdio(t *testing.T) {
 	const huge = `123456789012345678901234567890`
-	f := New(Options{Workers: fakeDownstream{}})
+	f := testServed()
 	started, ended := make(chan struct{}), make(chan struct{})
-	f.MCPServer().AddTool(mcp.NewTool("block"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	f.MCP.AddTool(mcp.NewTool("block"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		close(started)
 		<-ctx.Done()
 		close(ended)
@@ -65,7 +64,7 @@ func TestAHugeIntegerIDIsCancelledOverStdio(t *testing.T) {
 	in, feed := io.Pipe()
 	var out bytes.Buffer
 	served := make(chan error, 1)
-	go func() { served <- f.ServeStdio(context.Background(), in, &out) }()
+	go func() { served <- ServeStdio(context.Background(), f, in, &out) }()
 	_, err := io.WriteString(feed, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
 		`{"jsonrpc":"2.0","id":`+huge+`,"method":"tools/call","params":{"name":"block"}}`+"\n")
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ type exactID struct {
 // withExactID returns raw with a stand-in for its id when mcp-go would
 // change the id, and the exactID that restores it; nil when the id is
 // safe as it is (or raw cannot be rewritten).
-func withExactID(msg rpcMessage, raw []byte) ([]byte, *exactID) {
+func withExactID(msg message, raw []byte) ([]byte, *exactID) {
 	if !lossyID(msg.ID) {
 		return raw, nil
 	}
@@ -114,7 +114,7 @@ func (s *exactIDs) remember(key string, e *exactID) (forget func()) {
 // cancelFor returns a notifications/cancelled message raw, with its
 // params.requestId replaced by the stand-in of the request it names (key
 // makes the lookup key of an id); raw itself when it names none.
-func (s *exactIDs) cancelFor(raw []byte, msg rpcMessage, key func(id json.RawMessage) string) []byte {
+func (s *exactIDs) cancelFor(raw []byte, msg message, key func(id json.RawMessage) string) []byte {
 	if msg.method != string(mcp.MethodNotificationCancelled) {
 		return raw
 	}

@@ -1,4 +1,4 @@
-package mcpfront
+package mcpwire
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// callWith runs argumentsObject around a handler that answers "passed",
+// callWith runs ArgumentsGuard around a handler that answers "passed",
 // with the arguments decoded from raw as a transport would.
 func callWith(t *testing.T, raw string) *mcp.CallToolResult {
 	t.Helper()
@@ -20,7 +20,7 @@ func callWith(t *testing.T, raw string) *mcp.CallToolResult {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "some_tool"
 	req.Params.Arguments = args
-	res, err := argumentsObject(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := ArgumentsGuard(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("passed"), nil
 	})(context.Background(), req)
 	require.NoError(t, err)

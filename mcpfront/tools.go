@@ -1,0 +1,210 @@
+package mcpfront
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/durawait/durawait/workflows"
+)
+
+// toolSpec describes one of durawait's own tools: what it is to MCP (its
+// definition), when this front serves it, its handler, and what the
+// middleware around every handler (drain, call events, telemetry) and
+// the task methods read of it. ownTools is the one table of them: adding
+// a tool is one spec and one handler.
+type toolSpec struct {
+	// name is the tool's name (workflows.Tool*); title and description
+	// its definition's (describe, when set, builds the description from
+	// the front's options).
+	name, title, description string
+	describe                 func(*Front) string
+	// input and output are the tool's JSON schemas.
+	input, output []byte
+	// The tool's annotations, all four always set.
+	readOnly, destructive, idempotent, openWorld bool
+
+	// served reports whether this front lists the tool; nil: always.
+	served func(*Front) bool
+	// handle answers a call.
+	handle func(*Front, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+
+	// wait marks a call that waits: it counts in the wait metrics
+	// (started, ended, in flight, duration).
+	wait bool
+	// startsWait marks a call that starts, attaches to or waits on a wait
+	// workflow: its started event waits for the wait's ID (noteWait), it
+	// writes the wait log lines, and its wait_start is counted.
+	startsWait bool
+	// idPrefix is the kind of the workflow IDs a call starts or waits on
+	// (workflows' *IDPrefix), "" for none.
+	idPrefix string
+
+	// task marks a tool that runs as a 2025-11-25 task when asked to.
+	task bool
+	// prepare parses a task-augmented call into the shared wait it starts
+	// or attaches to; nil: the tool's tasks are made otherwise (wait_agent).
+	prepare func(*Front, context.Context, mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult)
+	// taskHolds marks a wait that a plain caller's hang-up would cancel
+	// (wait_for_text): its task holds it until the run closes.
+	taskHolds bool
+	// runAnswer shapes the result of a closed run of the tool's workflow
+	// as the tool's answer (a task's result).
+	runAnswer func(*Front, context.Context, taskRef) *mcp.CallToolResult
+
+	// resultAttributes are a call's span attributes read from its
+	// structured result, and its outcome ("" when the result names none).
+	// The attributes of its arguments come from its handler, once parsed
+	// (noteAttributes).
+	resultAttributes func(structured any) ([]attribute.KeyValue, string)
+}
+
+// ownTools is the table of durawait's own tools, in the order they are
+// listed (workflows.OwnTools).
+func ownTools() []toolSpec {
+	return []toolSpec{
+		{
+			name: workflows.ToolWaitFor, title: "Wait for a probe's condition", description: waitForDescription,
+			input: waitForInputSchema, output: waitForOutputSchema,
+			readOnly: true, idempotent: true, openWorld: true,
+			served: func(f *Front) bool { return len(f.catalog().servers) > 0 },
+			handle: (*Front).handleWaitFor, wait: true, startsWait: true, idPrefix: workflows.WaitForIDPrefix,
+			task: true, prepare: (*Front).prepareWaitFor, runAnswer: (*Front).waitForRunAnswer,
+			resultAttributes: waitForResultAttributes,
+		},
+		{
+			name: workflows.ToolStartAgent, title: "Start a sub-agent",
+			description: "Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root. Give a request_id to make the call safe to repeat: the identical call with the same request_id returns the same invocation_id and never starts the CLI again.",
+			input:       startAgentInputSchema, output: invocationOutputSchema,
+			destructive: true, openWorld: true,
+			served: agentsServed, handle: (*Front).handleStartAgent, startsWait: true, idPrefix: workflows.AgentIDPrefix,
+			resultAttributes: invocationResultAttributes,
+		},
+		{
+			name: workflows.ToolWaitAgent, title: "Wait for a subagent invocation", describe: waitAgentDescription,
+			input: invocationIDInputSchema, output: invocationOutputSchema,
+			readOnly: true, idempotent: true,
+			served: agentsServed, handle: (*Front).handleWaitAgent, wait: true, startsWait: true, idPrefix: workflows.AgentIDPrefix,
+			task: true, runAnswer: (*Front).agentRunAnswer,
+			resultAttributes: invocationResultAttributes,
+		},
+		{
+			name: workflows.ToolCancelAgent, title: "Cancel a subagent invocation",
+			description: "Stop an agent invocation's CLI (its whole process group: SIGTERM, then SIGKILL after a grace period) and return its payload with status cancelled. Cancelling a finished invocation returns its final payload unchanged.",
+			input:       invocationIDInputSchema, output: invocationOutputSchema,
+			destructive: true, idempotent: true,
+			served: agentsServed, handle: (*Front).handleCancelAgent, idPrefix: workflows.AgentIDPrefix,
+			resultAttributes: invocationResultAttributes,
+		},
+		{
+			name: workflows.ToolListAgents, title: "List subagent invocations",
+			description: "List the agent invocations, newest first, with their status, provider, cwd and the start of their prompt.",
+			input:       listAgentsInputSchema, output: listAgentsOutputSchema,
+			readOnly: true, idempotent: true,
+			served: agentsServed, handle: (*Front).handleListAgents,
+		},
+		{
+			name: workflows.ToolListPanes, title: "List tmux panes",
+			description: "List the tmux server's panes: paneId (%N), an opaque generation (it changes when the pane is respawned or the server restarts), session, window, index, title, current command, size, and active and dead flags. Pass paneId and generation to wait_for_text.",
+			input:       listPanesInputSchema, output: listPanesOutputSchema,
+			readOnly: true, idempotent: true, openWorld: true,
+			served: func(f *Front) bool { return f.opts.Tmux.ListPanes },
+			handle: (*Front).handleListPanes,
+		},
+		{
+			name:        workflows.ToolWaitForText,
+			description: "Wait for a literal UTF-8 string in a captured baseline or subsequent raw output. Event-driven, bounded and cancellable; opens observable control clients. Text is data, not exit-status evidence.",
+			input:       waitForTextInputSchema, output: waitForTextOutputSchema,
+			readOnly: true, openWorld: true,
+			served: func(f *Front) bool { return f.opts.Tmux.WaitForText },
+			handle: (*Front).handleWaitForText, wait: true, startsWait: true, idPrefix: workflows.WaitForTextIDPrefix,
+			task: true, prepare: (*Front).prepareWaitForText, taskHolds: true, runAnswer: (*Front).textRunAnswer,
+			resultAttributes: textResultAttributes,
+		},
+	}
+}
+
+func agentsServed(f *Front) bool { return f.opts.Agents.enabled() }
+
+// waitAgentDescription is wait_agent's description, which names the
+// front's wait window.
+func waitAgentDescription(f *Front) string {
+	return fmt.Sprintf("Wait for an agent invocation to complete or hit an execution blocker, returning early with the latest reply and its age. Continue waiting by calling again with the same ID.\n\n"+
+		"Waits for a fixed window of %s; completion or an explicit CLI execution blocker returns early. Running responses include the latest public reply tail (at most 1000 characters) and its age. "+
+		"execution_blocked leaves the CLI running: continue waiting or cancel with the same ID. Each blocker category wakes once per invocation. Ordinary tool failures, transient retries, and silence are not proof the task cannot proceed. "+
+		"Finished responses contain the final reply. Wait expiry leaves the invocation running. Call again with the same ID to continue. This is request/response waiting, not a background notification subscription.",
+		f.opts.Agents.WaitWindow.Round(time.Second))
+}
+
+// tools is the index of ownTools by name.
+type tools map[string]*toolSpec
+
+func newTools() tools {
+	specs := ownTools()
+	t := make(tools, len(specs))
+	for i := range specs {
+		t[specs[i].name] = &specs[i]
+	}
+	return t
+}
+
+// of is the spec of the tool called name; a re-exposed downstream tool's
+// is a spec with its name alone (it waits on nothing, runs as no task).
+func (t tools) of(name string) *toolSpec {
+	if s, ok := t[name]; ok {
+		return s
+	}
+	return &toolSpec{name: name}
+}
+
+// ofWorkflow is the spec of the task tool whose workflows' IDs are of the
+// kind of id (a wait_agent task is a wait on an agent/ run), or nil.
+func (t tools) ofWorkflow(id string) *toolSpec {
+	for _, s := range t {
+		if s.task && s.idPrefix != "" && len(id) > len(s.idPrefix) && id[:len(s.idPrefix)] == s.idPrefix {
+			return s
+		}
+	}
+	return nil
+}
+
+// definition is the tool's MCP definition: raw schemas, and all four
+// annotations set explicitly.
+func (s *toolSpec) definition(f *Front) mcp.Tool {
+	description := s.description
+	if s.describe != nil {
+		description = s.describe(f)
+	}
+	t := mcp.NewToolWithRawSchema(s.name, description, s.input)
+	t.RawOutputSchema = s.output
+	t.Annotations = mcp.ToolAnnotation{
+		Title:           s.title,
+		ReadOnlyHint:    mcp.ToBoolPtr(s.readOnly),
+		DestructiveHint: mcp.ToBoolPtr(s.destructive),
+		IdempotentHint:  mcp.ToBoolPtr(s.idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(s.openWorld),
+	}
+	if s.task {
+		t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
+	return t
+}
+
+// serverTool is the tool as this front serves it: its definition and its
+// handler inside the middleware every tool gets.
+func (s *toolSpec) serverTool(f *Front) server.ServerTool {
+	return server.ServerTool{Tool: s.definition(f), Handler: f.middleware(s, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.handle(f, ctx, req)
+	})}
+}
+
+// middleware wraps a tool's handler in what every call gets, innermost
+// first: the drain, the call events and wait log lines, the span and the
+// wait metrics.
+func (f *Front) middleware(s *toolSpec, h server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return f.observed(s, f.callEvents(s, f.drainable(h)))
+}
