@@ -36,18 +36,6 @@ var (
 	listAgentsOutputSchema []byte
 )
 
-// AgentOptions configure the agent tools; without providers they are not
-// listed.
-type AgentOptions struct {
-	Limits     workflows.AgentLimits
-	WaitWindow time.Duration
-	MaxRun     time.Duration
-	// CancelWait bounds how long cancel_agent waits for the CLI to stop.
-	CancelWait time.Duration
-}
-
-func (o AgentOptions) enabled() bool { return len(o.Limits.Providers) > 0 }
-
 // invocationIDOf is the invocation ID (its workflow ID) of principal's
 // start_agent call: derived from the call when it has a request_id, else
 // new.

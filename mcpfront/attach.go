@@ -7,55 +7,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/workflows"
 )
-
-// sharedWait is a wait that identical calls share: wait_for and
-// wait_for_text run one workflow per wait, whose ID is derived from what it
-// waits for. A call starts, attaches to and answers from it in five steps,
-// each closing a gap:
-//
-//  1. Subscribe before the start (subscribe). The call subscribes to the
-//     wait's in-process events (Options.Events) before it starts the
-//     workflow, so nothing the activity tells after the start is missed,
-//     not even an outcome known at once.
-//  2. Let a settling run close (waitSettled). A run whose outcome an
-//     earlier call already returned from the feed (step 4) may still be
-//     open for a moment; attaching to it would answer with that finished
-//     wait's outcome. So the call first waits, at most settleTimeout, for
-//     that run to close.
-//  3. Start, or attach while it runs (start): conflict policy USE_EXISTING
-//     attaches to the running wait, reuse policy ALLOW_DUPLICATE starts a
-//     new run after a closed one.
-//  4. Answer from whichever comes first (awaitOutcome): an outcome event
-//     from the feed, an early answer without Temporal's round trip (the
-//     workflow records that same outcome durably), or Temporal's result of
-//     the run. Other events become progress notifications meanwhile.
-//  5. Settle (settle). A call that answered from the feed records the run as
-//     settling until Temporal closes it: that record is what step 2 waits
-//     on.
-//
-// startOrAttach does steps 1 to 3, awaitOutcome steps 4 and 5. Without a
-// feed (a front with no worker in its process) steps 1, 4's early answer and
-// 5 do nothing; a task-augmented call (createTask) does steps 2 and 3 only.
-type sharedWait struct {
-	id      string
-	summary string
-	details string
-	memo    map[string]any
-	// attrs are the search attributes the workflow starts with (an
-	// attaching call's are ignored: the first call's stay).
-	attrs    temporal.SearchAttributes
-	workflow string
-	input    any
-	// pollMs is how often a task's status is worth asking for.
-	pollMs int64
-	// bound is the wait's own bound (max_wait_sec): its run has closed by
-	// then and LoopGrace.
-	bound time.Duration
-}
 
 // startOrAttach subscribes to the wait's events, lets a settling run of it
 // close, and starts the wait or attaches to it while it runs: steps 1 to 3
@@ -187,11 +141,6 @@ func (f *Front) awaitOutcome(ctx context.Context, run client.WorkflowRun, events
 // waits before it asks Temporal for its run's end directly, in case the
 // look for closes missed it.
 const closedFallbackMargin = 30 * time.Second
-
-// loopFailure is a wait's failure as its loop told it (workflows.WaitFailed).
-type loopFailure struct{ message string }
-
-func (e *loopFailure) Error() string { return e.message }
 
 // settleTimeout bounds how long a closing run is waited for.
 const settleTimeout = 10 * time.Second

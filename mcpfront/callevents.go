@@ -24,20 +24,6 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// CallEventOptions configure the per-call log lines and tool-call events.
-type CallEventOptions struct {
-	// Hub receives the tool-call events of GET /events; nil publishes none
-	// (the log lines are written regardless).
-	Hub *callevents.Hub
-	// ResultMaxLength is tool_result_max_length: results in events are cut
-	// to this many characters; 0 or less is callevents.DefaultResultMaxLength.
-	ResultMaxLength int
-	// Heartbeat is how often an idle stream sends a comment, and how
-	// often a stream's credentials are checked again; 0 is
-	// callevents.DefaultHeartbeat.
-	Heartbeat time.Duration
-}
-
 // How a call came to its wait, in the started event's wait_start and the
 // log line's message.
 const (
@@ -252,35 +238,6 @@ func (f *Front) subscribed() bool {
 	return hub != nil && hub.Subscribers() > 0
 }
 
-// taskCall runs a task-augmented call of tool (createTask, instrumented by
-// observedTask) as a tool call of its own for the events and the wait log
-// lines: started once its wait is started or attached to (noteWait in
-// createTask), ended when the task is returned, with outcome
-// workflows.OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
-// A panic ends the call as an error and goes on.
-func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
-	s := f.tools.of(req.Params.Name)
-	c := &toolCall{f: f, spec: s, id: newCallID(), begun: time.Now(), who: mcpwire.CallerFrom(ctx), client: f.client(ctx, &req)}
-	returned := false
-	defer func() {
-		switch {
-		case !returned:
-			panicked := recover()
-			c.finish(workflows.OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.spec.name, panicked))
-			if panicked != nil {
-				panic(panicked)
-			}
-		case err != nil:
-			c.finish(workflows.OutcomeError, true, err.Error())
-		default:
-			c.finish(workflows.OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
-		}
-	}()
-	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
-	returned = true
-	return task, err
-}
-
 func (c *toolCall) maxLength() int {
 	if n := c.f.opts.CallEvents.ResultMaxLength; n > 0 {
 		return n
@@ -311,46 +268,6 @@ func (c *toolCall) logAttrs() []any {
 	defer c.mu.Unlock()
 	return []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id,
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.Principal), "client", c.client, "session", mcpwire.SessionOf(c.who.Session))}
-}
-
-// callOutcome names how a call of tool ended, one value for the metrics
-// (durawait.waits.ended), the log lines and the events: workflows.OutcomeClientGone
-// when the caller went away (the wait runs on); the tool's own outcome
-// read from its structured result (wait_for's reason, an agent's status,
-// wait_for_text's matched / not_matched or error code); workflows.OutcomeError for
-// any other error or isError answer; for any other result its "status",
-// "reason" or "matched" field, else "ok".
-func callOutcome(ctx context.Context, s *toolSpec, res *mcp.CallToolResult, err error) string {
-	switch {
-	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return workflows.OutcomeClientGone
-	case err != nil || res == nil:
-		return workflows.OutcomeError
-	}
-	if s.resultAttributes != nil {
-		if _, outcome := s.resultAttributes(res.StructuredContent); outcome != "" {
-			return outcome
-		}
-	}
-	if res.IsError {
-		return workflows.OutcomeError
-	}
-	var fields map[string]any
-	if b, merr := json.Marshal(res.StructuredContent); merr == nil {
-		_ = json.Unmarshal(b, &fields)
-	}
-	for _, key := range []string{"status", "reason"} {
-		if s, ok := fields[key].(string); ok && s != "" {
-			return s
-		}
-	}
-	if m, ok := fields["matched"].(bool); ok {
-		if m {
-			return "matched"
-		}
-		return "not_matched"
-	}
-	return "ok"
 }
 
 func newCallID() string {

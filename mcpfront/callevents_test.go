@@ -470,25 +470,25 @@ func TestATaskCallLogsItsWaitAndPublishesItsEvents(t *testing.T) {
 func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(gone, newTools().of("wait_for"), nil, gone.Err()))
-	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(context.Background(), newTools().of("wait_for"), nil, context.Canceled))
-	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newTools().of("wait_for"), nil, errors.New("boom")))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(gone, newToolTable().of("wait_for"), nil, gone.Err()))
+	assert.Equal(t, workflows.OutcomeClientGone, callOutcome(context.Background(), newToolTable().of("wait_for"), nil, context.Canceled))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newToolTable().of("wait_for"), nil, errors.New("boom")))
 	paneGone := &mcp.CallToolResult{IsError: true, StructuredContent: map[string]any{
 		"error": map[string]any{"code": "pane_not_found", "message": "no pane %9"}}}
-	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), newTools().of("wait_for_text"), paneGone, nil))
-	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newTools().of("wait_for"), mcp.NewToolResultError("bad"), nil))
+	assert.Equal(t, "pane_not_found", callOutcome(context.Background(), newToolTable().of("wait_for_text"), paneGone, nil))
+	assert.Equal(t, workflows.OutcomeError, callOutcome(context.Background(), newToolTable().of("wait_for"), mcp.NewToolResultError("bad"), nil))
 	matched := &mcp.CallToolResult{StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonMatched}}
-	assert.Equal(t, "matched", callOutcome(context.Background(), newTools().of("wait_for"), matched, nil))
-	assert.Equal(t, "ok", callOutcome(context.Background(), newTools().of("demo.read_file"), mcp.NewToolResultText("x"), nil))
+	assert.Equal(t, "matched", callOutcome(context.Background(), newToolTable().of("wait_for"), matched, nil))
+	assert.Equal(t, "ok", callOutcome(context.Background(), newToolTable().of("demo.read_file"), mcp.NewToolResultText("x"), nil))
 	// An operator's cancel of wait_for answers reason "failed" and a
 	// "cancelled" object: its outcome is cancelled, as DurawaitState and
 	// the worker's "wait ended" line say, and as wait_for_text's is.
 	f := cancelledFront()
 	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
-	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newTools().of("wait_for"), cancelled, nil))
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newToolTable().of("wait_for"), cancelled, nil))
 	failed := &mcp.CallToolResult{IsError: true, StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonFailed}}
-	assert.Equal(t, "failed", callOutcome(context.Background(), newTools().of("wait_for"), failed, nil), "fail_matches is still failed")
-	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newTools().of("wait_for_text"),
+	assert.Equal(t, "failed", callOutcome(context.Background(), newToolTable().of("wait_for"), failed, nil), "fail_matches is still failed")
+	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newToolTable().of("wait_for_text"),
 		f.cancelledText(context.Background(), "wait_for_text/abc", "run-1"), nil))
 }
 

@@ -15,14 +15,6 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// toolRef names one downstream tool.
-type toolRef struct {
-	Server string
-	Def    mcp.Tool
-}
-
-func (r toolRef) canonical() string { return r.Server + "." + r.Def.Name }
-
 // catalog is a snapshot of the downstream tools with the names durawait
 // exposes them under.
 type catalog struct {
@@ -190,4 +182,41 @@ func (c *catalog) describeServers() string {
 		parts = append(parts, fmt.Sprintf("%s (tools: %s)", s, strings.Join(names, ", ")))
 	}
 	return "; configured servers: " + strings.Join(parts, "; ")
+}
+
+// CheckProbeArgs implements workflows.ProbeArgsChecker: it checks args
+// against the input schema the probe tool's server declared, and names each
+// offending property and the rule it breaks.
+func (c *catalog) CheckProbeArgs(canonical string, args json.RawMessage) []*workflows.FieldError {
+	sch := c.schemas[canonical]
+	if sch == nil {
+		return nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return []*workflows.FieldError{{Field: "probe.args", Rule: fmt.Sprintf("is not valid JSON: %v", err)}}
+	}
+	err = sch.Validate(v)
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return nil
+	}
+	var out []*workflows.FieldError
+	for _, leaf := range schemaLeaves(verr) {
+		field := "probe.args"
+		for _, tok := range leaf.InstanceLocation {
+			field += "." + tok
+		}
+		msg := leaf.Error()
+		if i := strings.Index(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		rule := "schema"
+		if kw := leaf.ErrorKind.KeywordPath(); len(kw) > 0 {
+			rule = kw[len(kw)-1]
+		}
+		out = append(out, &workflows.FieldError{Field: field,
+			Rule: fmt.Sprintf("%s (rule %q of %s's inputSchema)", msg, rule, canonical)})
+	}
+	return out
 }

@@ -3,11 +3,7 @@ package mcpfront
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // Messages of calls that a shutting-down durawait ends or refuses. A wait
@@ -52,66 +48,4 @@ func (d *drain) enter() bool {
 	}
 	d.inFlight.Add(1)
 	return true
-}
-
-// Drain stops taking tool calls and ends the calls in flight with a message
-// that says to call again with the same arguments, then waits until their
-// handlers have returned or ctx ends. Call it on shutdown before closing
-// the transports and, last, the Temporal client.
-func (f *Front) Drain(ctx context.Context) {
-	f.drain.mu.Lock()
-	f.drain.draining = true
-	f.drain.mu.Unlock()
-	f.drain.end()
-	done := make(chan struct{})
-	go func() { f.drain.inFlight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// drainable wraps a tool handler: refused while draining, and ended with
-// drainedMessage when a drain interrupts it. A call that completed keeps
-// its result.
-func (f *Front) drainable(h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if !f.drain.enter() {
-			return mcp.NewToolResultError(refusedMessage), nil
-		}
-		defer f.drain.inFlight.Done()
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		stop := context.AfterFunc(f.drain.stop, func() { cancel(errDraining) })
-		res, err := h(ctx, req)
-		if !stop() && (err != nil || res == nil || res.IsError) {
-			// The drain cut the call short: whatever it ended with is
-			// about the shutdown, not the wait.
-			return mcp.NewToolResultError(drainedMessage), nil
-		}
-		return res, err
-	}
-}
-
-// drained runs one of durawait's own requests (the task methods) as
-// drainable runs a tool call: refused while draining, ended by a drain
-// with the same advice, and a panic in it is an error, not a crash.
-func (f *Front) drained(ctx context.Context, run func(context.Context) error) (err error) {
-	if !f.drain.enter() {
-		return errors.New(refusedMessage)
-	}
-	defer f.drain.inFlight.Done()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(f.drain.stop, func() { cancel(errDraining) })
-	defer stop()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v", r)
-		}
-	}()
-	if err = run(ctx); err != nil && draining(ctx) {
-		return errors.New(drainedMessage)
-	}
-	return err
 }

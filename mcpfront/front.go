@@ -1,67 +1,30 @@
-// Package mcpfront is durawait's MCP face: the tool definitions and their
-// schemas, the parsing of tool arguments into domain types, starting and
-// attaching to the workflows behind each wait, progress notifications,
-// result shaping, and the re-exposed downstream tools.
+// Package mcpfront is durawait's tools: what each of its MCP tools is
+// (ownTools, the one table of them), the parsing of their arguments into
+// domain types, starting and attaching to the workflows behind each wait,
+// progress, results, tasks, and the re-exposed downstream tools; and what
+// every call gets around its handler (drain, tool-call events and wait log
+// lines, telemetry), read from the tool's table entry.
+//
+// The MCP wire (transports, sessions, the JSON-RPC envelope) is package
+// mcpwire's: Served hands it this package's mcp-go server.
+//
+// The files build on each other, never back: options.go and the helpers
+// at the bottom, front.go (the Front and the shape of a tool), the
+// middleware, the handlers, tasks.go and tools.go (the table), and
+// server.go (New and the tool list) at the top.
 package mcpfront
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"log/slog"
-	"reflect"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"go.temporal.io/sdk/client"
-
-	"github.com/durawait/durawait/mcpwire"
-	"github.com/durawait/durawait/workflows"
+	"go.opentelemetry.io/otel/attribute"
+	"go.temporal.io/sdk/temporal"
 )
-
-// EventFeed delivers, in process, what running waits observe (see
-// workflows.WaitEvent). Subscribe returns a channel of one workflow's events
-// and a function that ends the subscription and closes the channel.
-type EventFeed interface {
-	Subscribe(workflowID string) (<-chan workflows.WaitEvent, func())
-}
-
-// Options configure a Front.
-type Options struct {
-	// Temporal starts and attaches to the workflows.
-	Temporal client.Client
-	// Namespace of the workflows.
-	Namespace string
-	// TaskQueue the workers poll.
-	TaskQueue string
-	// Workers run every side effect behind a tool and publish the
-	// downstream catalog; nil is no worker (only durawait's own tools).
-	Workers Workers
-	// Events, when set, feeds progress notifications and early answers.
-	Events EventFeed
-	// Host is the host of the worker in this process, when there is one
-	// (durawait serve): the waits this front starts run their loops there,
-	// with no host to pick.
-	Host string
-	// Agents configures the agent tools; they are listed when providers are
-	// configured.
-	Agents AgentOptions
-	// Tmux configures the opt-in tmux tools.
-	Tmux TmuxOptions
-	// CallEvents configures the tool-call events and the wait log lines.
-	CallEvents CallEventOptions
-	Logger     *slog.Logger
-	// Version is reported to MCP clients.
-	Version string
-	// Telemetry records a span per tool call and the wait metrics.
-	Telemetry Telemetry
-	// Starts bound how workflow starts meet a busy engine.
-	Starts StartOptions
-}
 
 // Front is the MCP server.
 type Front struct {
@@ -96,134 +59,7 @@ type Front struct {
 	// (a *toolTelemetry, or nil when nothing is recorded).
 	taskTel sync.Map
 	// tools are durawait's own tools (ownTools), by name.
-	tools tools
-}
-
-const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.
-Use wait_for to poll a downstream MCP tool (the probe) until its output matches a regex, stops matching, or stays unchanged.
-Waits are durable: if your tool call is cut off, call again with the same arguments to pick up the same wait.`
-
-// New builds the MCP server and its tool list.
-func New(opts Options) *Front {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts), tools: newTools()}
-	f.closes = newCloses(opts.Temporal, opts.Namespace, opts.Logger)
-	f.mcp = server.NewMCPServer("durawait", opts.Version,
-		server.WithToolCapabilities(true),
-		// Tasks are answered from Temporal by handleOwn, never by mcp-go.
-		server.WithTaskCapabilities(true, true, true),
-		server.WithInstructions(instructions),
-		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(mcpwire.ArgumentsGuard),
-		server.WithHooks(f.clients.hooks()),
-	)
-	f.Refresh(context.Background())
-	return f
-}
-
-// Served is what the MCP wire (package mcpwire) carries calls to: the
-// tools' mcp-go server, and the task requests the front answers itself.
-func (f *Front) Served() mcpwire.Served {
-	return mcpwire.Served{MCP: f.mcp, Own: f.handleOwn, Logger: f.opts.Logger}
-}
-
-// refreshTimeout bounds one read of the workers' catalog.
-const refreshTimeout = 5 * time.Second
-
-// Refresh rebuilds the tool list from the workers' current catalog. Call it
-// whenever a worker's catalog changes (or poll: see WatchCatalog). While no
-// catalog can be read, the tool list stays as it was (at first: only
-// durawait's own tools); the first failure and the recovery are logged. The
-// clients are told of a new tool list only when it changed.
-func (f *Front) Refresh(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-	defer cancel()
-	var src workflows.DownstreamCatalog
-	if f.opts.Workers != nil {
-		var err error
-		src, err = f.opts.Workers.Catalog(ctx)
-		if err != nil {
-			if !f.catalogUnreadable.Swap(true) {
-				f.opts.Logger.Warn("the workers' downstream catalog cannot be read (is a worker running on the task queue?); the tool list stays as it was", "error", err)
-			}
-			if f.catalog() != nil {
-				return
-			}
-			src = workflows.DownstreamCatalog{}
-		} else if f.catalogUnreadable.Swap(false) {
-			f.opts.Logger.Info("the workers' downstream catalog is readable again")
-		}
-	}
-	f.mu.Lock()
-	if f.cat != nil && reflect.DeepEqual(f.cat.source, src) {
-		f.mu.Unlock()
-		return
-	}
-	// durawait's own tools cannot be probed, and a downstream tool of the
-	// same name is exposed as <server>.<tool>.
-	cat := newCatalog(src, workflows.OwnTools())
-	f.cat = cat
-	f.mu.Unlock()
-	for _, bad := range cat.undecodable {
-		f.opts.Logger.Warn("a downstream tool of the workers' catalog could not be read; it is not listed", "tool", bad)
-	}
-
-	var tools []server.ServerTool
-	for _, name := range workflows.OwnTools() {
-		if s := f.tools.of(name); s.served == nil || s.served(f) {
-			tools = append(tools, s.serverTool(f))
-		}
-	}
-	names := make([]string, 0, len(cat.exposed))
-	for name := range cat.exposed {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		ref := cat.exposed[name]
-		tools = append(tools, server.ServerTool{Tool: proxyTool(name, ref.Def), Handler: f.middleware(f.tools.of(name), f.proxyHandler(ref))})
-	}
-	defs := make([]mcp.Tool, len(tools))
-	for i, t := range tools {
-		defs[i] = t.Tool
-	}
-	listed, _ := json.Marshal(defs)
-	f.mu.Lock()
-	same := string(listed) == f.listed
-	f.listed = string(listed)
-	f.mu.Unlock()
-	if same {
-		// Only a server's availability changed: the handlers read the
-		// new catalog; the clients' tool list is the same.
-		return
-	}
-	f.mcp.SetTools(tools...)
-}
-
-// WatchCatalog refreshes the tool list every interval until ctx ends: a
-// front end with no worker in its process learns the workers' catalog so.
-func (f *Front) WatchCatalog(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			f.Refresh(ctx)
-		}
-	}
-}
-
-// DownstreamStatus reports each downstream server of the workers' catalog
-// as "connected" or "unavailable: <last connection error>".
-func (f *Front) DownstreamStatus() map[string]string {
-	return f.catalog().downstreamStatus()
+	tools toolTable
 }
 
 func (f *Front) catalog() *catalog {
@@ -232,70 +68,134 @@ func (f *Front) catalog() *catalog {
 	return f.cat
 }
 
-// proxyTool is a downstream tool's definition under its exposed name.
-func proxyTool(name string, def mcp.Tool) mcp.Tool {
-	t := def
-	t.Name = name
-	if t.RawInputSchema == nil && t.InputSchema.Type == "" {
-		t.InputSchema = mcp.ToolInputSchema{Type: "object"}
-	}
-	return t
+// toolSpec describes one of durawait's own tools: what it is to MCP (its
+// definition), when this front serves it, its handler, and what the
+// middleware around every handler (drain, call events, telemetry) and
+// the task methods read of it. ownTools is the one table of them: adding
+// a tool is one spec and one handler.
+type toolSpec struct {
+	// name is the tool's name (workflows.Tool*); title and description
+	// its definition's (describe, when set, builds the description from
+	// the front's options).
+	name, title, description string
+	describe                 func(*Front) string
+	// input and output are the tool's JSON schemas.
+	input, output []byte
+	// The tool's annotations, all four always set.
+	readOnly, destructive, idempotent, openWorld bool
+
+	// served reports whether this front lists the tool; nil: always.
+	served func(*Front) bool
+	// handle answers a call.
+	handle func(*Front, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+
+	// wait marks a call that waits: it counts in the wait metrics
+	// (started, ended, in flight, duration).
+	wait bool
+	// startsWait marks a call that starts, attaches to or waits on a wait
+	// workflow: its started event waits for the wait's ID (noteWait), it
+	// writes the wait log lines, and its wait_start is counted.
+	startsWait bool
+	// idPrefix is the kind of the workflow IDs a call starts or waits on
+	// (workflows' *IDPrefix), "" for none.
+	idPrefix string
+
+	// task marks a tool that runs as a 2025-11-25 task when asked to.
+	task bool
+	// prepare parses a task-augmented call into the shared wait it starts
+	// or attaches to; nil: the tool's tasks are made otherwise (wait_agent).
+	prepare func(*Front, context.Context, mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult)
+	// taskHolds marks a wait that a plain caller's hang-up would cancel
+	// (wait_for_text): its task holds it until the run closes.
+	taskHolds bool
+	// runAnswer shapes the result of a closed run of the tool's workflow
+	// as the tool's answer (a task's result).
+	runAnswer func(*Front, context.Context, taskRef) *mcp.CallToolResult
+
+	// resultAttributes are a call's span attributes read from its
+	// structured result, and its outcome ("" when the result names none).
+	// The attributes of its arguments come from its handler, once parsed
+	// (noteAttributes).
+	resultAttributes func(structured any) ([]attribute.KeyValue, string)
 }
 
-func (f *Front) proxyHandler(ref toolRef) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if bad := oversizedArguments(req); bad != nil {
-			return bad, nil
-		}
-		var onProgress func(mcp.ProgressNotificationParams)
-		if token := progressToken(req); token != nil {
-			onProgress = func(p mcp.ProgressNotificationParams) { f.forwardProgress(ctx, token, p) }
-		}
-		if f.opts.Workers == nil {
-			return mcp.NewToolResultError("no durawait worker serves downstream MCP tools"), nil
-		}
-		if f.catalogUnreadable.Load() {
-			// No worker answered the last catalog query: a call would wait
-			// for one until its bound.
-			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: no durawait worker answers on task queue %q right now; call again when one runs",
-				ref.Def.Name, ref.Server, f.opts.TaskQueue)), nil
-		}
-		in := workflows.DownstreamCall{Server: ref.Server, Tool: ref.Def.Name}
-		if req.Params.Arguments != nil {
-			args, err := json.Marshal(req.Params.Arguments)
-			if err != nil {
-				return mcp.NewToolResultError(fmt.Sprintf("arguments: %v", err)), nil
-			}
-			in.Arguments = args
-		}
-		out, err := f.opts.Workers.CallTool(ctx, in, onProgress)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q failed: %s",
-				ref.Def.Name, ref.Server, workflowErrorMessage(err))), nil
-		}
-		res, err := mcp.ParseCallToolResult(&out.Result)
-		if err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("calling %s on downstream MCP server %q: the worker's answer is not a tool result: %v",
-				ref.Def.Name, ref.Server, err)), nil
-		}
-		return res, nil
+// toolTable is durawait's own tools (ownTools) by name.
+type toolTable map[string]*toolSpec
+
+// of is the spec of the tool called name; a re-exposed downstream tool's
+// is a spec with its name alone (it waits on nothing, runs as no task).
+func (t toolTable) of(name string) *toolSpec {
+	if s, ok := t[name]; ok {
+		return s
 	}
+	return &toolSpec{name: name}
 }
 
-// forwardProgress relays a downstream server's progress notification to the
-// caller, under the caller's own progress token.
-func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, p mcp.ProgressNotificationParams) {
-	params := map[string]any{"progressToken": token, "progress": p.Progress}
-	if p.Total != 0 {
-		params["total"] = p.Total
+// ofWorkflow is the spec of the task tool whose workflows' IDs are of the
+// kind of id (a wait_agent task is a wait on an agent/ run), or nil.
+func (t toolTable) ofWorkflow(id string) *toolSpec {
+	for _, s := range t {
+		if s.task && s.idPrefix != "" && len(id) > len(s.idPrefix) && id[:len(s.idPrefix)] == s.idPrefix {
+			return s
+		}
 	}
-	if p.Message != "" {
-		params["message"] = p.Message
+	return nil
+}
+
+// sharedWait is a wait that identical calls share: wait_for and
+// wait_for_text run one workflow per wait, whose ID is derived from what it
+// waits for. A call starts, attaches to and answers from it in five steps,
+// each closing a gap:
+//
+//  1. Subscribe before the start (subscribe). The call subscribes to the
+//     wait's in-process events (Options.Events) before it starts the
+//     workflow, so nothing the activity tells after the start is missed,
+//     not even an outcome known at once.
+//  2. Let a settling run close (waitSettled). A run whose outcome an
+//     earlier call already returned from the feed (step 4) may still be
+//     open for a moment; attaching to it would answer with that finished
+//     wait's outcome. So the call first waits, at most settleTimeout, for
+//     that run to close.
+//  3. Start, or attach while it runs (start): conflict policy USE_EXISTING
+//     attaches to the running wait, reuse policy ALLOW_DUPLICATE starts a
+//     new run after a closed one.
+//  4. Answer from whichever comes first (awaitOutcome): an outcome event
+//     from the feed, an early answer without Temporal's round trip (the
+//     workflow records that same outcome durably), or Temporal's result of
+//     the run. Other events become progress notifications meanwhile.
+//  5. Settle (settle). A call that answered from the feed records the run as
+//     settling until Temporal closes it: that record is what step 2 waits
+//     on.
+//
+// startOrAttach does steps 1 to 3, awaitOutcome steps 4 and 5. Without a
+// feed (a front with no worker in its process) steps 1, 4's early answer and
+// 5 do nothing; a task-augmented call (createTask) does steps 2 and 3 only.
+type sharedWait struct {
+	id      string
+	summary string
+	details string
+	memo    map[string]any
+	// attrs are the search attributes the workflow starts with (an
+	// attaching call's are ignored: the first call's stay).
+	attrs    temporal.SearchAttributes
+	workflow string
+	input    any
+	// pollMs is how often a task's status is worth asking for.
+	pollMs int64
+	// bound is the wait's own bound (max_wait_sec): its run has closed by
+	// then and LoopGrace.
+	bound time.Duration
+}
+
+// taskRef names what a task is: a workflow run, or an update of one.
+type taskRef struct {
+	workflowID, runID, updateID string
+}
+
+// String is the task ID: "<workflow ID>@<run ID>" or "<workflow ID>#<update ID>".
+func (r taskRef) String() string {
+	if r.updateID != "" {
+		return r.workflowID + "#" + r.updateID
 	}
-	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
-		f.opts.Logger.Debug("downstream progress notification not forwarded", "error", err)
-	}
+	return r.workflowID + "@" + r.runID
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,35 +21,6 @@ import (
 // workflow starts with (the workflows upsert their state as they move; see
 // workflows/searchattrs.go), and the structured answer a caller gets when an
 // operator cancelled its wait.
-
-// clientNames remembers, by MCP session ID, the name/version of the client
-// that initialized it (for DurawaitClient).
-type clientNames struct{ m sync.Map }
-
-// hooks records each session's client at initialize.
-func (c *clientNames) hooks() *server.Hooks {
-	h := &server.Hooks{}
-	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		if s := server.ClientSessionFromContext(ctx); s != nil && req != nil {
-			if name := clientName(req.Params.ClientInfo); name != "" {
-				c.m.Store(s.SessionID(), name)
-			}
-		}
-	})
-	h.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { c.m.Delete(s.SessionID()) })
-	return h
-}
-
-// clientName is "name/version" of a client ("" when it sent no name).
-func clientName(info mcp.Implementation) string {
-	if info.Name == "" {
-		return ""
-	}
-	if info.Version == "" {
-		return info.Name
-	}
-	return info.Name + "/" + info.Version
-}
 
 // client is the name/version of the client making req: from its _meta
 // (protocol 2026-07-28), else from its session's initialize.
@@ -79,14 +49,6 @@ func (f *Front) client(ctx context.Context, req *mcp.CallToolRequest) string {
 	return ""
 }
 
-// sessionOf is the caller's MCP session ID as its transport gave it (the
-// client's, not one request's), or "": on stdio, which has no session ID,
-// and on protocol 2026-07-28. It is the one value of the DurawaitSession
-// attribute, the log lines' caller.session and the events' session.
-func sessionOf(ctx context.Context) string {
-	return mcpwire.SessionOf(mcpwire.CallerFrom(ctx).Session)
-}
-
 // startAttributes are the search attributes a workflow of tool starts with:
 // the tool, the caller, and the client and session when known, plus more.
 func (f *Front) startAttributes(ctx context.Context, req *mcp.CallToolRequest, tool string, more ...temporal.SearchAttributeUpdate) temporal.SearchAttributes {
@@ -95,18 +57,6 @@ func (f *Front) startAttributes(ctx context.Context, req *mcp.CallToolRequest, t
 		updates = append(updates, workflows.KeyClient.ValueSet(workflows.KeywordValue(name)))
 	}
 	return temporal.NewSearchAttributes(updates...)
-}
-
-// callerAttributes are the tool, the caller and the session of a call.
-func callerAttributes(ctx context.Context, tool string) []temporal.SearchAttributeUpdate {
-	updates := []temporal.SearchAttributeUpdate{
-		workflows.KeyTool.ValueSet(tool),
-		workflows.KeyCaller.ValueSet(workflows.KeywordValue(workflows.CallerValue(mcpwire.PrincipalFrom(ctx)))),
-	}
-	if sid := sessionOf(ctx); sid != "" {
-		updates = append(updates, workflows.KeySession.ValueSet(workflows.KeywordValue(sid)))
-	}
-	return updates
 }
 
 // isCanceled reports whether a workflow's result error says it was

@@ -3,14 +3,11 @@ package mcpfront
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/durawait/durawait/workflows"
 )
 
 // compileInputSchema compiles a downstream tool's input schema, as its
@@ -52,43 +49,6 @@ func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("external schema %s is not loaded", u)
 }
 
-// CheckProbeArgs implements workflows.ProbeArgsChecker: it checks args
-// against the input schema the probe tool's server declared, and names each
-// offending property and the rule it breaks.
-func (c *catalog) CheckProbeArgs(canonical string, args json.RawMessage) []*workflows.FieldError {
-	sch := c.schemas[canonical]
-	if sch == nil {
-		return nil
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return []*workflows.FieldError{{Field: "probe.args", Rule: fmt.Sprintf("is not valid JSON: %v", err)}}
-	}
-	err = sch.Validate(v)
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return nil
-	}
-	var out []*workflows.FieldError
-	for _, leaf := range schemaLeaves(verr) {
-		field := "probe.args"
-		for _, tok := range leaf.InstanceLocation {
-			field += "." + tok
-		}
-		msg := leaf.Error()
-		if i := strings.Index(msg, ": "); i >= 0 {
-			msg = msg[i+2:]
-		}
-		rule := "schema"
-		if kw := leaf.ErrorKind.KeywordPath(); len(kw) > 0 {
-			rule = kw[len(kw)-1]
-		}
-		out = append(out, &workflows.FieldError{Field: field,
-			Rule: fmt.Sprintf("%s (rule %q of %s's inputSchema)", msg, rule, canonical)})
-	}
-	return out
-}
-
 // schemaLeaves are the innermost errors of a validation error: the rules
 // actually broken.
 func schemaLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
@@ -101,3 +61,11 @@ func schemaLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	}
 	return out
 }
+
+// toolRef names one downstream tool.
+type toolRef struct {
+	Server string
+	Def    mcp.Tool
+}
+
+func (r toolRef) canonical() string { return r.Server + "." + r.Def.Name }

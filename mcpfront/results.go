@@ -45,3 +45,8 @@ func timeoutType(err *temporal.TimeoutError) string {
 	}
 	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
 }
+
+// loopFailure is a wait's failure as its loop told it (workflows.WaitFailed).
+type loopFailure struct{ message string }
+
+func (e *loopFailure) Error() string { return e.message }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -58,23 +61,10 @@ const defaultTaskPoll = time.Second
 // taskListPage is how many tasks one tasks/list page holds.
 const taskListPage = 50
 
-// taskRef names what a task is: a workflow run, or an update of one.
-type taskRef struct {
-	workflowID, runID, updateID string
-}
-
-// String is the task ID: "<workflow ID>@<run ID>" or "<workflow ID>#<update ID>".
-func (r taskRef) String() string {
-	if r.updateID != "" {
-		return r.workflowID + "#" + r.updateID
-	}
-	return r.workflowID + "@" + r.runID
-}
-
 // parseTaskID reads a task ID: a run of a task tool's workflow (a
 // wait_for or wait_for_text wait, or an agent invocation: the task of a
 // wait_agent call made after it closed), or a wait_agent's update.
-func (t tools) parseTaskID(id string) (taskRef, error) {
+func (t toolTable) parseTaskID(id string) (taskRef, error) {
 	if wf, upd, ok := strings.Cut(id, "#"); ok && wf != "" && strings.HasPrefix(upd, agentTaskUpdatePrefix) {
 		return taskRef{workflowID: wf, updateID: upd}, nil
 	}
@@ -535,4 +525,73 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// observedTask runs createTask for a task-augmented call, instrumented
+// like a plain call of the tool: a span named after the tool (parent as
+// for a plain call: _meta's trace context, else the request's span), so
+// the Temporal start and the wait's workflow are in the caller's trace;
+// the call counts in durawait.waits.started and
+// durawait.waits.start_or_attach with task=true. The task's end is not
+// counted (ended, in_flight, duration): the task is answered later, by
+// tasks/result on any front end, or never read at all.
+func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+	t := f.taskTelemetry(f.tools.of(req.Params.Name))
+	if t == nil {
+		return f.createTask(ctx, req)
+	}
+	ctx, span := t.startSpan(ctx, req)
+	rec := &callRecord{t: t, task: true}
+	ctx = context.WithValue(ctx, callRecordKey{}, rec)
+	if t.started != nil {
+		t.started.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrTask.Bool(true))))
+	}
+	defer func() {
+		if !span.IsRecording() {
+			span.End()
+			return
+		}
+		attrs := append(rec.noted(), attrTask.Bool(true))
+		if how := rec.waitStart(); how != "" {
+			attrs = append(attrs, attrWaitStart.String(how))
+		}
+		if err == nil {
+			attrs = append(attrs, attribute.String("task_id", task.TaskId))
+		} else {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.SetAttributes(attrs...)
+		span.End()
+	}()
+	return f.createTask(ctx, req)
+}
+
+// taskCall runs a task-augmented call of tool (createTask, instrumented by
+// observedTask) as a tool call of its own for the events and the wait log
+// lines: started once its wait is started or attached to (noteWait in
+// createTask), ended when the task is returned, with outcome
+// workflows.OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
+// A panic ends the call as an error and goes on.
+func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+	s := f.tools.of(req.Params.Name)
+	c := &toolCall{f: f, spec: s, id: newCallID(), begun: time.Now(), who: mcpwire.CallerFrom(ctx), client: f.client(ctx, &req)}
+	returned := false
+	defer func() {
+		switch {
+		case !returned:
+			panicked := recover()
+			c.finish(workflows.OutcomeError, true, fmt.Sprintf("the %s task handler panicked: %v", c.spec.name, panicked))
+			if panicked != nil {
+				panic(panicked)
+			}
+		case err != nil:
+			c.finish(workflows.OutcomeError, true, err.Error())
+		default:
+			c.finish(workflows.OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
+		}
+	}()
+	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
+	returned = true
+	return task, err
 }

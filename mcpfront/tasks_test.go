@@ -19,7 +19,7 @@ import (
 )
 
 func TestTaskIDsNameTheirRunOrUpdate(t *testing.T) {
-	own := newTools()
+	own := newToolTable()
 	created := time.UnixMilli(1764556800123)
 	for _, ref := range []taskRef{
 		{workflowID: "wait_for/0123abcd", runID: "01a22f9d-22db-78df-8c8d-f95ebd3d0f02"},

@@ -20,18 +20,6 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// Telemetry is the front's OpenTelemetry instrumentation: one span per tool
-// call and the wait metrics. The zero value records nothing.
-type Telemetry struct {
-	// TracerProvider records the tool-call spans; nil records none.
-	TracerProvider trace.TracerProvider
-	// MeterProvider records the wait metrics; nil records none.
-	MeterProvider metric.MeterProvider
-	// Propagator reads W3C trace context from a request's _meta
-	// (traceparent, tracestate, baggage); nil reads none.
-	Propagator propagation.TextMapPropagator
-}
-
 // instrumentationName names the front's tracer and meter.
 const instrumentationName = "github.com/durawait/durawait/mcpfront"
 
@@ -529,46 +517,6 @@ func asResult[T any](structured any, v *T) bool {
 	return json.Unmarshal(raw, v) == nil
 }
 
-// observedTask runs createTask for a task-augmented call, instrumented
-// like a plain call of the tool: a span named after the tool (parent as
-// for a plain call: _meta's trace context, else the request's span), so
-// the Temporal start and the wait's workflow are in the caller's trace;
-// the call counts in durawait.waits.started and
-// durawait.waits.start_or_attach with task=true. The task's end is not
-// counted (ended, in_flight, duration): the task is answered later, by
-// tasks/result on any front end, or never read at all.
-func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
-	t := f.taskTelemetry(f.tools.of(req.Params.Name))
-	if t == nil {
-		return f.createTask(ctx, req)
-	}
-	ctx, span := t.startSpan(ctx, req)
-	rec := &callRecord{t: t, task: true}
-	ctx = context.WithValue(ctx, callRecordKey{}, rec)
-	if t.started != nil {
-		t.started.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrTask.Bool(true))))
-	}
-	defer func() {
-		if !span.IsRecording() {
-			span.End()
-			return
-		}
-		attrs := append(rec.noted(), attrTask.Bool(true))
-		if how := rec.waitStart(); how != "" {
-			attrs = append(attrs, attrWaitStart.String(how))
-		}
-		if err == nil {
-			attrs = append(attrs, attribute.String("task_id", task.TaskId))
-		} else {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.SetAttributes(attrs...)
-		span.End()
-	}()
-	return f.createTask(ctx, req)
-}
-
 // taskTelemetry is the instrumentation of the task-augmented calls of the
 // tool s, built once; nil when nothing is recorded.
 func (f *Front) taskTelemetry(s *toolSpec) *toolTelemetry {
@@ -578,4 +526,44 @@ func (f *Front) taskTelemetry(s *toolSpec) *toolTelemetry {
 	t := newToolTelemetry(f.opts.Telemetry, s, f.opts.Logger.Warn)
 	v, _ := f.taskTel.LoadOrStore(s.name, t)
 	return v.(*toolTelemetry)
+}
+
+// callOutcome names how a call of tool ended, one value for the metrics
+// (durawait.waits.ended), the log lines and the events: workflows.OutcomeClientGone
+// when the caller went away (the wait runs on); the tool's own outcome
+// read from its structured result (wait_for's reason, an agent's status,
+// wait_for_text's matched / not_matched or error code); workflows.OutcomeError for
+// any other error or isError answer; for any other result its "status",
+// "reason" or "matched" field, else "ok".
+func callOutcome(ctx context.Context, s *toolSpec, res *mcp.CallToolResult, err error) string {
+	switch {
+	case err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return workflows.OutcomeClientGone
+	case err != nil || res == nil:
+		return workflows.OutcomeError
+	}
+	if s.resultAttributes != nil {
+		if _, outcome := s.resultAttributes(res.StructuredContent); outcome != "" {
+			return outcome
+		}
+	}
+	if res.IsError {
+		return workflows.OutcomeError
+	}
+	var fields map[string]any
+	if b, merr := json.Marshal(res.StructuredContent); merr == nil {
+		_ = json.Unmarshal(b, &fields)
+	}
+	for _, key := range []string{"status", "reason"} {
+		if s, ok := fields[key].(string); ok && s != "" {
+			return s
+		}
+	}
+	if m, ok := fields["matched"].(bool); ok {
+		if m {
+			return "matched"
+		}
+		return "not_matched"
+	}
+	return "ok"
 }

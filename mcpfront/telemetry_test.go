@@ -391,7 +391,7 @@ func TestTheFrontInstrumentsEveryTool(t *testing.T) {
 // With no providers, nothing wraps the handlers; with metrics alone, only
 // the wait tools' handlers are wrapped.
 func TestNoTelemetryWrapsNothing(t *testing.T) {
-	own := newTools()
+	own := newToolTable()
 	assert.Nil(t, newToolTelemetry(Telemetry{}, own.of("wait_for"), t.Logf))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	assert.Nil(t, newToolTelemetry(Telemetry{MeterProvider: mp}, own.of("list_agents"), t.Logf))
@@ -426,7 +426,7 @@ func BenchmarkToolCallInstrumentation(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := server.ToolHandlerFunc(handler)
-			if tt := newToolTelemetry(bc.tel, newTools().of("wait_for"), b.Logf); tt != nil {
+			if tt := newToolTelemetry(bc.tel, newToolTable().of("wait_for"), b.Logf); tt != nil {
 				h = tt.handle(handler)
 			}
 			ctx := context.Background()

@@ -23,16 +23,6 @@ var (
 	listPanesOutputSchema []byte
 )
 
-// TmuxOptions configure the opt-in tmux tools.
-type TmuxOptions struct {
-	ListPanes, WaitForText bool
-	// Socket selects the tmux server on the workers' tmux host; empty is
-	// the default socket of the user the worker runs as.
-	Socket string
-	// MaxWait is wait_for_text's server-side bound.
-	MaxWait time.Duration
-}
-
 // textError is the second result variant, as an isError result.
 func textError(e workflows.TextWaitError) *mcp.CallToolResult {
 	res := structuredResult(map[string]any{"error": e})

@@ -7,61 +7,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/durawait/durawait/workflows"
 )
-
-// toolSpec describes one of durawait's own tools: what it is to MCP (its
-// definition), when this front serves it, its handler, and what the
-// middleware around every handler (drain, call events, telemetry) and
-// the task methods read of it. ownTools is the one table of them: adding
-// a tool is one spec and one handler.
-type toolSpec struct {
-	// name is the tool's name (workflows.Tool*); title and description
-	// its definition's (describe, when set, builds the description from
-	// the front's options).
-	name, title, description string
-	describe                 func(*Front) string
-	// input and output are the tool's JSON schemas.
-	input, output []byte
-	// The tool's annotations, all four always set.
-	readOnly, destructive, idempotent, openWorld bool
-
-	// served reports whether this front lists the tool; nil: always.
-	served func(*Front) bool
-	// handle answers a call.
-	handle func(*Front, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
-
-	// wait marks a call that waits: it counts in the wait metrics
-	// (started, ended, in flight, duration).
-	wait bool
-	// startsWait marks a call that starts, attaches to or waits on a wait
-	// workflow: its started event waits for the wait's ID (noteWait), it
-	// writes the wait log lines, and its wait_start is counted.
-	startsWait bool
-	// idPrefix is the kind of the workflow IDs a call starts or waits on
-	// (workflows' *IDPrefix), "" for none.
-	idPrefix string
-
-	// task marks a tool that runs as a 2025-11-25 task when asked to.
-	task bool
-	// prepare parses a task-augmented call into the shared wait it starts
-	// or attaches to; nil: the tool's tasks are made otherwise (wait_agent).
-	prepare func(*Front, context.Context, mcp.CallToolRequest) (sharedWait, *mcp.CallToolResult)
-	// taskHolds marks a wait that a plain caller's hang-up would cancel
-	// (wait_for_text): its task holds it until the run closes.
-	taskHolds bool
-	// runAnswer shapes the result of a closed run of the tool's workflow
-	// as the tool's answer (a task's result).
-	runAnswer func(*Front, context.Context, taskRef) *mcp.CallToolResult
-
-	// resultAttributes are a call's span attributes read from its
-	// structured result, and its outcome ("" when the result names none).
-	// The attributes of its arguments come from its handler, once parsed
-	// (noteAttributes).
-	resultAttributes func(structured any) ([]attribute.KeyValue, string)
-}
 
 // ownTools is the table of durawait's own tools, in the order they are
 // listed (workflows.OwnTools).
@@ -140,36 +88,14 @@ func waitAgentDescription(f *Front) string {
 		f.opts.Agents.WaitWindow.Round(time.Second))
 }
 
-// tools is the index of ownTools by name.
-type tools map[string]*toolSpec
-
-func newTools() tools {
+// newToolTable indexes ownTools by name.
+func newToolTable() toolTable {
 	specs := ownTools()
-	t := make(tools, len(specs))
+	t := make(toolTable, len(specs))
 	for i := range specs {
 		t[specs[i].name] = &specs[i]
 	}
 	return t
-}
-
-// of is the spec of the tool called name; a re-exposed downstream tool's
-// is a spec with its name alone (it waits on nothing, runs as no task).
-func (t tools) of(name string) *toolSpec {
-	if s, ok := t[name]; ok {
-		return s
-	}
-	return &toolSpec{name: name}
-}
-
-// ofWorkflow is the spec of the task tool whose workflows' IDs are of the
-// kind of id (a wait_agent task is a wait on an agent/ run), or nil.
-func (t tools) ofWorkflow(id string) *toolSpec {
-	for _, s := range t {
-		if s.task && s.idPrefix != "" && len(id) > len(s.idPrefix) && id[:len(s.idPrefix)] == s.idPrefix {
-			return s
-		}
-	}
-	return nil
 }
 
 // definition is the tool's MCP definition: raw schemas, and all four
@@ -200,11 +126,4 @@ func (s *toolSpec) serverTool(f *Front) server.ServerTool {
 	return server.ServerTool{Tool: s.definition(f), Handler: f.middleware(s, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.handle(f, ctx, req)
 	})}
-}
-
-// middleware wraps a tool's handler in what every call gets, innermost
-// first: the drain, the call events and wait log lines, the span and the
-// wait metrics.
-func (f *Front) middleware(s *toolSpec, h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return f.observed(s, f.callEvents(s, f.drainable(h)))
 }
