@@ -153,23 +153,12 @@ func notTheCallers(id, principal, what string) error {
 // principal's invocation.
 const ErrTypeNotTheCallers = "NotTheCallers"
 
-// cancelChecksPrincipal is the workflow.GetVersion change under which the
-// cancel signal carries its caller's principal and is ignored when it is
-// not the invocation's. Histories recorded before it took every cancel.
-const cancelChecksPrincipal = "cancel-checks-principal"
-
 // takeCancel reads one cancel signal from c (which holds one) and reports
 // whether it stops the run: not when its principal is not the invocation's
 // (a signal cannot answer its sender, so the refusal is logged, naming the
 // rule), nor when its argument is not an AgentCancelRequest (the SDK drops
 // it, logging a corrupted signal). An empty argument is the local user's.
-// Before cancelChecksPrincipal every cancel stopped the run, whatever its
-// argument, undecoded.
 func takeCancel(ctx workflow.Context, id string, c workflow.ReceiveChannel) bool {
-	if workflow.GetVersion(ctx, cancelChecksPrincipal, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		c.Receive(ctx, nil)
-		return true
-	}
 	var req AgentCancelRequest
 	if !c.ReceiveAsync(&req) {
 		return false
