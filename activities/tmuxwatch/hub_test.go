@@ -400,3 +400,41 @@ func TestAHubBoundsTheCommandsInFlightToAServer(t *testing.T) {
 	assert.Len(t, panes, 1)
 	assert.Len(t, gated.gate, commandsPerServer-1, "the command gave its place back")
 }
+
+// What docs/security.md promises of a watch, seen from the tmux server's
+// side: the control client is read-only and ignore-size, and nothing it
+// does reaches the pane as input. The pane's program records every byte of
+// input it gets (raw mode, so even a key without Enter counts); after a
+// watch attached, followed and detached, it has recorded none.
+func TestAWatchAttachesReadOnlyAndSendsNoKeys(t *testing.T) {
+	srv := testServer(t)
+	keys := filepath.Join(t.TempDir(), "keys")
+	tmuxRun(t, srv, "new-session", "-d", "-s", "k", "sh", "-c", "stty raw -echo && printf 'recording\\n' && exec cat > "+keys)
+	pane := tmuxRun(t, srv, "display-message", "-p", "-t", "k", "#{pane_id}")
+	eventually(t, "the pane's program to record its input", func() bool {
+		_, err := os.Stat(keys)
+		return err == nil
+	})
+	hub := NewHub()
+	defer hub.Close()
+
+	f, err := hub.Follow(context.Background(), srv, pane)
+	require.NoError(t, err)
+	flags := tmuxRun(t, srv, "list-clients", "-F", "#{client_control_mode} #{client_flags}")
+	require.Contains(t, flags, "1 ", "a control client is attached")
+	assert.Contains(t, flags, "read-only", "the server holds the watch's client read-only: %s", flags)
+	assert.Contains(t, flags, "ignore-size", "and it does not resize the session: %s", flags)
+	f.Close()
+	eventually(t, "the watch's client to detach", func() bool { return controlClients(srv) == 0 })
+
+	// The pane still reads input (a key sent now is recorded), so an empty
+	// record means the watch sent none.
+	tmuxRun(t, srv, "send-keys", "-t", pane, "-l", "z")
+	eventually(t, "the pane's program to record the test's own key", func() bool {
+		b, _ := os.ReadFile(keys)
+		return len(b) > 0
+	})
+	b, err := os.ReadFile(keys)
+	require.NoError(t, err)
+	assert.Equal(t, "z", string(b), "the only input the pane got is the test's own key")
+}
