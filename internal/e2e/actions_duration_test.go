@@ -32,6 +32,11 @@ const (
 	maxActionsPerWaitAgent = 3
 )
 
+// waitForHistoryEvents is the number of events of a wait_for's history on
+// durawait serve whatever its number of samples (one probe loop activity,
+// no heartbeat events), as docs/temporal-ui.md documents it.
+const waitForHistoryEvents = 12
+
 // actionsScale is how long the short and the long wait of each kind run.
 type actionsScale struct {
 	waitFor, agent, text [2]time.Duration
@@ -90,6 +95,8 @@ type actionsMeasured struct {
 	elapsed time.Duration
 	// outcome is how the wait ended, for the report.
 	outcome string
+	// events counts the events of the wait's own workflow history.
+	events int
 }
 
 // hostWorkflows are the workflow types whose actions are the host's, not a
@@ -151,6 +158,16 @@ func TestActionsPerWaitDoNotGrowWithDuration(t *testing.T) {
 		}
 	})
 	checkActions(t, "the embedded engine's action counter", measured)
+	// The frequent-polling pattern: the history of a wait_for is as long
+	// for one of a few samples as for one of many (the real probe loop,
+	// at poll_sec 1 to the bound), and as long as documented.
+	t.Run("wait_for history", func(t *testing.T) {
+		for _, m := range measured {
+			if m != nil && m.kind == "wait_for" {
+				assert.Equal(t, waitForHistoryEvents, m.events, "the history of a wait_for of %s (%s)", m.bound, m.outcome)
+			}
+		}
+	})
 }
 
 // checkActions holds each kind of wait among measured (a short and a long
@@ -374,7 +391,30 @@ func (r waitRunner) measure(t *testing.T, c actionsCase) *actionsMeasured {
 		awaitClosed(t, r.tc, workflowType)
 	})
 	m.history = historyActionsBetween(t, r.tc, from, to)
+	if c.kind == "wait_for" {
+		m.events = historyLength(t, r.tc, workflowType)
+	}
 	return m
+}
+
+// historyLength counts the events of the history of the one workflow of
+// type workflowType.
+func historyLength(t testing.TB, tc client.Client, workflowType string) int {
+	t.Helper()
+	resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = '%s'", workflowType),
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.Executions, 1, "one %s workflow", workflowType)
+	e := resp.Executions[0].GetExecution()
+	n := 0
+	it := tc.GetWorkflowHistory(context.Background(), e.GetWorkflowId(), e.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		_, err := it.Next()
+		require.NoError(t, err)
+		n++
+	}
+	return n
 }
 
 // awaitClosed waits until every workflow of type workflowType has closed
