@@ -96,10 +96,19 @@ func TestModernNotificationsWithoutMetaAreAccepted(t *testing.T) {
 	}
 }
 
+// The documented limit (docs/clients.md, docs/limits.md): a body of 8 MiB
+// is read, one byte more is refused with 413.
 func TestRequestBodyLimit(t *testing.T) {
 	_, url := testHTTPFront(t)
-	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxRequestBody) + `"}}`
-	status, _, _ := post(t, url, nil, big)
+	const documented = 8 << 20
+	body := func(size int) string {
+		head := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},"pad":"`
+		tail := `"}}`
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
+	status, out, _ := post(t, url, nil, body(documented))
+	assert.Equal(t, http.StatusOK, status, "a body of exactly 8 MiB is served: %.200s", out)
+	status, _, _ = post(t, url, nil, body(documented+1))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, status)
 }
 
