@@ -274,3 +274,24 @@ func TestAnOrphanThatEndsWhileTheCLIRunsIsReaped(t *testing.T) {
 	}, 3*zombieReapInterval, 50*time.Millisecond, "the orphan was reaped (a zombie keeps its /proc entry)")
 	assert.True(t, Running(dir), "the CLI runs on")
 }
+
+// docs/security.md: spool files are 0600 in 0700 folders, whatever the
+// umask: every file a run leaves (its prompt, argv, output, error output,
+// exit status) is readable by its owner alone.
+func TestEverySpoolFileIsTheOwnersAlone(t *testing.T) {
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	dir := launch(t, []string{"sh", "-c", `cat; echo err >&2; exit 3`}, []byte("a prompt"))
+	waitFor(t, "the exit status", func() bool { _, ok := ExitCode(dir); return ok })
+	info, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the run's folder")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries)
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s", e.Name())
+	}
+}

@@ -19,10 +19,16 @@ import (
 )
 
 // Three stdio sessions started at once with the same config all work, on
-// one background daemon.
+// one background daemon. Its log file is its owner's alone (0600) even when
+// it was there before with wider permissions (docs/operations.md,
+// "Privacy").
 func TestStdioSessionsStartedAtOnceShareOneDaemon(t *testing.T) {
 	w := newWorkspace(t)
 	config := w.writeConfig(w.demoServer("demo"))
+	logPath := datadir.LogPath(w.path("data"))
+	require.NoError(t, os.MkdirAll(w.path("data"), 0o700))
+	require.NoError(t, os.WriteFile(logPath, []byte("an earlier life\n"), 0o644))
+	require.NoError(t, os.Chmod(logPath, 0o644))
 
 	clients := make([]*mcpClient, 3)
 	var wg sync.WaitGroup
@@ -35,6 +41,9 @@ func TestStdioSessionsStartedAtOnceShareOneDaemon(t *testing.T) {
 	owner := w.owner()
 	assert.Equal(t, []int{owner.PID}, w.daemonPIDs(), "exactly one daemon runs, and it owns the data dir")
 	assert.NotEmpty(t, owner.Log, "the owner is the background daemon")
+	info, err := os.Stat(logPath)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the daemon's log")
 
 	results := make([]waitResult, len(clients))
 	for i, c := range clients {
