@@ -290,6 +290,17 @@ func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {
 	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2025-11-25"))
 }
 
+// With --no-daemon the stdio process serves everything itself, and the Go
+// SDK speaks the newest era, 2026-07-28, over stdio (docs/clients.md).
+func TestClientMatrixOfficialGoSDKOverStdioWithoutADaemon(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--ui-port", "0")
+	cmd.Env = append(os.Environ(), w.env()...)
+	cmd.Stderr = os.Stderr
+	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2026-07-28"))
+}
+
 // --- the official TypeScript SDK (protocol 2025-11-25, sessions) ---
 
 // tsMatrixReport is what matrix.mjs saw.
