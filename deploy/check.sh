@@ -4,7 +4,9 @@
 #
 #   - the compose file, with Debian's docker-compose (`config -q`);
 #   - every kustomization: the base and each overlay, with `kubectl kustomize`;
-#   - the systemd unit, with `systemd-analyze verify`, when it is installed.
+#   - the systemd unit, with `systemd-analyze verify`, and its sysusers file,
+#     with `systemd-sysusers` (Debian's systemd package; .ci/run installs it,
+#     and a machine without them fails the check rather than skip it).
 #
 # systemd-analyze reports unknown keys and bad values as warnings and still
 # exits 0, so any output of it fails the check. It also checks that
@@ -34,6 +36,10 @@ for dir in deploy/k8s/base deploy/k8s/overlays/*/; do
 	kubectl kustomize "$dir" >/dev/null || fail "$dir does not render"
 done
 
+for tool in systemd-analyze systemd-sysusers; do
+	command -v "$tool" >/dev/null || fail "$tool is not installed (apt-get install systemd): the systemd files are not checked"
+done
+
 if command -v systemd-analyze >/dev/null; then
 	echo "== systemd-analyze verify deploy/systemd/durawait.service"
 	tmp=$(mktemp -d)
@@ -43,8 +49,6 @@ if command -v systemd-analyze >/dev/null; then
 		echo "$out" >&2
 		fail "deploy/systemd/durawait.service does not verify"
 	fi
-else
-	echo "== systemd-analyze not installed: the systemd unit is not verified"
 fi
 
 if command -v systemd-sysusers >/dev/null; then
