@@ -158,15 +158,9 @@ func NewMatcher(spec WaitForSpec, quietFor time.Duration) (*Matcher, error) {
 	return m, nil
 }
 
-// Judge says whether the wait is over after the latest observation in p,
-// taken at now. The failure pattern is checked first: when an output matches
-// both, the wait fails.
-func (m *Matcher) Judge(p PollProgress, now time.Time) (WaitReason, ConditionKind, bool) {
-	reason, cond, done, _ := m.JudgeContext(context.Background(), p, now)
-	return reason, cond, done
-}
-
-// JudgeContext is Judge with matches that stop when ctx ends: then it
+// JudgeContext says whether the wait is over after the latest observation
+// in p, taken at now. The failure pattern is checked first: when an output
+// matches both, the wait fails. Its matches stop when ctx ends: then it
 // returns ctx's error and no verdict. A pattern's cost grows with its
 // compiled program as well as with the text, so a match over a large output
 // can take seconds; this lets the caller give up on it at a deadline

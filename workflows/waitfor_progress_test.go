@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -26,11 +27,11 @@ func observe(p *PollProgress, obs string, at time.Time) PollProgress {
 func TestJudgeMatches(t *testing.T) {
 	m := matcher(t, Until{Kind: ConditionMatches, Pattern: `phase: Running`}, 0)
 	var p PollProgress
-	_, _, done := m.Judge(p, t0)
+	_, _, done := judge(m, p, t0)
 	assert.False(t, done, "no observation yet")
-	_, _, done = m.Judge(observe(&p, "phase: Pending", t0), t0)
+	_, _, done = judge(m, observe(&p, "phase: Pending", t0), t0)
 	assert.False(t, done)
-	reason, cond, done := m.Judge(observe(&p, "phase: Running", t0.Add(time.Second)), t0.Add(time.Second))
+	reason, cond, done := judge(m, observe(&p, "phase: Running", t0.Add(time.Second)), t0.Add(time.Second))
 	assert.True(t, done)
 	assert.Equal(t, WaitReasonMatched, reason)
 	assert.Equal(t, ConditionMatches, cond)
@@ -39,9 +40,9 @@ func TestJudgeMatches(t *testing.T) {
 func TestJudgeNotMatches(t *testing.T) {
 	m := matcher(t, Until{Kind: ConditionNotMatches, Pattern: `Terminating`}, 0)
 	var p PollProgress
-	_, _, done := m.Judge(observe(&p, "pod-a Terminating", t0), t0)
+	_, _, done := judge(m, observe(&p, "pod-a Terminating", t0), t0)
 	assert.False(t, done)
-	reason, cond, done := m.Judge(observe(&p, "", t0.Add(time.Second)), t0.Add(time.Second))
+	reason, cond, done := judge(m, observe(&p, "", t0.Add(time.Second)), t0.Add(time.Second))
 	assert.True(t, done)
 	assert.Equal(t, WaitReasonMatched, reason)
 	assert.Equal(t, ConditionNotMatches, cond)
@@ -63,10 +64,10 @@ func TestJudgeQuietCountsFromTheFirstIdenticalSample(t *testing.T) {
 		{8, "b", false},
 		{9, "b", true}, // 5 s of "b"
 	} {
-		_, _, done := m.Judge(observe(&p, step.obs, at(step.sec)), at(step.sec))
+		_, _, done := judge(m, observe(&p, step.obs, at(step.sec)), at(step.sec))
 		assert.Equal(t, step.done, done, "at %ds", step.sec)
 	}
-	reason, cond, _ := m.Judge(p, at(9))
+	reason, cond, _ := judge(m, p, at(9))
 	assert.Equal(t, WaitReasonSettled, reason)
 	assert.Equal(t, ConditionQuietForSec, cond)
 	assert.Equal(t, at(4), p.QuietSince)
@@ -75,7 +76,7 @@ func TestJudgeQuietCountsFromTheFirstIdenticalSample(t *testing.T) {
 func TestJudgeFailWinsOverSuccess(t *testing.T) {
 	m := matcher(t, Until{Kind: ConditionMatches, Pattern: `Running`, FailPattern: `CrashLoopBackOff`}, 0)
 	var p PollProgress
-	reason, cond, done := m.Judge(observe(&p, "Running CrashLoopBackOff", t0), t0)
+	reason, cond, done := judge(m, observe(&p, "Running CrashLoopBackOff", t0), t0)
 	assert.True(t, done)
 	assert.Equal(t, WaitReasonFailed, reason)
 	assert.Equal(t, ConditionFailMatches, cond)
@@ -99,4 +100,10 @@ func TestRecordUnavailableKeepsTheLastObservation(t *testing.T) {
 
 	observe(&p, "ok", t0.Add(2*time.Second))
 	assert.Empty(t, p.LastError, "a successful sample clears the error")
+}
+
+// judge is m's verdict on p at now, with no deadline on the matches.
+func judge(m *Matcher, p PollProgress, now time.Time) (WaitReason, ConditionKind, bool) {
+	reason, cond, done, _ := m.JudgeContext(context.Background(), p, now)
+	return reason, cond, done
 }
