@@ -122,6 +122,12 @@ func TestLeavesImportNoModulePackageButWorkflows(t *testing.T) {
 		{"internal/webui", "the Web UI's gate: HTTP only"},
 		{"internal/childenv", "a child process's environment: strings only"},
 		{"internal/probepolicy", "which tools may be probed: MCP's tool annotations only"},
+		{"internal/samplehub", "the in-process event hub: it carries workflows.WaitEvent"},
+		{"internal/temporalconn", "how to reach Temporal: the SDK's envconfig, flags and TOML values handed in"},
+		{"internal/datadir", "the data dir and its lock: files only"},
+		{"internal/auth", "callers' credentials: tokens and JWTs only"},
+		{"internal/stdiobridge", "the stdio bridge: JSON-RPC lines to an HTTP endpoint"},
+		{"internal/agentproc", "the agent supervisor: processes only"},
 	} {
 		t.Run(tc.room, func(t *testing.T) {
 			for _, p := range closure(t, tc.room) {
