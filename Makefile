@@ -67,7 +67,8 @@ FUZZ_TARGETS := \
 	./workflows:FuzzParseInvocationID \
 	./workflows:FuzzParseWaitForText \
 	./activities/agentstream:FuzzAgentStream \
-	./activities/tmuxwatch:FuzzTmuxDecode
+	./activities/tmuxwatch:FuzzTmuxDecode \
+	./mcpwire:FuzzInvalidUTF8
 FUZZTIME ?= 60s
 
 ## fuzz: run each fuzz target for FUZZTIME (default 60s; e.g. make fuzz FUZZTIME=10s).

@@ -11,33 +11,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// utf8Cases are arguments as sent and the path invalidUTF8 names in them
+// ("" for none); FuzzInvalidUTF8 starts from them too.
+var utf8Cases = []struct {
+	name, raw, path string
+}{
+	{"ascii", `{"text":"zz"}`, ""},
+	{"valid multibyte", `{"text":"héllo ✓ 𝄞 日本"}`, ""},
+	{"valid pair escape", `{"text":"\ud834\udd1e"}`, ""},
+	{"escapes", `{"text":"a\"b\\c\n\u00e9\/"}`, ""},
+	{"numbers and literals", `{"n":-1.5e3,"t":true,"f":false,"z":null,"a":[1,2,{}],"o":{}}`, ""},
+	{"invalid byte", "{\"text\":\"zz\xffzz\"}", "arguments.text"},
+	{"truncated sequence", "{\"text\":\"\xe2\x82\"}", "arguments.text"},
+	{"overlong", "{\"text\":\"\xc0\xaf\"}", "arguments.text"},
+	{"surrogate as bytes", "{\"text\":\"\xed\xa0\x80\"}", "arguments.text"},
+	{"lone high escape", `{"prompt":"x\ud800y"}`, "arguments.prompt"},
+	{"lone high escape at end", `{"prompt":"x\uD800"}`, "arguments.prompt"},
+	{"lone low escape", `{"prompt":"\udc00"}`, "arguments.prompt"},
+	{"high then escape", `{"prompt":"\ud800\n"}`, "arguments.prompt"},
+	{"two highs", `{"prompt":"\ud800\ud800\udc00"}`, "arguments.prompt"},
+	{"nested object", "{\"probe\":{\"server\":\"s\",\"args\":{\"path\":\"a\xffb\"}}}", "arguments.probe.args.path"},
+	{"nested array", "{\"probe\":{\"args\":{\"list\":[\"ok\",1,\"\xfe\"]}}}", "arguments.probe.args.list[2]"},
+	{"later field", "{\"a\":\"ok\", \"b\" : [ {} , \"\xff\" ] }", "arguments.b[1]"},
+	{"in a key", "{\"probe\":{\"ar\xffgs\":1}}", "a key in arguments.probe"},
+	{"escaped key", `{"\udfff":1}`, "a key in arguments"},
+	{"top-level string", "\"\xff\"", "arguments"},
+	{"malformed json", "{\"text\":\"\xff", ""},
+	{"empty", ``, ""},
+}
+
 func TestInvalidUTF8FindsTheFieldAsSent(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw, path string
-	}{
-		{"ascii", `{"text":"zz"}`, ""},
-		{"valid multibyte", `{"text":"héllo ✓ 𝄞 日本"}`, ""},
-		{"valid pair escape", `{"text":"\ud834\udd1e"}`, ""},
-		{"escapes", `{"text":"a\"b\\c\n\u00e9\/"}`, ""},
-		{"numbers and literals", `{"n":-1.5e3,"t":true,"f":false,"z":null,"a":[1,2,{}],"o":{}}`, ""},
-		{"invalid byte", "{\"text\":\"zz\xffzz\"}", "arguments.text"},
-		{"truncated sequence", "{\"text\":\"\xe2\x82\"}", "arguments.text"},
-		{"overlong", "{\"text\":\"\xc0\xaf\"}", "arguments.text"},
-		{"surrogate as bytes", "{\"text\":\"\xed\xa0\x80\"}", "arguments.text"},
-		{"lone high escape", `{"prompt":"x\ud800y"}`, "arguments.prompt"},
-		{"lone high escape at end", `{"prompt":"x\uD800"}`, "arguments.prompt"},
-		{"lone low escape", `{"prompt":"\udc00"}`, "arguments.prompt"},
-		{"high then escape", `{"prompt":"\ud800\n"}`, "arguments.prompt"},
-		{"two highs", `{"prompt":"\ud800\ud800\udc00"}`, "arguments.prompt"},
-		{"nested object", "{\"probe\":{\"server\":\"s\",\"args\":{\"path\":\"a\xffb\"}}}", "arguments.probe.args.path"},
-		{"nested array", "{\"probe\":{\"args\":{\"list\":[\"ok\",1,\"\xfe\"]}}}", "arguments.probe.args.list[2]"},
-		{"later field", "{\"a\":\"ok\", \"b\" : [ {} , \"\xff\" ] }", "arguments.b[1]"},
-		{"in a key", "{\"probe\":{\"ar\xffgs\":1}}", "a key in arguments.probe"},
-		{"escaped key", `{"\udfff":1}`, "a key in arguments"},
-		{"top-level string", "\"\xff\"", "arguments"},
-		{"malformed json", "{\"text\":\"\xff", ""},
-		{"empty", ``, ""},
-	} {
+	for _, tc := range utf8Cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path, bad := invalidUTF8([]byte(tc.raw))
 			assert.Equal(t, tc.path != "", bad)
