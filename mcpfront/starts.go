@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -64,7 +64,7 @@ type StartOptions struct {
 type starter struct {
 	slots  *turns
 	budget time.Duration
-	pauses backoff
+	pauses pauses
 }
 
 func newStarter(o StartOptions) *starter {
@@ -75,13 +75,13 @@ func newStarter(o StartOptions) *starter {
 		o.Budget = DefaultStartBudget
 	}
 	if o.FirstBackoff <= 0 {
-		o.FirstBackoff = 100 * time.Millisecond
+		o.FirstBackoff = firstPause
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 2 * time.Second
+		o.MaxBackoff = maxPause
 	}
 	return &starter{slots: newTurns(o.Concurrency), budget: o.Budget,
-		pauses: backoff{first: o.FirstBackoff, max: max(o.MaxBackoff, o.FirstBackoff)}}
+		pauses: newPauses(o.FirstBackoff, max(o.MaxBackoff, o.FirstBackoff))}
 }
 
 // do runs start in turn, retrying it with backoff while Temporal answers
@@ -133,10 +133,10 @@ func (s *starter) do(ctx context.Context, start func(context.Context) error) err
 			return fmt.Errorf("%w: the start was retried for %s (Temporal: %v)", ErrOverloaded, s.budget, last)
 		}
 		budget, cancel := context.WithDeadline(ctx, deadline)
-		began, longest := time.Now(), pauses.longest()
-		pauses.wait(budget)
+		began, pause := time.Now(), pauses.next()
+		_ = sleep(budget, pause)
 		cancel()
-		deadline = s.afterStall(deadline, began, longest)
+		deadline = s.afterStall(deadline, began, pause)
 	}
 }
 
@@ -200,26 +200,46 @@ func getResult(ctx context.Context, run client.WorkflowRun, result any) error {
 	}
 }
 
-// backoff paces the retries of a busy engine: pauses doubling from first
-// to max, each with jitter (half of it random), so a burst of callers does
-// not come back at once.
-type backoff struct{ first, max, next time.Duration }
+// pauses pace the retries of a busy engine: each pause is drawn at random
+// from [d/2, d], d doubling from first up to max, so a burst of callers
+// does not come back at once. They are cenkalti/backoff's
+// ExponentialBackOff, as worker/downstream's reconnect delays are; its
+// pauses are its interval ± RandomizationFactor, so an interval of 3/4·d
+// and a factor of 1/3 span [d/2, d]. A copy starts over (a fresh
+// ExponentialBackOff begins at InitialInterval).
+type pauses struct{ b backoff.ExponentialBackOff }
+
+// Pacing of a busy engine's retries: what d doubles from and up to when the
+// options name neither.
+const (
+	firstPause = 100 * time.Millisecond
+	maxPause   = 2 * time.Second
+)
+
+func newPauses(first, max time.Duration) pauses {
+	return pauses{b: backoff.ExponentialBackOff{
+		InitialInterval:     first - first/4,
+		RandomizationFactor: 1.0 / 3,
+		Multiplier:          2,
+		MaxInterval:         max - max/4,
+	}}
+}
 
 // newBackoff pauses 100 ms doubling to 2 s.
-func newBackoff() backoff { return backoff{first: 100 * time.Millisecond, max: 2 * time.Second} }
+func newBackoff() pauses { return newPauses(firstPause, maxPause) }
 
-// longest is the longest the next wait can pause.
-func (b *backoff) longest() time.Duration { return max(b.next, b.first) }
+// next is the next pause.
+func (p *pauses) next() time.Duration { return p.b.NextBackOff() }
 
-// wait pauses for the next interval, or until ctx ends (its error).
-func (b *backoff) wait(ctx context.Context) error {
-	if b.next == 0 {
-		b.next = b.first
-	}
-	pause := b.next/2 + rand.N(b.next/2+1)
-	b.next = min(2*b.next, b.max)
+// wait pauses for the next pause, or until ctx ends (its error).
+func (p *pauses) wait(ctx context.Context) error { return sleep(ctx, p.next()) }
+
+// sleep pauses for d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-time.After(pause):
+	case <-t.C:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -263,3 +263,52 @@ func TestAFullDiskIsNamedNotRetried(t *testing.T) {
 		assert.NotContains(t, msg, "overloaded")
 	}
 }
+
+// A busy engine's pauses are drawn from [d/2, d], d doubling from the first
+// pause up to the cap; a copy of the pauses starts over. Drawn many times,
+// the pauses fill their range (the jitter is real) and never leave it.
+func TestPausesDoubleWithJitterUpToTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		p          pauses
+		first, max time.Duration
+	}{
+		{"busy engine", newBackoff(), 100 * time.Millisecond, 2 * time.Second},
+		{"starter's", newStarter(StartOptions{FirstBackoff: 30 * time.Millisecond, MaxBackoff: 500 * time.Millisecond}).pauses,
+			30 * time.Millisecond, 500 * time.Millisecond},
+		{"first above max", newStarter(StartOptions{FirstBackoff: 3 * time.Second, MaxBackoff: time.Second}).pauses,
+			3 * time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const draws = 2000
+			d := tc.first
+			for step := range 8 {
+				lo, hi := d/2, d
+				least, most := hi, lo
+				for range draws {
+					p := tc.p // a copy: at step `step` after as many draws
+					var got time.Duration
+					for range step + 1 {
+						got = p.next()
+					}
+					require.GreaterOrEqual(t, got, lo, "step %d", step)
+					require.LessOrEqual(t, got, hi, "step %d", step)
+					least, most = min(least, got), max(most, got)
+				}
+				spread := hi - lo
+				assert.Less(t, least, lo+spread/20, "step %d: the pauses reach down to d/2", step)
+				assert.Greater(t, most, hi-spread/20, "step %d: the pauses reach up to d", step)
+				d = min(2*d, tc.max)
+			}
+		})
+	}
+}
+
+func TestPausesWaitEndsWithTheContext(t *testing.T) {
+	p := newPauses(time.Hour, time.Hour)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorIs(t, p.wait(ctx), context.Canceled)
+	p = newPauses(time.Millisecond, time.Millisecond)
+	assert.NoError(t, p.wait(t.Context()))
+}
