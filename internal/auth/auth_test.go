@@ -242,6 +242,10 @@ type idp struct {
 	kid     string
 	url     string
 	fetches int
+	// status, when set, is the JWKS endpoint's answer instead of the set;
+	// body, when set, its body.
+	status int
+	body   []byte
 }
 
 func newIDP(t *testing.T) *idp {
@@ -251,6 +255,14 @@ func newIDP(t *testing.T) *idp {
 	p := &idp{key: key, kid: "k1"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		p.fetches++
+		if p.status != 0 {
+			w.WriteHeader(p.status)
+			return
+		}
+		if p.body != nil {
+			_, _ = w.Write(p.body)
+			return
+		}
 		set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.ES256), Use: "sig"}}}
 		_ = json.NewEncoder(w).Encode(set)
 	}))
@@ -343,4 +355,69 @@ func TestJWTProviderDown(t *testing.T) {
 	_, ok := g.Authenticate(w, r)
 	assert.False(t, ok)
 	assert.Equal(t, http.StatusUnauthorized, w.Code)
+}
+
+// The key cache that go-oidc's RemoteKeySet, the JWKS cache already in the
+// module graph, does not have (jwt.go says why it is not used): a token
+// naming an unknown key fetches the set again at most every 30 s, a key the
+// provider withdrew stops verifying within 10 minutes, a provider that is
+// down leaves the keys fetched before in use, and a set over 1 MiB is not
+// read whole.
+func TestJWTKeyCache(t *testing.T) {
+	p := newIDP(t)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v, err := NewJWT(JWTOptions{JWKSURL: p.url, Issuer: "i", Audience: "a", Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	claims := func() jwt.Claims {
+		return jwt.Claims{Issuer: "i", Audience: jwt.Audience{"a"}, Subject: "s", Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	}
+	ctx := context.Background()
+	verifies := func(key *ecdsa.PrivateKey, kid string) error {
+		_, err := v.Verify(ctx, sign(t, key, kid, claims()))
+		return err
+	}
+	oldKey := p.key
+	require.NoError(t, verifies(oldKey, "k1"))
+	require.Equal(t, 1, p.fetches)
+
+	// The provider rotates to k2. Tokens of k2 are refused until 30 s have
+	// passed since the last fetch, however many come; then one fetch finds k2.
+	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	p.key, p.kid = newKey, "k2"
+	for range 20 {
+		assert.ErrorContains(t, verifies(newKey, "k2"), `no key "k2"`)
+	}
+	assert.Equal(t, 1, p.fetches, "unknown keys do not make the set be fetched again within 30 s")
+	now = now.Add(31 * time.Second)
+	require.NoError(t, verifies(newKey, "k2"))
+	assert.Equal(t, 2, p.fetches)
+
+	// k1, withdrawn, is no longer trusted.
+	assert.ErrorContains(t, verifies(oldKey, "k1"), `no key "k1"`)
+
+	// A set held 10 minutes is fetched again, so a withdrawn key stops
+	// verifying even when no token names an unknown one.
+	p.key, p.kid = oldKey, "k1"
+	now = now.Add(9 * time.Minute)
+	require.NoError(t, verifies(newKey, "k2"))
+	assert.Equal(t, 2, p.fetches, "fresh keys are used as they are")
+	p.key, p.kid = newKey, "k3" // k2 withdrawn
+	now = now.Add(2 * time.Minute)
+	assert.ErrorContains(t, verifies(newKey, "k2"), `no key "k2"`)
+	assert.Equal(t, 3, p.fetches)
+
+	// A provider that is down leaves the keys fetched before in use.
+	require.NoError(t, verifies(newKey, "k3"))
+	p.status = http.StatusServiceUnavailable
+	now = now.Add(11 * time.Minute)
+	require.NoError(t, verifies(newKey, "k3"), "the keys fetched before, kept while the provider is down")
+	assert.Equal(t, 4, p.fetches)
+
+	// A set over 1 MiB is read to 1 MiB, and does not parse.
+	p.status, p.body = 0, append([]byte(`{"keys":[`), make([]byte, 2<<20)...)
+	w, err := NewJWT(JWTOptions{JWKSURL: p.url, Issuer: "i", Audience: "a", Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	_, err = w.Verify(ctx, sign(t, newKey, "k3", claims()))
+	assert.ErrorContains(t, err, "does not parse")
 }

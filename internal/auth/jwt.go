@@ -51,6 +51,23 @@ var jwtAlgorithms = []jose.SignatureAlgorithm{
 // configured issuer and audience, an exp claim, and a non-empty sub claim,
 // which is the principal. Keys are fetched on first use, again after ten
 // minutes, and early (at most every 30 s) when a token names an unknown key.
+//
+// The key cache is this file's own, on purpose. go-jose (which parses the
+// set and checks the tokens here) fetches nothing; golang-jwt/jwt v4 and v5
+// are in the module graph but fetch no JWKS either (keyfunc, lestrrat-go/jwx
+// and the like are not in it). The one JWKS cache in the graph, go-oidc's
+// RemoteKeySet (github.com/coreos/go-oidc/v3, through the Temporal UI
+// server), was considered and not used: every token whose key ID it does
+// not hold, or whose signature its keys do not verify, makes it fetch the
+// set again, with nothing to bound how often (a stream of forged tokens is
+// a stream of requests to the identity provider); it never fetches again on
+// age, so a key the provider withdrew stays trusted until some token names
+// an unknown one; it reads the set without a size bound; and it fetches on
+// a goroutine under the context it was built with and an HTTP client passed
+// as a context value, which the caller's context does not end. (The
+// Temporal server's JWKS provider is the server's internal package, RS256
+// and ES256 only, fetched with http.Get and no timeout.) TestJWTKeyCache
+// holds what this cache does that those do not.
 type JWT struct {
 	opts JWTOptions
 
