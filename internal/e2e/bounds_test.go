@@ -169,6 +169,40 @@ func TestSlowRequestBodyIsCutOff(t *testing.T) {
 	assert.GreaterOrEqual(t, got.ElapsedSec, 4.0)
 }
 
+// A client that dribbles its request headers is cut off by the header
+// timeout, 10 s (docs/limits.md), though the read timeout is the default's
+// longer 30 s: a connection that never finishes its headers is not held for
+// the read timeout.
+func TestSlowRequestHeadersAreCutOff(t *testing.T) {
+	w := newWorkspace(t)
+	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
+
+	conn, err := net.Dial("tcp", inst.http)
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", inst.http)
+	require.NoError(t, err)
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(conn, "X-Dribble-%d: x\r\n", i); err != nil {
+				return
+			}
+			time.Sleep(500 * time.Millisecond) // the dribble itself, not a wait on the server
+		}
+	}()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
+	r := bufio.NewReader(conn)
+	for {
+		if _, err := r.ReadString('\n'); err != nil {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	assert.Less(t, elapsed, 20*time.Second, "cut off near the 10 s header timeout, not the 30 s read timeout")
+	assert.GreaterOrEqual(t, elapsed, 5*time.Second, "a client is given its header timeout")
+}
+
 // A re-exposed tool's result is passed on up to 1 MiB of JSON; past it the
 // caller reads an isError that names the limit and says the tool ran.
 func TestReexposedResultIsCapped(t *testing.T) {
