@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/durawait/durawait/internal/config"
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/enginecreds"
 )
@@ -20,8 +21,8 @@ import (
 const stopTimeout = 30 * time.Second
 
 // runStatus is `durawait status`: the process that owns the data dir.
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	dir, owner, held, err := dataDirOwner("status", args, stdout, stderr)
+func runStatus(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	dir, owner, held, err := dataDirOwner(cfg, stdout)
 	if err != nil || !held {
 		return err
 	}
@@ -49,8 +50,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // runTemporalEnv is `durawait temporal-env`: the TEMPORAL_* variables
 // (those the Temporal CLI and SDKs read) that reach the data dir's
 // embedded engine with its client certificate, as shell export lines.
-func runTemporalEnv(args []string, stdout, stderr io.Writer) error {
-	dir, owner, held, err := dataDirOwner("temporal-env", args, io.Discard, stderr)
+func runTemporalEnv(cfg config.Config, stdout io.Writer) error {
+	dir, owner, held, err := dataDirOwner(cfg, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -80,13 +81,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// dataDirOwner loads the command's config and inspects its data dir; when
-// no process holds it, it says so on stdout.
-func dataDirOwner(name string, args []string, stdout, stderr io.Writer) (dir string, owner datadir.Owner, held bool, err error) {
-	cfg, err := loadConfig(name, args, stderr)
-	if err != nil {
-		return "", datadir.Owner{}, false, err
-	}
+// dataDirOwner inspects the configuration's data dir; when no process
+// holds it, it says so on stdout.
+func dataDirOwner(cfg config.Config, stdout io.Writer) (dir string, owner datadir.Owner, held bool, err error) {
 	if dir, owner, held, err = inspectDataDir(cfg.DataDir); err != nil {
 		return "", datadir.Owner{}, false, err
 	}
@@ -116,8 +113,8 @@ func orNone(s string) string {
 
 // runStop is `durawait stop`: SIGTERM to the owner of the data dir, then
 // wait (bounded) until it has let the data dir go.
-func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	dir, owner, held, err := dataDirOwner("stop", args, stdout, stderr)
+func runStop(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	dir, owner, held, err := dataDirOwner(cfg, stdout)
 	if err != nil || !held {
 		return err
 	}

@@ -3,80 +3,87 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/durawait/durawait/internal/config"
 )
 
-// loadConfig parses a command's flags and merges them over the config file
-// (flags win) and the defaults. extra registers a command's own flags.
-func loadConfig(name string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (config.Config, error) {
-	fs := flag.NewFlagSet("durawait "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// configFlags are the flags of the configuration, shared by the commands
+// that serve (serve, worker, front) and those that look at a data dir
+// (status, stop, temporal-env). A flag set on the command line wins over
+// the config file, which wins over the defaults.
+type configFlags struct {
+	fs                                 *flag.FlagSet
+	file, httpAddr, dataDir, taskQueue *string
+	logLevel, logFormat, pprofAddr     *string
+	tmuxSocket                         *string
+	stdio                              *bool
+	enginePort, uiPort                 *int
+	conn                               *temporalFlags
+	tools                              []string
+}
+
+// registerConfigFlags adds the configuration's flags to fs.
+func registerConfigFlags(fs *flag.FlagSet) *configFlags {
 	def := config.Default()
-	var (
-		file       = fs.String("config", "", "TOML config file (flags override it)")
-		httpAddr   = fs.String("http", def.HTTP, "listen address of the MCP front end (streamable HTTP at /mcp) and /healthz")
-		stdio      = fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP; logs go to stderr")
-		dataDir    = fs.String("data-dir", def.DataDir, "data dir of the embedded engine (SQLite) and the lock file")
-		conn       = registerTemporalFlags(fs)
-		taskQueue  = fs.String("task-queue", def.TaskQueue, "Temporal task queue of the workers")
-		enginePort = fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)")
-		uiPort     = fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)")
-		logLevel   = fs.String("log-level", def.LogLevel, "debug, info, warn or error")
-		logFormat  = fs.String("log-format", def.LogFormat, "log line format: text or json")
-		pprofAddr  = fs.String("pprof", "", "loopback HOST:PORT to serve Go's profiler on (/debug/pprof/); off by default")
-		tmuxSocket = fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)")
-		tools      []string
-	)
-	for _, register := range extra {
-		register(fs)
+	f := &configFlags{
+		fs:         fs,
+		file:       fs.String("config", "", "TOML config file (flags override it)"),
+		httpAddr:   fs.String("http", def.HTTP, "listen address of the MCP front end (streamable HTTP at /mcp) and /healthz"),
+		stdio:      fs.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP; logs go to stderr"),
+		dataDir:    fs.String("data-dir", def.DataDir, "data dir of the embedded engine (SQLite) and the lock file"),
+		conn:       registerTemporalFlags(fs),
+		taskQueue:  fs.String("task-queue", def.TaskQueue, "Temporal task queue of the workers"),
+		enginePort: fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)"),
+		uiPort:     fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)"),
+		logLevel:   fs.String("log-level", def.LogLevel, "debug, info, warn or error"),
+		logFormat:  fs.String("log-format", def.LogFormat, "log line format: text or json"),
+		pprofAddr:  fs.String("pprof", "", "loopback HOST:PORT to serve Go's profiler on (/debug/pprof/); off by default"),
+		tmuxSocket: fs.String("tmux-socket", "", "tmux server socket for list_panes and wait_for_text (default: the user's default server)"),
 	}
 	fs.Func("tool", "enable an opt-in tool: list_panes, wait_for_text (repeatable)", func(v string) error {
-		tools = append(tools, v)
+		f.tools = append(f.tools, v)
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		return config.Config{}, errUsage // the flag package has printed why
-	}
-	if fs.NArg() > 0 {
-		return config.Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
+	return f
+}
 
-	cfg := def
-	if *file != "" {
+// load merges the parsed flags over the config file (flags win) and the
+// defaults, resolves the Temporal connection and validates the result.
+func (f *configFlags) load() (config.Config, error) {
+	cfg := config.Default()
+	if *f.file != "" {
 		var err error
-		if cfg, err = config.Load(*file); err != nil {
+		if cfg, err = config.Load(*f.file); err != nil {
 			return config.Config{}, err
 		}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
 		case "http":
-			cfg.HTTP = *httpAddr
+			cfg.HTTP = *f.httpAddr
 		case "stdio":
-			cfg.Stdio = *stdio
+			cfg.Stdio = *f.stdio
 		case "data-dir":
-			cfg.DataDir = *dataDir
+			cfg.DataDir = *f.dataDir
 		case "task-queue":
-			cfg.TaskQueue = *taskQueue
+			cfg.TaskQueue = *f.taskQueue
 		case "engine-port":
-			cfg.EnginePort = *enginePort
+			cfg.EnginePort = *f.enginePort
 		case "ui-port":
-			cfg.UIPort = *uiPort
+			cfg.UIPort = *f.uiPort
 		case "log-level":
-			cfg.LogLevel = *logLevel
+			cfg.LogLevel = *f.logLevel
 		case "log-format":
-			cfg.LogFormat = *logFormat
+			cfg.LogFormat = *f.logFormat
 		case "pprof":
-			cfg.Pprof = *pprofAddr
+			cfg.Pprof = *f.pprofAddr
 		case "tmux-socket":
-			cfg.Tmux.Socket = *tmuxSocket
+			cfg.Tmux.Socket = *f.tmuxSocket
 		case "tool":
-			cfg.Tools = tools
+			cfg.Tools = f.tools
 		}
 	})
-	if err := cfg.ResolveTemporal(conn.layer(), nil, configName(*file)); err != nil {
+	if err := cfg.ResolveTemporal(f.conn.layer(), nil, configName(*f.file)); err != nil {
 		return config.Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -8,13 +9,27 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/config"
 )
+
+// configFrom is the configuration the flags args of serve make (the
+// configuration's flags only).
+func configFrom(args []string) (config.Config, error) {
+	fs := flag.NewFlagSet("durawait serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := registerConfigFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, err
+	}
+	return flags.load()
+}
 
 func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "durawait.toml")
 	require.NoError(t, os.WriteFile(path, []byte("http = \"127.0.0.1:1111\"\nnamespace = \"from-file\"\nui_port = 9999\n"), 0o644))
 
-	cfg, err := loadConfig("serve", []string{"--config", path, "--http", "127.0.0.1:2222", "--ui-port", "0"}, io.Discard)
+	cfg, err := configFrom([]string{"--config", path, "--http", "127.0.0.1:2222", "--ui-port", "0"})
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:2222", cfg.HTTP, "a flag wins over the file")
 	assert.Equal(t, 0, cfg.UIPort, "a flag wins even when it sets the zero value")
@@ -23,7 +38,7 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 }
 
 func TestFlagsAloneWithoutAFile(t *testing.T) {
-	cfg, err := loadConfig("serve", []string{"--stdio", "--data-dir", "/tmp/x", "--temporal", "host:7233", "--namespace", "n", "--task-queue", "q", "--log-level", "debug", "--engine-port", "0"}, io.Discard)
+	cfg, err := configFrom([]string{"--stdio", "--data-dir", "/tmp/x", "--temporal", "host:7233", "--namespace", "n", "--task-queue", "q", "--log-level", "debug", "--engine-port", "0"})
 	require.NoError(t, err)
 	assert.True(t, cfg.Stdio)
 	assert.Equal(t, "/tmp/x", cfg.DataDir)
@@ -35,11 +50,11 @@ func TestFlagsAloneWithoutAFile(t *testing.T) {
 }
 
 func TestBadFlagValuesAreNamed(t *testing.T) {
-	_, err := loadConfig("serve", []string{"--log-level", "chatty"}, io.Discard)
+	_, err := configFrom([]string{"--log-level", "chatty"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `log_level: must be debug, info, warn or error, got "chatty"`)
 
-	_, err = loadConfig("serve", []string{"--config", "/does/not/exist.toml"}, io.Discard)
+	_, err = configFrom([]string{"--config", "/does/not/exist.toml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/does/not/exist.toml")
 }

@@ -1,19 +1,13 @@
 // Command durawait is an MCP server that gives AI agents durable waits.
 //
-//	durawait serve    everything in one process: embedded Temporal engine,
-//	                  Web UI, worker and MCP front end
-//	durawait worker   a worker only, against an existing Temporal (--temporal)
-//	durawait front    an MCP front end only, against an existing Temporal
-//	durawait status   show the background daemon of a data dir
-//	durawait stop     stop it
-//	durawait waits    list, show and cancel waits (operators)
-//	durawait version  print the version
+// Its commands (serve, worker, front, status, stop, temporal-env, waits,
+// version) are declared in one table, commands.go, from which `durawait
+// help` and the dispatch are derived; cmdline.go holds the exit status
+// convention (0 done or help, 1 failed, 2 a wrong command line).
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -36,70 +30,18 @@ func main() {
 		debug.SetGCPercent(defaultGCPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "durawait:", err)
-		}
-		os.Exit(1)
-	}
+	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-var errUsage = errors.New("usage")
+// cli runs the command line args and returns durawait's exit status, having
+// printed what went wrong, if anything, on stderr.
+func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return exitCode(run(ctx, args, stdin, stdout, stderr), stderr)
+}
 
-const usage = `usage: durawait <command> [flags]
-
-commands:
-  serve     run everything in one process (embedded Temporal engine unless --temporal)
-  worker    run a worker only, against --temporal HOST:PORT
-  front     run an MCP front end only, against --temporal HOST:PORT
-  status    show the process that owns the data dir (the daemon of stdio sessions)
-  stop      stop it
-  temporal-env  print the environment that points the Temporal CLI (or a
-            split front / worker) at the data dir's embedded engine
-  waits     list, show and cancel waits (durawait waits -h)
-  version   print the version
-
-Run 'durawait <command> -h' for the flags of a command.
-`
-
+// run runs the command of the command table that args names.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errUsage
-	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, stdin, stdout, stderr)
-	case "worker", "front":
-		cfg, err := loadConfig(cmd, rest, stderr)
-		if err != nil {
-			return err
-		}
-		return runRoles(ctx, cmd, roles{worker: cmd == "worker", front: cmd == "front"}, cfg, stdin, stdout, stderr)
-	case "status":
-		return runStatus(ctx, rest, stdout, stderr)
-	case "stop":
-		return runStop(ctx, rest, stdout, stderr)
-	case "temporal-env":
-		return runTemporalEnv(rest, stdout, stderr)
-	case "waits":
-		return runWaits(ctx, rest, stdout, stderr)
-	case "agent-supervise":
-		code, err := runSupervise(rest, stderr)
-		if err != nil {
-			return err
-		}
-		os.Exit(code)
-		return nil
-	case "version", "--version":
-		fmt.Fprintln(stdout, "durawait", version)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	default:
-		fmt.Fprintf(stderr, "durawait: unknown command %q\n\n%s", cmd, usage)
-		return errUsage
-	}
+	return rootCommand().dispatch(ctx, "durawait", args, invocation{stdin: stdin, stdout: stdout, stderr: stderr})
 }

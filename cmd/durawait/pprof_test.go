@@ -36,11 +36,11 @@ func TestPprofServesTheProfilerOnItsOwnListener(t *testing.T) {
 
 func TestPprofMustBeOnLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.1.2.3:6060", "nonsense"} {
-		_, err := loadConfig("serve", []string{"--data-dir", t.TempDir(), "--pprof", addr}, io.Discard)
+		_, err := configFrom([]string{"--data-dir", t.TempDir(), "--pprof", addr})
 		require.Error(t, err, addr)
 		assert.Contains(t, err.Error(), "pprof: must be a loopback address", addr)
 	}
-	cfg, err := loadConfig("serve", []string{"--data-dir", t.TempDir(), "--pprof", "localhost:6060"}, io.Discard)
+	cfg, err := configFrom([]string{"--data-dir", t.TempDir(), "--pprof", "localhost:6060"})
 	require.NoError(t, err)
 	assert.Equal(t, "localhost:6060", cfg.Pprof)
 }

@@ -1,35 +1,33 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/durawait/durawait/internal/agentproc"
 )
 
-// runSupervise is the hidden `agent-supervise` command: the detached parent
-// of one agent CLI run (see package agentproc).
-func runSupervise(args []string, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("durawait agent-supervise", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// superviseCommand is the setup of the hidden `agent-supervise` command:
+// the detached parent of one agent CLI run (see package agentproc). It
+// exits with the CLI's status.
+func superviseCommand(fs *flag.FlagSet) action {
 	dir := fs.String("dir", "", "spool folder of the run")
 	cwd := fs.String("cwd", "", "working directory of the CLI")
 	stdin := fs.String("stdin", "", "file to feed the CLI on stdin")
-	if err := fs.Parse(args); err != nil {
-		return 2, errUsage
-	}
-	if *dir == "" {
-		return 2, fmt.Errorf("agent-supervise: --dir is required")
-	}
-	// The command is in the spool folder (agentproc.ArgvFile), not on this
-	// process's command line; one after -- is still taken.
-	argv := fs.Args()
-	if len(argv) == 0 {
-		var err error
-		if argv, err = agentproc.ReadArgv(*dir); err != nil {
-			return 2, fmt.Errorf("agent-supervise: %w", err)
+	return func(_ context.Context, inv invocation) error {
+		if *dir == "" {
+			return usageErrorf("--dir is required")
 		}
+		// The command is in the spool folder (agentproc.ArgvFile), not on
+		// this process's command line; one after -- is still taken.
+		argv := inv.rest
+		if len(argv) == 0 {
+			var err error
+			if argv, err = agentproc.ReadArgv(*dir); err != nil {
+				return fmt.Errorf("agent-supervise: %w", err)
+			}
+		}
+		return exitWith(agentproc.Supervise(*dir, *cwd, *stdin, argv))
 	}
-	return agentproc.Supervise(*dir, *cwd, *stdin, argv), nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"testing"
 	"time"
 
@@ -32,11 +30,4 @@ func TestWaitsEngineReadsTheOwnersNamespace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "temporal.example:7233", addr)
 	assert.Empty(t, ns, "--temporal: the --namespace flag's")
-}
-
-func TestWaitsCancelRefusesJSON(t *testing.T) {
-	var out, errOut bytes.Buffer
-	err := runWaits(context.Background(), []string{"cancel", "wait_for/abc", "--json"}, &out, &errOut)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--json")
 }
