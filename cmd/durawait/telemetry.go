@@ -147,11 +147,15 @@ func (p *process) traced(h http.Handler) http.Handler {
 	if p.telemetry == nil {
 		return h
 	}
+	var addr string
+	if p.http != nil {
+		addr = p.http.addr
+	}
 	return otelhttp.NewHandler(h, "mcp",
 		// The listener's address, not the request's Host header: the
 		// handler runs before authentication, and a Host of the caller's
 		// choosing would be a new series of every HTTP metric.
-		otelhttp.WithServerName(p.httpAddr),
+		otelhttp.WithServerName(addr),
 		otelhttp.WithTracerProvider(p.telemetry.TracerProvider),
 		otelhttp.WithMeterProvider(p.telemetry.MeterProvider),
 		otelhttp.WithPropagators(p.telemetry.Propagator))

@@ -61,7 +61,7 @@ func TestDownstreamGaugeWaitsForTheRoles(t *testing.T) {
 // otelhttp's metrics name the listener, not the Host header a caller sent.
 func TestHTTPMetricsNameTheListenerNotTheHostHeader(t *testing.T) {
 	p := newTelemetryProcess(t)
-	p.httpAddr = "127.0.0.1:8765"
+	p.http = &httpSide{addr: "127.0.0.1:8765"}
 	h := p.traced(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	for _, host := range []string{"evil-1.example:1111", "evil-2.example:2222"} {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)

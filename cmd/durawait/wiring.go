@@ -115,6 +115,15 @@ func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
 // process reads the workers' downstream catalog.
 const catalogPollInterval = 3 * time.Second
 
+// tmuxQueueOf is the task queue of this worker's tmux tools when one of
+// them is enabled, else "".
+func tmuxQueueOf(cfg config.Config) string {
+	if cfg.ToolEnabled(workflows.ToolListPanes) || cfg.ToolEnabled(workflows.ToolWaitForText) {
+		return tmuxHostQueue(cfg)
+	}
+	return ""
+}
+
 // tmuxHostQueue is the task queue of this worker's tmux tools: a tmux
 // server is local to its host, named by tmux.host (default: the hostname).
 func tmuxHostQueue(cfg config.Config) string {
