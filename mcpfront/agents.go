@@ -76,9 +76,10 @@ func (f *Front) parseStartAgent(ctx context.Context, req mcp.CallToolRequest) (s
 	if err != nil {
 		return spec, "", mcp.NewToolResultError("start_agent: " + err.Error())
 	}
-	id = invocationIDOf(mcpwire.PrincipalFrom(ctx), spec)
-	noteAttributes(ctx, attrInvocationID.String(id), attrProvider.String(spec.Provider))
-	return spec, id, nil
+	// The invocation's ID is named by the result, once it started: a start
+	// that fails names none.
+	noteAttributes(ctx, attrProvider.String(spec.Provider))
+	return spec, invocationIDOf(mcpwire.PrincipalFrom(ctx), spec), nil
 }
 
 func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -484,7 +484,7 @@ func TestCallOutcomeIsOneValueForLogsEventsAndMetrics(t *testing.T) {
 	// "cancelled" object: its outcome is cancelled, as DurawaitState and
 	// the worker's "wait ended" line say, and as wait_for_text's is.
 	f := cancelledFront()
-	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
+	cancelled := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
 	assert.Equal(t, workflows.OutcomeCancelled, callOutcome(context.Background(), newToolTable().of("wait_for"), cancelled, nil))
 	failed := &mcp.CallToolResult{IsError: true, StructuredContent: workflows.WaitForResult{Reason: workflows.WaitReasonFailed}}
 	assert.Equal(t, "failed", callOutcome(context.Background(), newToolTable().of("wait_for"), failed, nil), "fail_matches is still failed")

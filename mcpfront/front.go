@@ -26,7 +26,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Front is the MCP server.
+// Front is durawait's tools: their mcp-go server (Served hands it to the
+// MCP wire) and what their handlers share.
 type Front struct {
 	opts Options
 	mcp  *server.MCPServer
@@ -84,8 +85,9 @@ type toolSpec struct {
 	// The tool's annotations, all four always set.
 	readOnly, destructive, idempotent, openWorld bool
 
-	// served reports whether this front lists the tool; nil: always.
-	served func(*Front) bool
+	// served reports whether this front, with the workers' catalog cat,
+	// lists the tool; nil: always.
+	served func(f *Front, cat *catalog) bool
 	// handle answers a call.
 	handle func(*Front, context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 
@@ -96,8 +98,9 @@ type toolSpec struct {
 	// workflow: its started event waits for the wait's ID (noteWait), it
 	// writes the wait log lines, and its wait_start is counted.
 	startsWait bool
-	// idPrefix is the kind of the workflow IDs a call starts or waits on
-	// (workflows' *IDPrefix), "" for none.
+	// idPrefix is, for a task tool, the kind of the workflow IDs whose
+	// runs are its tasks (workflows' *IDPrefix): tasks/get and the like
+	// find the tool of a task ID by it.
 	idPrefix string
 
 	// task marks a tool that runs as a 2025-11-25 task when asked to.
@@ -185,6 +188,9 @@ type sharedWait struct {
 	// bound is the wait's own bound (max_wait_sec): its run has closed by
 	// then and LoopGrace.
 	bound time.Duration
+	// maxWaitSec is bound in the seconds a wait_for's answer names
+	// (effective_max_wait_sec).
+	maxWaitSec int
 }
 
 // taskRef names what a task is: a workflow run, or an update of one.

@@ -73,14 +73,14 @@ const cancellationTimeout = 5 * time.Second
 // until then, from its history.
 func (f *Front) cancellation(ctx context.Context, id, runID string) (workflows.Cancellation, time.Duration) {
 	r := f.readCancel(ctx, id, runID)
-	return r.by, r.ran
+	return r.cancellation, r.ran
 }
 
 // cancelRead is what a run's history says of its cancellation.
 type cancelRead struct {
-	// by is who cancelled the run, and when and why ("unknown" when the
-	// history does not say).
-	by workflows.Cancellation
+	// cancellation is who cancelled the run, and when and why ("unknown"
+	// when the history does not say).
+	cancellation workflows.Cancellation
 	// ran is how long the run ran until the cancel request.
 	ran time.Duration
 	// requested says the history holds a cancel request at all (an agent
@@ -95,7 +95,7 @@ type cancelRead struct {
 func (f *Front) readCancel(ctx context.Context, id, runID string) cancelRead {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancellationTimeout)
 	defer cancel()
-	r := cancelRead{by: workflows.Cancellation{By: "unknown"}}
+	r := cancelRead{cancellation: workflows.Cancellation{By: "unknown"}}
 	var started time.Time
 	iter := f.opts.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
@@ -112,11 +112,11 @@ func (f *Front) readCancel(ctx context.Context, id, runID string) cancelRead {
 			r.requested = true
 			a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
 			if a.GetIdentity() != "" {
-				r.by.By = a.GetIdentity()
+				r.cancellation.By = a.GetIdentity()
 			}
-			r.by.Cause = a.GetCause()
+			r.cancellation.Cause = a.GetCause()
 			at := ev.GetEventTime().AsTime()
-			r.by.At = at.UTC().Format(time.RFC3339Nano)
+			r.cancellation.At = at.UTC().Format(time.RFC3339Nano)
 			if !started.IsZero() {
 				r.ran = at.Sub(started)
 			}
@@ -129,22 +129,25 @@ func (f *Front) readCancel(ctx context.Context, id, runID string) cancelRead {
 // wait. It validates against wait_for's output schema: reason "failed"
 // without a condition (fail_matches sets one), the fields the schema
 // requires, and a "cancelled" object saying who and why; isError is set, so
-// a caller does not read it as its condition.
-func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string) *mcp.CallToolResult {
+// a caller does not read it as its condition. maxWaitSec is the wait's
+// max_wait_sec when the caller knows it (a call that parsed it), or 0: then
+// it is read from the run's start in the history.
+func (f *Front) cancelledWaitFor(ctx context.Context, id, runID string, maxWaitSec int) *mcp.CallToolResult {
 	r := f.readCancel(ctx, id, runID)
-	c := r.by
-	var in workflows.WaitForInput
-	if r.input != nil {
+	c := r.cancellation
+	if maxWaitSec == 0 && r.input != nil {
+		var in workflows.WaitForInput
 		if err := converter.GetDefaultDataConverter().FromPayloads(r.input, &in); err != nil {
 			f.opts.Logger.Warn("decode a cancelled wait's input", "workflow_id", id, "error", err)
 		}
+		maxWaitSec = in.Spec.MaxWaitSec
 	}
 	res := structuredResult(map[string]any{
 		"reason":                 workflows.WaitReasonFailed,
 		"last_observation":       "",
 		"elapsed_sec":            r.ran.Seconds(),
 		"samples":                0,
-		"effective_max_wait_sec": in.Spec.MaxWaitSec,
+		"effective_max_wait_sec": maxWaitSec,
 		"cancelled":              c,
 	})
 	res.IsError = true
@@ -189,7 +192,7 @@ func (f *Front) namedCanceller(ctx context.Context, p workflows.InvocationPayloa
 		return p
 	}
 	if r := f.readCancel(ctx, p.InvocationID, ""); r.requested {
-		p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + r.by.String()}
+		p.Error = &workflows.AgentError{Code: workflows.ErrCodeCancelled, Message: "the invocation was " + r.cancellation.String()}
 	}
 	return p
 }

@@ -84,7 +84,7 @@ func cancelledFront() *Front {
 func TestAnOperatorsCancelIsAStructuredResultEachSchemaValidates(t *testing.T) {
 	f := cancelledFront()
 
-	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
+	res := f.cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
 	assert.True(t, res.IsError)
 	out := validates(t, waitForOutputSchema, res)
 	assert.Equal(t, "failed", out["reason"])

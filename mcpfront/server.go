@@ -91,7 +91,7 @@ func (f *Front) Refresh(ctx context.Context) {
 
 	var tools []server.ServerTool
 	for _, name := range workflows.OwnTools() {
-		if s := f.tools.of(name); s.served == nil || s.served(f) {
+		if s := f.tools.of(name); s.served == nil || s.served(f, cat) {
 			tools = append(tools, s.serverTool(f))
 		}
 	}

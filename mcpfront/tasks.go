@@ -194,6 +194,8 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 	}
 	spec := f.tools.of(req.Params.Name)
 	if spec.prepare == nil {
+		// The task tool without a shared wait to prepare: wait_agent,
+		// whose task is an update of the invocation (or its closed run).
 		return f.createAgentTask(ctx, req)
 	}
 	w, bad := spec.prepare(f, ctx, req)
@@ -218,7 +220,7 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 	noteWait(ctx, run.GetID(), report.how())
 	if spec.taskHolds {
 		go func() {
-			hctx, cancel := context.WithTimeout(context.Background(), w.bound+settleTimeout)
+			hctx, cancel := context.WithTimeout(context.Background(), w.bound+workflows.LoopGrace+settleTimeout)
 			defer cancel()
 			_ = f.opts.Temporal.GetWorkflow(hctx, run.GetID(), run.GetRunID()).Get(hctx, nil)
 			release()
@@ -374,7 +376,7 @@ func (f *Front) waitForRunAnswer(ctx context.Context, ref taskRef) *mcp.CallTool
 	var result workflows.WaitForResult
 	err := getResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID), &result)
 	if isCanceled(err) {
-		return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID)
+		return f.cancelledWaitFor(ctx, ref.workflowID, ref.runID, 0)
 	}
 	return waitForAnswer(result, err)
 }
@@ -544,7 +546,7 @@ func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task
 	rec := &callRecord{t: t, task: true}
 	ctx = context.WithValue(ctx, callRecordKey{}, rec)
 	if t.started != nil {
-		t.started.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrTask.Bool(true))))
+		t.started.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.spec.name), attrTask.Bool(true))))
 	}
 	defer func() {
 		if !span.IsRecording() {

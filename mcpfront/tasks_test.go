@@ -3,7 +3,11 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +111,57 @@ func TestAWaitAgentTaskOnAnUnknownInvocationAttachesToNothing(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, c.waitID, "no wait to attach to")
 	assert.NotContains(t, logs.String(), "wait attached")
+}
+
+// The wire hands the task methods to the front (Served.Own): tasks/get over
+// real HTTP is answered by the front's own rules, not mcp-go's in-memory
+// tasks.
+func TestTaskMethodsReachTheFrontOverHTTP(t *testing.T) {
+	f := New(Options{Workers: fakeDownstream{}})
+	srv := httptest.NewServer(mcpwire.NewHTTPHandler(f.Served(), "/mcp", mcpwire.HTTPOptions{Loopback: true}))
+	t.Cleanup(srv.Close)
+	post := func(session, body string) (string, string) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b), resp.Header.Get("Mcp-Session-Id")
+	}
+	_, session := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	require.NotEmpty(t, session)
+	body, _ := post(session, `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"nonsense"}}`)
+	assert.Contains(t, body, `taskId: \"nonsense\" is not a task ID that durawait returned`)
+	assert.Contains(t, body, `"code":-32602`)
+}
+
+// The tool table is durawait's own tools, in their order, each with a
+// handler, and only task tools name the kind of their tasks' workflows.
+func TestTheToolTableIsDurawaitsOwnTools(t *testing.T) {
+	specs := ownTools()
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.name)
+		assert.NotNil(t, s.handle, s.name)
+		assert.Equal(t, s.task, s.idPrefix != "", "%s: a task tool, and only one, names its tasks' workflow kind", s.name)
+		assert.Equal(t, s.task, s.runAnswer != nil, "%s: a task tool answers its tasks' runs", s.name)
+	}
+	assert.Equal(t, workflows.OwnTools(), names)
+	assert.NotPanics(t, func() { newToolTable() })
+	table := newToolTable()
+	assert.Equal(t, "wait_for_text", table.ofWorkflow(workflows.WaitForTextIDPrefix+"x").name)
+	assert.Equal(t, "wait_for", table.ofWorkflow(workflows.WaitForIDPrefix+"x").name)
+	assert.Equal(t, "wait_agent", table.ofWorkflow(workflows.AgentIDPrefix+"x").name)
+	assert.Nil(t, table.ofWorkflow(workflows.DownstreamCallIDPrefix+"x"))
+	unknown := table.of("demo.read_file")
+	assert.Equal(t, "demo.read_file", unknown.name)
+	assert.False(t, unknown.task || unknown.wait || unknown.startsWait, "a re-exposed tool waits on nothing")
 }

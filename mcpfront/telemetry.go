@@ -64,7 +64,6 @@ const (
 // toolTelemetry instruments the calls of one tool.
 type toolTelemetry struct {
 	spec       *toolSpec
-	name       string
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	wait       bool
@@ -95,18 +94,17 @@ func (f *Front) observed(s *toolSpec, next server.ToolHandlerFunc) server.ToolHa
 // neither waits nor starts a wait). warn reports an instrument the meter
 // refused.
 func newToolTelemetry(tel Telemetry, s *toolSpec, warn func(string, ...any)) *toolTelemetry {
-	name := s.name
 	metered := s.wait || s.startsWait
 	if tel.TracerProvider == nil && (tel.MeterProvider == nil || !metered) {
 		return nil
 	}
-	t := &toolTelemetry{spec: s, name: name, propagator: tel.Propagator, wait: s.wait}
+	t := &toolTelemetry{spec: s, propagator: tel.Propagator, wait: s.wait}
 	if tel.TracerProvider != nil {
 		t.tracer = tel.TracerProvider.Tracer(instrumentationName)
 	}
 	if tel.MeterProvider != nil && metered {
 		m := tel.MeterProvider.Meter(instrumentationName)
-		t.toolAttr = metric.WithAttributeSet(attribute.NewSet(attrTool.String(name)))
+		t.toolAttr = metric.WithAttributeSet(attribute.NewSet(attrTool.String(s.name)))
 		var errs []error
 		add := func(err error) { errs = append(errs, err) }
 		var err error
@@ -115,7 +113,7 @@ func newToolTelemetry(tel Telemetry, s *toolSpec, warn func(string, ...any)) *to
 		add(err)
 		if !t.wait {
 			if err := errors.Join(errs...); err != nil {
-				warn("a wait metric could not be created; it records nothing", "tool", name, "error", err)
+				warn("a wait metric could not be created; it records nothing", "tool", s.name, "error", err)
 			}
 			return t
 		}
@@ -137,7 +135,7 @@ func newToolTelemetry(tel Telemetry, s *toolSpec, warn func(string, ...any)) *to
 			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 		add(err)
 		if err := errors.Join(errs...); err != nil {
-			warn("a wait metric could not be created; it records nothing", "tool", name, "error", err)
+			warn("a wait metric could not be created; it records nothing", "tool", s.name, "error", err)
 		}
 	}
 	return t
@@ -165,7 +163,7 @@ func (t *toolTelemetry) handle(next server.ToolHandlerFunc) server.ToolHandlerFu
 			if !returned {
 				// A panic, or runtime.Goexit (recover returns nil).
 				panicked = recover()
-				outcomeErr = fmt.Errorf("the %s handler panicked: %v", t.name, panicked)
+				outcomeErr = fmt.Errorf("the %s handler panicked: %v", t.spec.name, panicked)
 				res = nil
 			}
 			outcome := callOutcome(ctx, t.spec, res, outcomeErr)
@@ -191,7 +189,7 @@ func (t *toolTelemetry) startSpan(ctx context.Context, req mcp.CallToolRequest) 
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	ctx, kind := t.parent(ctx, req)
-	return t.tracer.Start(ctx, t.name, trace.WithSpanKind(kind))
+	return t.tracer.Start(ctx, t.spec.name, trace.WithSpanKind(kind))
 }
 
 // parent picks the call span's parent: W3C trace context in the request's
@@ -278,7 +276,7 @@ func (t *toolTelemetry) upDown(ctx context.Context, n int64) {
 }
 
 func (t *toolTelemetry) measure(ctx context.Context, outcome string, took time.Duration, rec *callRecord, answered time.Time) {
-	withOutcome := metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.name), attrOutcome.String(outcome)))
+	withOutcome := metric.WithAttributeSet(attribute.NewSet(attrTool.String(t.spec.name), attrOutcome.String(outcome)))
 	if t.ended != nil {
 		t.ended.Add(ctx, 1, withOutcome)
 	}
@@ -382,7 +380,7 @@ func (t *toolTelemetry) countStart(ctx context.Context, how string, task bool) {
 	if t.starts == nil {
 		return
 	}
-	kvs := []attribute.KeyValue{attrTool.String(t.name), attrWaitStart.String(how)}
+	kvs := []attribute.KeyValue{attrTool.String(t.spec.name), attrWaitStart.String(how)}
 	if task {
 		kvs = append(kvs, attrTask.Bool(true))
 	}

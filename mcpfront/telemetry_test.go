@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -134,7 +133,7 @@ func TestWaitForSpanHasExactlyTheContractsAttributes(t *testing.T) {
 // ("failed"), names who cancelled, and counts as outcome cancelled.
 func TestACancelledWaitForIsCancelledNotFailed(t *testing.T) {
 	r := newRecorded(t)
-	res := cancelledFront().cancelledWaitFor(context.Background(), "wait_for/abc", "run-1")
+	res := cancelledFront().cancelledWaitFor(context.Background(), "wait_for/abc", "run-1", 120)
 	_, err := r.call(t, context.Background(), "wait_for", map[string]any{"probe": map[string]any{"tool": "clock"},
 		"until": map[string]any{"matches": "x"}}, nil, answerWith(res))
 	require.NoError(t, err)
@@ -168,16 +167,15 @@ func TestAWaitForErrorSetsTheSpanStatus(t *testing.T) {
 func TestAgentSpansHaveTheirAttributes(t *testing.T) {
 	r := newRecorded(t)
 	id := workflows.InvocationID("", [16]byte{0xab})
-	var started string
 	_, err := r.call(t, context.Background(), "start_agent", map[string]any{"provider": "claude", "prompt": "hi", "cwd": "/tmp"}, nil,
-		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			started = recordFrom(ctx).noted()[0].Value.AsString()
-			return structuredResult(workflows.InvocationPayload{InvocationID: started, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted}), nil
-		})
+		answerWith(structuredResult(workflows.InvocationPayload{InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonStarted})))
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(started, workflows.AgentIDPrefix), started)
-	assert.Equal(t, map[string]any{"invocation_id": started, "provider": "claude", "status": "running", "reason": "started"},
-		attrs(r.lastSpan(t, "start_agent")))
+	assert.Equal(t, map[string]any{"invocation_id": id, "provider": "claude", "status": "running", "reason": "started"},
+		attrs(r.lastSpan(t, "start_agent")), "the provider as parsed, the invocation as started")
+	_, err = r.call(t, context.Background(), "start_agent", map[string]any{"provider": "claude", "prompt": "hi", "cwd": "/tmp"}, nil,
+		answerWith(mcp.NewToolResultError("start_agent: could not start the invocation: engine down")))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"provider": "claude"}, attrs(r.lastSpan(t, "start_agent")), "a start that failed names no invocation")
 
 	_, err = r.call(t, context.Background(), "wait_agent", map[string]any{"invocation_id": id}, nil,
 		answerWith(structuredResult(workflows.InvocationPayload{InvocationID: id, Status: workflows.AgentBlocked, Reason: workflows.AgentReasonExecutionBlocked, ElapsedMs: 9})))

@@ -19,7 +19,7 @@ func ownTools() []toolSpec {
 			name: workflows.ToolWaitFor, title: "Wait for a probe's condition", description: waitForDescription,
 			input: waitForInputSchema, output: waitForOutputSchema,
 			readOnly: true, idempotent: true, openWorld: true,
-			served: func(f *Front) bool { return len(f.catalog().servers) > 0 },
+			served: func(_ *Front, cat *catalog) bool { return len(cat.servers) > 0 },
 			handle: (*Front).handleWaitFor, wait: true, startsWait: true, idPrefix: workflows.WaitForIDPrefix,
 			task: true, prepare: (*Front).prepareWaitFor, runAnswer: (*Front).waitForRunAnswer,
 			resultAttributes: waitForResultAttributes,
@@ -29,7 +29,7 @@ func ownTools() []toolSpec {
 			description: "Start a sub-agent CLI (a configured provider such as claude, codex or gemini) headless on a prompt, and return at once with its invocation_id (status running, reason started). Wait for it with wait_agent; stop it with cancel_agent. session_id resumes an earlier provider session; cwd must lie inside an allowed root. Give a request_id to make the call safe to repeat: the identical call with the same request_id returns the same invocation_id and never starts the CLI again.",
 			input:       startAgentInputSchema, output: invocationOutputSchema,
 			destructive: true, openWorld: true,
-			served: agentsServed, handle: (*Front).handleStartAgent, startsWait: true, idPrefix: workflows.AgentIDPrefix,
+			served: agentsServed, handle: (*Front).handleStartAgent, startsWait: true,
 			resultAttributes: invocationResultAttributes,
 		},
 		{
@@ -45,7 +45,7 @@ func ownTools() []toolSpec {
 			description: "Stop an agent invocation's CLI (its whole process group: SIGTERM, then SIGKILL after a grace period) and return its payload with status cancelled. Cancelling a finished invocation returns its final payload unchanged.",
 			input:       invocationIDInputSchema, output: invocationOutputSchema,
 			destructive: true, idempotent: true,
-			served: agentsServed, handle: (*Front).handleCancelAgent, idPrefix: workflows.AgentIDPrefix,
+			served: agentsServed, handle: (*Front).handleCancelAgent,
 			resultAttributes: invocationResultAttributes,
 		},
 		{
@@ -60,7 +60,7 @@ func ownTools() []toolSpec {
 			description: "List the tmux server's panes: paneId (%N), an opaque generation (it changes when the pane is respawned or the server restarts), session, window, index, title, current command, size, and active and dead flags. Pass paneId and generation to wait_for_text.",
 			input:       listPanesInputSchema, output: listPanesOutputSchema,
 			readOnly: true, idempotent: true, openWorld: true,
-			served: func(f *Front) bool { return f.opts.Tmux.ListPanes },
+			served: func(f *Front, _ *catalog) bool { return f.opts.Tmux.ListPanes },
 			handle: (*Front).handleListPanes,
 		},
 		{
@@ -68,7 +68,7 @@ func ownTools() []toolSpec {
 			description: "Wait for a literal UTF-8 string in a captured baseline or subsequent raw output. Event-driven, bounded and cancellable; opens observable control clients. Text is data, not exit-status evidence.",
 			input:       waitForTextInputSchema, output: waitForTextOutputSchema,
 			readOnly: true, openWorld: true,
-			served: func(f *Front) bool { return f.opts.Tmux.WaitForText },
+			served: func(f *Front, _ *catalog) bool { return f.opts.Tmux.WaitForText },
 			handle: (*Front).handleWaitForText, wait: true, startsWait: true, idPrefix: workflows.WaitForTextIDPrefix,
 			task: true, prepare: (*Front).prepareWaitForText, taskHolds: true, runAnswer: (*Front).textRunAnswer,
 			resultAttributes: textResultAttributes,
@@ -76,7 +76,7 @@ func ownTools() []toolSpec {
 	}
 }
 
-func agentsServed(f *Front) bool { return f.opts.Agents.enabled() }
+func agentsServed(f *Front, _ *catalog) bool { return f.opts.Agents.enabled() }
 
 // waitAgentDescription is wait_agent's description, which names the
 // front's wait window.
@@ -88,12 +88,21 @@ func waitAgentDescription(f *Front) string {
 		f.opts.Agents.WaitWindow.Round(time.Second))
 }
 
-// newToolTable indexes ownTools by name.
+// newToolTable indexes ownTools by name. The table is durawait's own tools,
+// workflows.OwnTools, in that order: anything else is a programming error,
+// and panics at once (TestTheToolTableIsDurawaitsOwnTools).
 func newToolTable() toolTable {
 	specs := ownTools()
+	names := workflows.OwnTools()
 	t := make(toolTable, len(specs))
 	for i := range specs {
+		if i >= len(names) || specs[i].name != names[i] || specs[i].handle == nil {
+			panic(fmt.Sprintf("mcpfront: ownTools()[%d] is %q, workflows.OwnTools() has %v: the two lists differ, or it has no handler", i, specs[i].name, names))
+		}
 		t[specs[i].name] = &specs[i]
+	}
+	if len(specs) != len(names) {
+		panic(fmt.Sprintf("mcpfront: ownTools() has %d tools, workflows.OwnTools() %d", len(specs), len(names)))
 	}
 	return t
 }

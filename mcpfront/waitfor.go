@@ -38,7 +38,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return startFailed(workflows.ToolWaitFor, err), nil
 	}
 	defer unsubscribe()
-	bound := w.bound
+	bound, maxWaitSec := w.bound, w.maxWaitSec
 	// w is not used past here: its start's memo and attributes are not held
 	// through the wait.
 
@@ -64,7 +64,7 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return nil, ctx.Err()
 	}
 	if isCanceled(err) {
-		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID()), nil
+		return f.cancelledWaitFor(ctx, run.GetID(), run.GetRunID(), maxWaitSec), nil
 	}
 	return waitForAnswer(result, err), nil
 }
@@ -86,10 +86,11 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
 		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitFor, append(f.hostAttribute(), workflows.StartedRunning(),
 			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)))...),
-		workflow: workflows.WaitForWorkflowName,
-		input:    workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
-		pollMs:   int64(spec.PollSec) * 1000,
-		bound:    spec.MaxWait(),
+		workflow:   workflows.WaitForWorkflowName,
+		input:      workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
+		pollMs:     int64(spec.PollSec) * 1000,
+		bound:      spec.MaxWait(),
+		maxWaitSec: spec.MaxWaitSec,
 	}, nil
 }
 

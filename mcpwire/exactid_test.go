@@ -33,7 +33,7 @@ func TestLossyID(t *testing.T) {
 // stand-in never shows.
 func TestAHugeIntegerIDComesBackUnchanged(t *testing.T) {
 	const huge = `123456789012345678901234567890`
-	_, url := testHTTPFront(t)
+	_, url := testHTTPServer(t)
 	status, body, header := post(t, url, nil, `{"jsonrpc":"2.0","id":`+huge+`,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Contains(t, body, `"id":`+huge+`,`)

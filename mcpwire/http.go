@@ -97,7 +97,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	who := Caller{Session: r.Header.Get(server.HeaderKeySessionID), Principal: principal}
 	r = r.WithContext(WithCaller(r.Context(), who))
 	if r.Method != http.MethodPost {
-		h.serveStream(w, r, who)
+		h.serveOtherMethods(w, r, who)
 		return
 	}
 	body, ok := readBody(w, r)
@@ -107,10 +107,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.servePost(w, r, who, body)
 }
 
-// serveStream serves what is not a POST: a session's SSE stream (GET) and
-// its end (DELETE), which need the caller's own live session unless the
-// caller speaks 2026-07-28 (no sessions).
-func (h *httpHandler) serveStream(w http.ResponseWriter, r *http.Request, who Caller) {
+// serveOtherMethods serves what is not a POST: a session's SSE stream (GET)
+// and its end (DELETE), which need the caller's own live session unless the
+// caller speaks 2026-07-28 (no sessions); mcp-go answers any other method.
+func (h *httpHandler) serveOtherMethods(w http.ResponseWriter, r *http.Request, who Caller) {
 	if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		switch {
 		case who.Session == "":

@@ -28,9 +28,9 @@ func testServed() Served {
 		server.WithToolHandlerMiddleware(ArgumentsGuard))}
 }
 
-// testHTTPFront serves testServed over a real HTTP listener, loopback
+// testHTTPServer serves testServed over a real HTTP listener, loopback
 // rules, no authentication.
-func testHTTPFront(t *testing.T) (Served, string) {
+func testHTTPServer(t *testing.T) (Served, string) {
 	t.Helper()
 	s := testServed()
 	srv := httptest.NewServer(NewHTTPHandler(s, "/mcp", HTTPOptions{Loopback: true}))
@@ -59,7 +59,7 @@ func post(t *testing.T, url string, header map[string]string, body string) (int,
 }
 
 func TestModernNotificationsWithoutMetaAreAccepted(t *testing.T) {
-	_, url := testHTTPFront(t)
+	_, url := testHTTPServer(t)
 	modern := map[string]string{mcp.HeaderProtocolVersion: mcp.ProtocolVersion20260728}
 	legacy := map[string]string{mcp.HeaderProtocolVersion: "2025-11-25"}
 	cases := []struct {
@@ -99,7 +99,7 @@ func TestModernNotificationsWithoutMetaAreAccepted(t *testing.T) {
 // The documented limit (docs/clients.md, docs/limits.md): a body of 8 MiB
 // is read, one byte more is refused with 413.
 func TestRequestBodyLimit(t *testing.T) {
-	_, url := testHTTPFront(t)
+	_, url := testHTTPServer(t)
 	const documented = 8 << 20
 	body := func(size int) string {
 		head := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"},"pad":"`
@@ -119,7 +119,7 @@ func TestRequestBodyLimit(t *testing.T) {
 // only once some stream has delivered the previous one, so none is in
 // flight when a handler returns (mcp-go may drop such a one).
 func TestProgressGoesToItsOwnRequestStream(t *testing.T) {
-	f, url := testHTTPFront(t)
+	f, url := testHTTPServer(t)
 	const perCall = 5
 	tokens := []string{"A", "B"}
 	delivered := map[string]chan struct{}{"A": make(chan struct{}, perCall), "B": make(chan struct{}, perCall)}
@@ -214,7 +214,7 @@ func TestCancelReachesTheRequestItNames(t *testing.T) {
 }
 
 func cancelReachesTheRequest(t *testing.T, id string) {
-	f, url := testHTTPFront(t)
+	f, url := testHTTPServer(t)
 	started, ended := make(chan struct{}), make(chan struct{})
 	f.MCP.AddTool(mcp.NewTool("block"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		close(started)

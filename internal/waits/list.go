@@ -75,8 +75,8 @@ func Query(opts ListOptions) (query string, notes []string) {
 		notes = append(notes, "--tool wait_agent: agent invocations carry DurawaitTool start_agent (wait_agent waits on them); listing those")
 	default:
 		terms = append(terms, fmt.Sprintf("%s = %s", AttrTool, quote(tool)))
-		if !slices.Contains(ownTools(), tool) {
-			notes = append(notes, fmt.Sprintf("--tool %s is not one of durawait's own tools (%s): only calls of a re-exposed downstream tool of that name match", tool, strings.Join(ownTools(), ", ")))
+		if !slices.Contains(toolsWithWorkflows(), tool) {
+			notes = append(notes, fmt.Sprintf("--tool %s is not one of durawait's own tools (%s): only calls of a re-exposed downstream tool of that name match", tool, strings.Join(toolsWithWorkflows(), ", ")))
 		}
 	}
 	if opts.Caller != "" {
@@ -100,9 +100,9 @@ func waitTypesTerm() string {
 	return fmt.Sprintf("WorkflowType IN (%s)", strings.Join(quoted, ", "))
 }
 
-// ownTools are the tools of durawait's whose calls --tool finds: every one
-// that starts or waits on a workflow.
-func ownTools() []string {
+// toolsWithWorkflows are durawait's own tools whose calls --tool finds:
+// every one that starts or waits on a workflow.
+func toolsWithWorkflows() []string {
 	return []string{workflows.ToolListPanes, workflows.ToolStartAgent, workflows.ToolWaitAgent, workflows.ToolWaitFor, workflows.ToolWaitForText}
 }
 
