@@ -54,7 +54,7 @@ cluster-bins:
 ## unit: the fast tests only (no Temporal, no durawait process; -short skips
 ## the tmux crash loop)
 unit:
-	$(GO) test -count=1 -short ./workflows/... ./activities/... ./mcpfront/... ./worker/... ./cmd/... ./internal/archtest/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/... ./internal/auth/... ./internal/agentproc/...
+	$(GO) test -count=1 -short ./workflows/... ./activities/... ./mcpfront/... ./mcpwire/... ./worker/... ./cmd/... ./internal/archtest/... ./internal/config/... ./internal/datadir/... ./internal/samplehub/... ./internal/stdiobridge/... ./internal/auth/... ./internal/agentproc/...
 
 ## e2e: the end-to-end tests only
 e2e:
