@@ -91,7 +91,7 @@ func TestTheStartingHoldIsAtMostHalfTheReadTimeout(t *testing.T) {
 		readTimeout, hold time.Duration
 	}{
 		{30 * time.Second, 15 * time.Second}, // the default read timeout
-		{time.Minute, 15 * time.Second}, // the documented most (docs/clients.md)
+		{time.Minute, 15 * time.Second},      // the documented most (docs/clients.md)
 		{10 * time.Second, 5 * time.Second},
 		{time.Second, 500 * time.Millisecond},
 	} {
