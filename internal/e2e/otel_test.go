@@ -235,9 +235,12 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, root.Kind)
 	tool := chain[len(chain)-2]
 	assert.Equal(t, tracepb.Span_SPAN_KIND_INTERNAL, tool.Kind)
-	assert.Equal(t, map[string]any{"wait_condition": "matches", "probe_tool": "read_file",
+	// One probe, one name in the trace: the tool span names the probe as
+	// resolved (the call said read_file), as the probe span does.
+	assert.Equal(t, map[string]any{"wait_condition": "matches", "probe_tool": "demo.read_file",
 		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5), "wait_start": "started"}, spanAttrs(tool))
 	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, chain[0].Kind, "the probe call is a client span")
+	assert.Equal(t, spanAttrs(tool)["probe_tool"], spanAttrs(chain[0])["probe_tool"], "the tool span and the probe span name the probe alike")
 	// The downstream server got the probe span's context in _meta.
 	assert.Contains(t, readFile(w.path("calls.log.trace")),
 		"read_file 00-"+headerTrace+"-"+hex.EncodeToString(chain[0].SpanId)+"-01\n", "traceparent in the probe call's _meta")
