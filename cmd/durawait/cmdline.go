@@ -17,10 +17,11 @@ import (
 
 // exitStatusHelp closes `durawait help`: what a script may rely on.
 const exitStatusHelp = `Exit status: 0 when the command did what it was asked, or printed the help
-asked for (-h, --help, help); 1 when it ran and failed (a configuration that
-does not validate included); 2 when the command line is wrong (an unknown
-command, flag or argument, a flag value that does not parse or is out of
-range): nothing was run.`
+asked for (-h, --help, help); 1 when it ran and failed, a setting that does not
+validate included (from the config file or a flag: --engine-port 70000); 2 when
+the command line is wrong and nothing ran (an unknown command, flag or
+argument, a missing or empty one, a flag value that does not parse, a
+command's own argument out of range: --limit 0).`
 
 // A command is one entry of a command table: a subcommand of durawait, or
 // of a group of commands (waits). Its help line, its own help and its
@@ -230,6 +231,12 @@ func (c *command) parse(fs *flag.FlagSet, args []string, inv *invocation) error 
 	}
 	if n := len(inv.positional); n < len(c.args) {
 		return errors.New(c.args[n].missing)
+	}
+	for i, v := range inv.positional {
+		if v == "" {
+			// An empty argument is a missing one (a script's unset $ID).
+			return errors.New(c.args[i].missing)
+		}
 	}
 	return nil
 }

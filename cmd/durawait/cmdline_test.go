@@ -153,6 +153,7 @@ func TestAWrongCommandLineExitsTwo(t *testing.T) {
 		{[]string{"waits", "frob"}, []string{`durawait waits: unknown subcommand "frob"`, "\n  cancel "}},
 		{[]string{"waits", "show"}, []string{"durawait waits show: the wait's ID is required (see durawait waits list)"}},
 		{[]string{"waits", "show", "a", "b"}, []string{"durawait waits show: unexpected arguments: [b]"}},
+		{[]string{"waits", "show", ""}, []string{"durawait waits show: the wait's ID is required (see durawait waits list)"}},
 		{[]string{"waits", "list", "--limit", "0"}, []string{"durawait waits list: --limit: must be at least 1, got 0"}},
 		{[]string{"waits", "cancel", "wait_for/abc", "--json"}, []string{"durawait waits cancel: --json: cancel prints one line"}},
 		{[]string{"agent-supervise"}, []string{"durawait agent-supervise: --dir is required"}},

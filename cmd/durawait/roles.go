@@ -136,7 +136,10 @@ func (p *process) abandonStartingRoutes() {
 }
 
 // process is one durawait process while it starts and runs. Each start
-// step fills one field, which the steps after it read.
+// step fills one field, which the steps after it read (checkRoles may fill
+// target ahead of them, for a cluster named on the command line);
+// listenHTTP sets the starting routes' hold and serve their handlers and
+// availability.
 type process struct {
 	// Set before the steps run (newProcess, checkRoles, runRoles).
 	roles  roles
