@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -134,30 +135,9 @@ func TestSlowRequestBodyIsCutOff(t *testing.T) {
 	w := newWorkspace(t)
 	inst := w.startServe(w.writeConfigWith("http_read_timeout_sec = 2", w.demoServer("demo")))
 
-	conn, err := net.Dial("tcp", inst.http)
-	require.NoError(t, err)
-	defer conn.Close()
-	start := time.Now()
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", inst.http)
-	require.NoError(t, err)
-	go func() {
-		for {
-			if _, err := conn.Write([]byte(" ")); err != nil {
-				return
-			}
-			time.Sleep(200 * time.Millisecond) // the dribble itself, not a wait on the server
-		}
-	}()
-	// The server answers or closes; reading ends either way.
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
-	r := bufio.NewReader(conn)
-	for {
-		if _, err := r.ReadString('\n'); err != nil {
-			break
-		}
-	}
-	elapsed := time.Since(start)
+	elapsed := dribble(t, inst.http, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", inst.http),
+		200*time.Millisecond, func(int) string { return " " })
 	assert.Less(t, elapsed, 10*time.Second, "cut off near the 2 s read timeout, not held open")
 	assert.GreaterOrEqual(t, elapsed, time.Second, "a dribbling client is given its read timeout")
 
@@ -177,30 +157,38 @@ func TestSlowRequestHeadersAreCutOff(t *testing.T) {
 	w := newWorkspace(t)
 	inst := w.startServe(w.writeConfig(w.demoServer("demo")))
 
-	conn, err := net.Dial("tcp", inst.http)
+	elapsed := dribble(t, inst.http, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\n", inst.http),
+		500*time.Millisecond, func(i int) string { return fmt.Sprintf("X-Dribble-%d: x\r\n", i) })
+	assert.Less(t, elapsed, 20*time.Second, "cut off near the 10 s header timeout, not the 30 s read timeout")
+	assert.GreaterOrEqual(t, elapsed, 5*time.Second, "a client is given its header timeout")
+}
+
+// dribble sends head to addr, then the i-th piece every pause, and returns
+// how long the server took to answer or close the connection (reading
+// ends either way).
+func dribble(t *testing.T, addr, head string, pause time.Duration, piece func(i int) string) time.Duration {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer conn.Close()
 	start := time.Now()
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", inst.http)
+	_, err = io.WriteString(conn, head)
 	require.NoError(t, err)
 	go func() {
 		for i := 0; ; i++ {
-			if _, err := fmt.Fprintf(conn, "X-Dribble-%d: x\r\n", i); err != nil {
+			if _, err := io.WriteString(conn, piece(i)); err != nil {
 				return
 			}
-			time.Sleep(500 * time.Millisecond) // the dribble itself, not a wait on the server
+			time.Sleep(pause) // the dribble itself, not a wait on the server
 		}
 	}()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(testTimeout)))
 	r := bufio.NewReader(conn)
 	for {
 		if _, err := r.ReadString('\n'); err != nil {
-			break
+			return time.Since(start)
 		}
 	}
-	elapsed := time.Since(start)
-	assert.Less(t, elapsed, 20*time.Second, "cut off near the 10 s header timeout, not the 30 s read timeout")
-	assert.GreaterOrEqual(t, elapsed, 5*time.Second, "a client is given its header timeout")
 }
 
 // A re-exposed tool's result is passed on up to 1 MiB of JSON; past it the
