@@ -106,6 +106,10 @@ type AgentRun struct {
 	// run this host resumes: from the workflow's history), which are not
 	// signalled again.
 	Signalled []string
+	// OnSignalled, when set, is told each blocker category once the
+	// workflow took its signal (the host journals it: a run resumed after
+	// a restart does not signal it again).
+	OnSignalled func(code string)
 }
 
 // Run runs (or re-attaches to) one invocation's CLI until it exits or its
@@ -148,7 +152,7 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 			return final, err
 		}
 	}
-	return r.follow(ctx, in, dir, prov.Format, run.Signalled)
+	return r.follow(ctx, run, dir, prov.Format)
 }
 
 // launchOnce claims the launch of the run in dir: true when this call
@@ -440,7 +444,8 @@ const maxLine = 8 << 20
 
 // follow tails the spooled output until the CLI exits, its deadline
 // passes, or ctx ends.
-func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, dir, format string, signalled []string) (workflows.AgentFinal, error) {
+func (r *AgentRunner) follow(ctx context.Context, run AgentRun, dir, format string) (workflows.AgentFinal, error) {
+	in := run.Input
 	id := in.InvocationID
 	parser, err := agentstream.New(format, time.Now)
 	if err != nil {
@@ -448,7 +453,7 @@ func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, di
 	}
 	var st agentstream.State
 	sent := map[string]bool{}
-	for _, code := range signalled {
+	for _, code := range run.Signalled {
 		sent[code] = true
 	}
 	// Blockers signalled before this run on this host (a resumed run)
@@ -499,7 +504,7 @@ func (r *AgentRunner) follow(ctx context.Context, in workflows.RunAgentInput, di
 	for {
 		code, exited := agentproc.ExitCode(dir)
 		feed(exited)
-		pending = r.signal(ctx, id, pending, sent)
+		pending = r.signal(ctx, run, pending, sent)
 		progress.report(st.Live.Activity, sent, code, exited)
 		r.setLive(id, st.Live)
 		if exited {
@@ -552,7 +557,8 @@ func (r *AgentRunner) apply(p agentstream.Parser, st *agentstream.State, line []
 
 // signal sends the pending blockers the workflow has not had yet; failures
 // stay pending for the next round.
-func (r *AgentRunner) signal(ctx context.Context, id string, pending []workflows.AgentError, sent map[string]bool) []workflows.AgentError {
+func (r *AgentRunner) signal(ctx context.Context, run AgentRun, pending []workflows.AgentError, sent map[string]bool) []workflows.AgentError {
+	id := run.Input.InvocationID
 	var left []workflows.AgentError
 	for _, b := range pending {
 		if sent[b.Code] {
@@ -564,6 +570,9 @@ func (r *AgentRunner) signal(ctx context.Context, id string, pending []workflows
 			continue
 		}
 		sent[b.Code] = true
+		if run.OnSignalled != nil {
+			run.OnSignalled(b.Code)
+		}
 	}
 	return left
 }

@@ -38,11 +38,12 @@ type Options struct {
 	// TmuxQueue, when set, gets a worker that lists this machine's tmux
 	// panes and claims their watches.
 	TmuxQueue string
-	// Host, Instance, Machine, Lease and EndsDir are this worker's host
+	// Host, Instance, Machine, Lease, EndsDir and JournalDir are this worker's host
 	// (see hosting.Options).
 	Host, Instance, Machine string
 	Lease                   time.Duration
 	EndsDir                 string
+	JournalDir              string
 	Logger                  *slog.Logger
 }
 
@@ -66,7 +67,7 @@ func New(opts Options) (*Workers, error) {
 	}
 	host, err := hosting.New(hosting.Options{
 		Client: opts.Client, Namespace: opts.Namespace, TaskQueue: opts.TaskQueue,
-		Host: opts.Host, Instance: opts.Instance, Machine: opts.Machine, TmuxQueue: opts.TmuxQueue, Lease: opts.Lease, EndsDir: opts.EndsDir,
+		Host: opts.Host, Instance: opts.Instance, Machine: opts.Machine, TmuxQueue: opts.TmuxQueue, Lease: opts.Lease, EndsDir: opts.EndsDir, JournalDir: opts.JournalDir,
 		Poller: &activities.Poller{Prober: opts.Prober, Observer: opts.Observer, Allowed: opts.Downstream.CheckProbe},
 		Panes:  panes, Agents: opts.Agents, Observer: opts.Observer, Logger: opts.Logger,
 	})

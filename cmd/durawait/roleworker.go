@@ -93,8 +93,8 @@ func (p *process) startWorkerSide(ctx context.Context, started *stops) (*workerS
 		Client: p.temporal, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue, Prober: prober, Downstream: side.downstream,
 		Observer: p.observer(side.hub), Agents: runner, TmuxQueue: tmuxQueue,
 		Host: host, Instance: newInstance(host), Machine: queueSafe(machineName()), Lease: cfg.HostLease(),
-		EndsDir: filepath.Join(cfg.DataDir, hosting.EndsFolder),
-		Logger:  logger.With("component", "host"),
+		EndsDir: filepath.Join(cfg.DataDir, hosting.EndsFolder), JournalDir: filepath.Join(cfg.DataDir, hosting.JournalFolder),
+		Logger: logger.With("component", "host"),
 	})
 	if err == nil {
 		err = w.Start()

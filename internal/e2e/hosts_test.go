@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/durawait/durawait/worker/hosting"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -419,8 +421,32 @@ func TestShowGivesARecordedObservationWhileTheWaitsHostIsDown(t *testing.T) {
 // while the worker is down, the host's lease workflow is replaced by a
 // stand-in that no worker runs, so the restarted worker's "online" signal
 // is taken and never answered. Its wait's loop, whose task died with the
-// killed worker, is resumed all the same and answers the file's flip.
+// killed worker, is resumed all the same and answers the file's flip:
+// from the host's loop journal, before any read of Temporal; and, with the
+// journal lost (a machine's crash may lose its last writes), from
+// Temporal's visibility and the wait's history.
 func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		loseJournal bool
+		resumedBy   string
+	}{
+		{"from its journal", false, "resumed the host's loops from its journal"},
+		{"from Temporal with its journal lost", true, "resumed the loops of a host's waits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restarted := restartWithoutLease(t, tc.loseJournal)
+			assert.Contains(t, restarted.log.String(), tc.resumedBy)
+		})
+	}
+}
+
+// restartWithoutLease runs a wait_for on a worker, kills the worker,
+// replaces its lease with a stand-in that never grants it (and, when
+// loseJournal, removes its loop journal), flips the wait's file and
+// restarts the worker; the wait must answer the flip. It returns the
+// restarted worker.
+func restartWithoutLease(t *testing.T, loseJournal bool) *instance {
 	w := newWorkspace(t)
 	engine, tc := devServerWithSearchAttributes(t)
 	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo"))
@@ -442,11 +468,18 @@ func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
 	}()
 	awaitProbeRecord(t, tc)
 	worker.kill9()
+	journal := filepath.Join(w.path("worker-data"), hosting.JournalFolder)
+	entries, err := os.ReadDir(journal)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the running loop is journaled")
+	if loseJournal {
+		require.NoError(t, os.RemoveAll(journal))
+	}
 
 	ctx := context.Background()
 	leaseID := workflows.HostLeaseWorkflowID(host)
 	require.NoError(t, tc.TerminateWorkflow(ctx, leaseID, "", "replaced by a stand-in that never grants the lease"))
-	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: leaseID, TaskQueue: "no-worker-polls-this"}, "StandInForTheLease")
+	_, err = tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: leaseID, TaskQueue: "no-worker-polls-this"}, "StandInForTheLease")
 	require.NoError(t, err)
 	w.write("job", "READY after the restart")
 	restarted := w.startRole("worker", workerConfig, engine)
@@ -458,7 +491,11 @@ func TestARestartedWorkerResumesItsWaitsWithoutItsLease(t *testing.T) {
 	assert.Equal(t, "matched", got.Reason)
 	assert.Equal(t, "READY after the restart", got.LastObservation)
 	assert.NotContains(t, restarted.log.String(), "holding the lease of a host", "the stand-in granted no lease")
-	assert.Contains(t, restarted.log.String(), "resumed the loops of a host's waits")
+	eventually(t, "the answered loop to leave the journal", func() bool {
+		entries, err := os.ReadDir(journal)
+		return err == nil && len(entries) == 0
+	})
+	return restarted
 }
 
 // devServerWithSearchAttributes starts a Temporal dev server with

@@ -1,14 +1,9 @@
 package hosting
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -30,12 +25,10 @@ const endFileTTL = 15 * time.Minute
 // answered, Temporal had not) leaves the end to its host's next start,
 // which answers the loop's activity with it, or the wait's LoopAnswer,
 // instead of running the loop again: the run then records what its caller
-// was told, not a second loop's different end or no end at all.
-//
-// Files are written whole (a temporary file renamed), not synced: a kill
-// of the process loses nothing the kernel holds; a crash of the machine
-// may lose the last ends, and their loops are resumed as before.
-type endFiles struct{ dir string }
+// was told, not a second loop's different end or no end at all. A crash
+// of the machine may lose the last ends (runFiles are not synced), and
+// their loops are resumed as before.
+type endFiles struct{ files *runFiles }
 
 // endFile is an end on disk.
 type endFile struct {
@@ -56,24 +49,16 @@ type endError struct {
 // errNotKept is an end that cannot be kept on disk: it stays in memory.
 var errNotKept = errors.New("this end cannot be kept on disk")
 
-// newEndFiles makes the folder dir (0700) and rids it of a kill's
-// leftover temporary files; nil (memory only) when dir is "".
+// newEndFiles opens the folder dir; nil (memory only) when dir is "".
 func newEndFiles(dir string) (*endFiles, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("hosting: make the loop ends folder: %w", err)
+	files, err := openRunFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hosting: open the loop ends folder: %w", err)
 	}
-	f := &endFiles{dir: dir}
-	f.prune(time.Now(), func(loopKey) bool { return true })
-	return f, nil
-}
-
-// path is the file of a run's end.
-func (f *endFiles) path(key loopKey) string {
-	sum := sha256.Sum256([]byte(key.workflowID + "\x00" + key.runID))
-	return filepath.Join(f.dir, hex.EncodeToString(sum[:16])+".json")
+	return &endFiles{files: files}, nil
 }
 
 // put writes a run's end.
@@ -93,17 +78,8 @@ func (f *endFiles) put(key loopKey, result any, err error) error {
 		}
 		file.Result = raw
 	}
-	body, merr := json.Marshal(file)
-	if merr != nil {
-		return fmt.Errorf("encode a loop's end: %w", merr)
-	}
-	path := f.path(key)
-	tmp := path + ".tmp"
-	if werr := os.WriteFile(tmp, body, 0o600); werr != nil {
-		return fmt.Errorf("write a loop's end: %w", werr)
-	}
-	if rerr := os.Rename(tmp, path); rerr != nil {
-		return fmt.Errorf("write a loop's end: %w", rerr)
+	if werr := f.files.write(key, file); werr != nil {
+		return fmt.Errorf("keep a loop's end: %w", werr)
 	}
 	return nil
 }
@@ -112,12 +88,8 @@ func (f *endFiles) put(key loopKey, result any, err error) error {
 // JSON payload converter carries it as it was), its failure as an
 // ApplicationError of the same message and type.
 func (f *endFiles) get(key loopKey) (unrecordedEnd, bool) {
-	body, err := os.ReadFile(f.path(key))
-	if err != nil {
-		return unrecordedEnd{}, false
-	}
 	var file endFile
-	if json.Unmarshal(body, &file) != nil || file.WorkflowID != key.workflowID || file.RunID != key.runID {
+	if !f.files.read(key, &file) || file.WorkflowID != key.workflowID || file.RunID != key.runID {
 		return unrecordedEnd{}, false
 	}
 	end := unrecordedEnd{at: time.Now()}
@@ -131,38 +103,15 @@ func (f *endFiles) get(key loopKey) (unrecordedEnd, bool) {
 }
 
 // remove forgets a run's end: Temporal recorded it.
-func (f *endFiles) remove(key loopKey) {
-	_ = os.Remove(f.path(key))
-}
+func (f *endFiles) remove(key loopKey) { f.files.remove(key) }
 
 // prune removes the ends written before now - endFileTTL whose run
 // running does not report (the sweep's list of the host's running waits,
 // which trails by seconds, never by endFileTTL), unreadable ones as old,
-// and temporary files a kill left behind (a minute old: a younger one may
-// be a write under way).
+// and temporary files a kill left behind.
 func (f *endFiles) prune(now time.Time, running func(loopKey) bool) {
-	entries, err := os.ReadDir(f.dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		path := filepath.Join(f.dir, e.Name())
-		age := now.Sub(info.ModTime())
-		switch {
-		case strings.HasSuffix(e.Name(), ".tmp"):
-			if age >= time.Minute {
-				_ = os.Remove(path)
-			}
-		case age >= endFileTTL:
-			var file endFile
-			body, rerr := os.ReadFile(path)
-			if rerr != nil || json.Unmarshal(body, &file) != nil || !running(loopKey{file.WorkflowID, file.RunID}) {
-				_ = os.Remove(path)
-			}
-		}
-	}
+	f.files.prune(now, endFileTTL, func(body []byte) bool {
+		var file endFile
+		return json.Unmarshal(body, &file) == nil && running(loopKey{file.WorkflowID, file.RunID})
+	})
 }

@@ -58,15 +58,15 @@ func TestEndFilesKeepResultsAndFailures(t *testing.T) {
 	// its run no longer runs it goes, and so do a kill's leftover
 	// temporary files. A young end stays whatever the list says.
 	old := time.Now().Add(-endFileTTL - time.Minute)
-	require.NoError(t, os.Chtimes(f.path(other), old, old))
-	require.NoError(t, os.WriteFile(filepath.Join(f.dir, "x.json.tmp"), nil, 0o600))
-	require.NoError(t, os.Chtimes(filepath.Join(f.dir, "x.json.tmp"), old, old))
+	require.NoError(t, os.Chtimes(f.files.path(other), old, old))
+	require.NoError(t, os.WriteFile(filepath.Join(f.files.dir, "x.json.tmp"), nil, 0o600))
+	require.NoError(t, os.Chtimes(filepath.Join(f.files.dir, "x.json.tmp"), old, old))
 	young := loopKey{"wait_for/3", "r3"}
 	require.NoError(t, f.put(young, result, nil))
 	f.prune(time.Now(), func(k loopKey) bool { return k == other })
 	_, ok = f.get(other)
 	assert.True(t, ok, "its run still runs")
-	_, err = os.Stat(filepath.Join(f.dir, "x.json.tmp"))
+	_, err = os.Stat(filepath.Join(f.files.dir, "x.json.tmp"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	f.prune(time.Now(), func(loopKey) bool { return false })
 	_, ok = f.get(other)
@@ -86,7 +86,7 @@ func TestAnEndToldBeforeAKillIsWhatTheNextStartAnswers(t *testing.T) {
 		t.Helper()
 		f, err := newEndFiles(dir)
 		require.NoError(t, err)
-		return newLoops("default", c, nil, f, discard)
+		return newLoops("default", c, nil, f, nil, discard)
 	}
 
 	// The first start tells its caller, and cannot reach Temporal.
@@ -98,7 +98,7 @@ func TestAnEndToldBeforeAKillIsWhatTheNextStartAnswers(t *testing.T) {
 	first := open(down)
 	first.observer = observerFunc(func(string, workflows.WaitEvent) { close(told) })
 	toldResult := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, LastObservation: "pending 1", Samples: 1}
-	first.start(context.Background(), ref1, func(context.Context) (any, error) { return toldResult, nil })
+	first.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) { return toldResult, nil })
 	<-told
 	first.drop("", errStopping) // the kill: its answer is abandoned
 	assert.Empty(t, down.all())
@@ -114,7 +114,7 @@ func TestAnEndToldBeforeAKillIsWhatTheNextStartAnswers(t *testing.T) {
 
 	// A resumed loop of the run answers with it, not with its own end.
 	ran := false
-	require.True(t, next.start(context.Background(), ref1, func(context.Context) (any, error) {
+	require.True(t, next.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
 		ran = true
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, Samples: 0, ProbeError: "downstream unavailable"}, nil
 	}))

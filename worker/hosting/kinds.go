@@ -28,13 +28,18 @@ func (r *Runtime) refOf(ctx context.Context) loopRef {
 
 // PollProbe starts a wait_for's probe loop.
 func (r *Runtime) PollProbe(ctx context.Context, in workflows.PollInput) (workflows.WaitForResult, error) {
-	r.startProbe(ctx, r.refOf(ctx), in, nil)
+	r.startProbe(ctx, r.refOf(ctx), in, nil, false)
 	return workflows.WaitForResult{}, activity.ErrResultPending
 }
 
-// startProbe runs a probe loop, resumed from record when not nil.
-func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.PollInput, record *workflows.ProbeRecord) {
-	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
+// startProbe runs a probe loop, resumed from record when not nil
+// (fromJournal: resumed from the host's journal).
+func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.PollInput, record *workflows.ProbeRecord, fromJournal bool) {
+	how := r.loopStartOf(ref, workflows.PollProbeActivityName, in, fromJournal)
+	if how.journal != nil {
+		how.journal.Record = record
+	}
+	r.loops.start(parent, ref, how, func(ctx context.Context) (any, error) {
 		defer r.progress.Delete(ref.key())
 		return r.opts.Poller.Run(ctx, activities.ProbeRun{
 			WorkflowID: ref.WorkflowID, Input: in, Resumed: record,
@@ -60,7 +65,7 @@ func (r *Runtime) ProbeState(_ context.Context, in workflows.LoopRef) (workflows
 // left to the host's own worker, which resumes it when it comes back.
 func (r *Runtime) WatchPane(ctx context.Context, in workflows.WatchPaneInput) (workflows.TextWaitOutcome, error) {
 	if r.canWatch(in) {
-		r.startWatch(ctx, r.refOf(ctx), in)
+		r.startWatch(ctx, r.refOf(ctx), in, false)
 	}
 	return workflows.TextWaitOutcome{}, activity.ErrResultPending
 }
@@ -71,9 +76,11 @@ func (r *Runtime) canWatch(in workflows.WatchPaneInput) bool {
 	return r.opts.Panes != nil && (in.TmuxQueue == "" || in.TmuxQueue == r.opts.TmuxQueue)
 }
 
-// startWatch runs a pane watch.
-func (r *Runtime) startWatch(parent context.Context, ref loopRef, in workflows.WatchPaneInput) {
-	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
+// startWatch runs a pane watch (fromJournal: resumed from the host's
+// journal).
+func (r *Runtime) startWatch(parent context.Context, ref loopRef, in workflows.WatchPaneInput, fromJournal bool) {
+	how := r.loopStartOf(ref, workflows.WatchPaneActivityName, in, fromJournal)
+	r.loops.start(parent, ref, how, func(ctx context.Context) (any, error) {
 		return r.opts.Panes.Watch(ctx, ref.WorkflowID, in)
 	})
 }
@@ -83,7 +90,7 @@ func (r *Runtime) startWatch(parent context.Context, ref loopRef, in workflows.W
 // host's own worker, which resumes it when it comes back.
 func (r *Runtime) RunAgent(ctx context.Context, in workflows.RunAgentInput) (workflows.AgentFinal, error) {
 	if r.canFollow(in) {
-		r.startAgent(ctx, r.refOf(ctx), activities.AgentRun{Input: in})
+		r.startAgent(ctx, r.refOf(ctx), activities.AgentRun{Input: in}, false)
 	}
 	return workflows.AgentFinal{}, activity.ErrResultPending
 }
@@ -93,9 +100,19 @@ func (r *Runtime) canFollow(in workflows.RunAgentInput) bool {
 	return r.opts.Agents != nil && r.opts.Agents.CanFollow(in)
 }
 
-// startAgent runs or follows an agent run.
-func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities.AgentRun) {
-	r.loops.start(parent, ref, func(ctx context.Context) (any, error) {
+// startAgent runs or follows an agent run (fromJournal: resumed from the
+// host's journal). The blockers it signals are journaled as they go.
+func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities.AgentRun, fromJournal bool) {
+	how := r.loopStartOf(ref, workflows.RunAgentActivityName, run.Input, fromJournal)
+	if j := r.loops.journal; how.journal != nil && j != nil {
+		how.journal.Signalled = run.Signalled
+		run.OnSignalled = func(code string) {
+			if err := j.signalled(ref.key(), code); err != nil {
+				r.logger.Warn("could not journal an agent run's blocker", "workflow", ref.WorkflowID, "error", err)
+			}
+		}
+	}
+	r.loops.start(parent, ref, how, func(ctx context.Context) (any, error) {
 		return r.opts.Agents.Run(ctx, run)
 	})
 }
@@ -182,6 +199,9 @@ func (r *Runtime) recordProbe(ctx context.Context, ref loopRef, rec workflows.Pr
 	delay := newRetryDelay()
 	for {
 		err := r.opts.Client.RecordActivityHeartbeatByID(ctx, r.opts.Namespace, ref.WorkflowID, ref.RunID, ref.ActivityID, rec)
+		if err == nil {
+			r.journalRecord(ref, rec)
+		}
 		if err == nil || gone(err) || ctx.Err() != nil {
 			return ctx.Err()
 		}

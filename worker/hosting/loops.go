@@ -22,6 +22,10 @@ import (
 var (
 	errReleased = errors.New("the host was released to another holder")
 	errStopping = errors.New("the worker is stopping")
+	// errNotOpen: Temporal says a loop resumed from the journal no longer
+	// has its activity open (its wait ended, or another holder answered
+	// it while this host was down).
+	errNotOpen = errors.New("the loop's activity is no longer open")
 )
 
 // loopRef names one loop: the wait's workflow run, and the activity that
@@ -61,6 +65,9 @@ type loops struct {
 	// files keeps the unrecorded ends on disk too, for the host's next
 	// start (nil: memory only).
 	files *endFiles
+	// journal keeps the own host's running loops on disk, for its next
+	// start (nil: none).
+	journal *loopJournal
 
 	mu      sync.Mutex
 	running map[loopKey]*runningLoop
@@ -102,6 +109,22 @@ type runningLoop struct {
 	answering context.Context
 	abandon   context.CancelFunc
 	done      chan struct{}
+	// confirmed is closed once Temporal says the activity of a loop
+	// resumed from the journal is open (nil: it was known to be).
+	confirmed chan struct{}
+	// isConfirmed says confirmed is closed.
+	isConfirmed bool
+}
+
+// loopStart is how a loop starts.
+type loopStart struct {
+	// journal, when set, is journaled while the loop runs.
+	journal *journalEntry
+	// unconfirmed: the loop is resumed from the journal, and Temporal has
+	// not said yet that its activity is open. Its end is told and answered
+	// only once it has (confirm): a loop whose activity another holder
+	// answered meanwhile must not tell a caller a second end.
+	unconfirmed bool
 }
 
 // unrecordedEnd is a loop's end that Temporal did not take.
@@ -111,8 +134,8 @@ type unrecordedEnd struct {
 	at     time.Time
 }
 
-func newLoops(namespace string, c completer, observer activities.Observer, files *endFiles, logger *slog.Logger) *loops {
-	return &loops{namespace: namespace, client: c, observer: observer, files: files, logger: logger,
+func newLoops(namespace string, c completer, observer activities.Observer, files *endFiles, journal *loopJournal, logger *slog.Logger) *loops {
+	return &loops{namespace: namespace, client: c, observer: observer, files: files, journal: journal, logger: logger,
 		running: map[loopKey]*runningLoop{}, stopped: map[loopKey]time.Time{}, unrecorded: map[loopKey]unrecordedEnd{}, answering: make(chan struct{}, maxAnswering)}
 }
 
@@ -123,8 +146,9 @@ func newLoops(namespace string, c completer, observer activities.Observer, files
 // it) does not run its loop again: its activity is answered with that end.
 // The loop's context carries the trace of parent (the activity that
 // started it; none for a resumed loop), and nothing else of it: the loop
-// outlives the activity's call.
-func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
+// outlives the activity's call. how says whether it is journaled, and
+// whether Temporal has yet to confirm it.
+func (l *loops) start(parent context.Context, ref loopRef, how loopStart, run loopFunc) bool {
 	if l.files != nil {
 		if end, ok := l.files.get(ref.key()); ok {
 			l.logger.Info("a loop's end was told before a restart and not recorded: answering with it", "workflow", ref.WorkflowID)
@@ -132,8 +156,8 @@ func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
 		}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if _, ok := l.running[ref.key()]; ok {
+		l.mu.Unlock()
 		return false
 	}
 	// The activity's span (ended when the activity returns, which is at
@@ -142,14 +166,67 @@ func (l *loops) start(parent context.Context, ref loopRef, run loopFunc) bool {
 	ctx, cancel := context.WithCancelCause(traced)
 	answering, abandon := context.WithCancel(context.Background())
 	lp := &runningLoop{ref: ref, cancel: cancel, answering: answering, abandon: abandon, done: make(chan struct{})}
+	if how.unconfirmed {
+		lp.confirmed = make(chan struct{})
+	}
 	l.running[ref.key()] = lp
 	if at, ok := l.stopped[ref.key()]; ok && time.Since(at) < stoppedTTL {
 		delete(l.stopped, ref.key())
 		cancel(activities.ErrLoopStopped)
 	}
 	l.wg.Add(1)
+	l.mu.Unlock()
+	if how.journal != nil && l.journal != nil {
+		if err := l.journal.put(*how.journal); err != nil {
+			l.logger.Warn("could not journal a loop; a restart resumes it from Temporal instead", "workflow", ref.WorkflowID, "error", err)
+		}
+	}
 	go l.run(ctx, lp, run)
 	return true
+}
+
+// confirm tells a loop resumed from the journal what Temporal says of its
+// activity: open, and the loop's end is told and answered when it comes;
+// or not, and the loop is dropped without an answer or a tell (an agent's
+// CLI runs on), its entry removed from the journal.
+func (l *loops) confirm(key loopKey, open bool) {
+	l.mu.Lock()
+	lp, ok := l.running[key]
+	if ok && open && lp.confirmed != nil && !lp.isConfirmed {
+		lp.isConfirmed = true
+		close(lp.confirmed)
+	}
+	l.mu.Unlock()
+	if !open {
+		if ok {
+			lp.cancel(errNotOpen)
+			lp.abandon()
+		}
+		l.forgetJournaled(key)
+	}
+}
+
+// awaitConfirmed waits until Temporal has confirmed the loop's activity
+// open (at once for a loop not resumed from the journal); false when the
+// loop was dropped first.
+func (lp *runningLoop) awaitConfirmed() bool {
+	if lp.confirmed == nil {
+		return true
+	}
+	select {
+	case <-lp.confirmed:
+		return true
+	case <-lp.answering.Done():
+		return false
+	}
+}
+
+// forgetJournaled removes a run's loop from the journal: its end is
+// answered, or its activity is no longer open.
+func (l *loops) forgetJournaled(key loopKey) {
+	if l.journal != nil {
+		l.journal.remove(key)
+	}
 }
 
 // run runs one loop and answers its activity.
@@ -177,6 +254,8 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 			err = temporal.NewCanceledError()
 		}
 		result = nil
+	case !lp.awaitConfirmed():
+		return // dropped, or its activity is no longer open
 	default:
 		// The in-process feed hears the end first (a call answers at
 		// once), then Temporal records it: a crash in between leaves the
@@ -188,10 +267,16 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		// queues or retries.
 		l.keepEnd(lp.ref.key(), result, err)
 		l.tell(lp.ref.WorkflowID, result, err)
+		// The journal's entry goes before the end on disk: a kill in
+		// between leaves the end, which a loop resumed from the entry
+		// answers with.
 		switch {
 		case l.answer(lp.answering, lp.ref, result, err):
+			l.forgetJournaled(lp.ref.key())
 			l.forgetEnd(lp.ref.key(), true)
-		case lp.answering.Err() != nil:
+		case lp.answering.Err() == nil:
+			l.forgetJournaled(lp.ref.key()) // its activity is gone
+		default:
 			// Dropped: the end stays on disk for this data dir's next
 			// start. (The end of an adopted host's loop, released to its
 			// owner, is on this worker's disk, not the owner's: there the
@@ -200,7 +285,9 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 		}
 		return
 	}
-	l.answer(lp.answering, lp.ref, result, err)
+	if l.answer(lp.answering, lp.ref, result, err) || lp.answering.Err() == nil {
+		l.forgetJournaled(lp.ref.key())
+	}
 }
 
 // keepEnd keeps a loop's end until Temporal records it (forgetEnd), or,

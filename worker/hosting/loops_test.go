@@ -73,7 +73,7 @@ func (o *recordingObserver) all() []workflows.WaitEvent {
 }
 
 func newTestLoops(c completer, o activities.Observer) *loops {
-	return newLoops("default", c, o, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return newLoops("default", c, o, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 var ref1 = loopRef{WorkflowID: "wait_for/1", RunID: "r1", ActivityID: "5", Host: "h1"}
@@ -97,7 +97,7 @@ func TestALoopsEndIsObservedAndAnswered(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	l := newTestLoops(c, o)
 	result := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, LastObservation: "READY"}
-	require.True(t, l.start(context.Background(), ref1, func(context.Context) (any, error) { return result, nil }))
+	require.True(t, l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) { return result, nil }))
 	got := awaitAnswers(t, c, 1)
 	assert.Equal(t, []answered{{ref: loopRef{WorkflowID: "wait_for/1", RunID: "r1", ActivityID: "5"}, result: result}}, got)
 	l.wg.Wait()
@@ -111,7 +111,7 @@ func TestAnAnswerIsRetriedUntilTakenAndDroppedWhenGone(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	c.fail = []error{serviceerror.NewUnavailable("engine restarting"), serviceerror.NewUnavailable("engine restarting")}
 	l := newTestLoops(c, o)
-	l.start(context.Background(), ref1, func(context.Context) (any, error) {
+	l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
 	})
 	awaitAnswers(t, c, 1)
@@ -121,7 +121,7 @@ func TestAnAnswerIsRetriedUntilTakenAndDroppedWhenGone(t *testing.T) {
 	c2 := newFakeCompleter()
 	c2.fail = []error{serviceerror.NewNotFound("workflow execution already completed")}
 	l2 := newTestLoops(c2, nil)
-	l2.start(context.Background(), ref1, func(context.Context) (any, error) {
+	l2.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
 	})
 	l2.wg.Wait()
@@ -134,7 +134,7 @@ func TestALoopsFailureIsToldAndAnswered(t *testing.T) {
 	c, o := newFakeCompleter(), &recordingObserver{}
 	l := newTestLoops(c, o)
 	failure := temporal.NewNonRetryableApplicationError("sample 2: probe demo.read_file returned an error", workflows.ErrTypeProbeReturnedError, nil)
-	l.start(context.Background(), ref1, func(context.Context) (any, error) { return workflows.WaitForResult{}, failure })
+	l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) { return workflows.WaitForResult{}, failure })
 	got := awaitAnswers(t, c, 1)
 	assert.Equal(t, failure, got[0].err)
 	l.wg.Wait()
@@ -148,7 +148,7 @@ func TestAStoppedLoopAnswersCancelled(t *testing.T) {
 	c := newFakeCompleter()
 	l := newTestLoops(c, nil)
 	running := make(chan struct{})
-	l.start(context.Background(), ref1, func(ctx context.Context) (any, error) {
+	l.start(context.Background(), ref1, loopStart{}, func(ctx context.Context) (any, error) {
 		close(running)
 		<-ctx.Done()
 		assert.ErrorIs(t, context.Cause(ctx), activities.ErrLoopStopped)
@@ -162,7 +162,7 @@ func TestAStoppedLoopAnswersCancelled(t *testing.T) {
 
 	ref2 := loopRef{WorkflowID: "agent/2", RunID: "r2", ActivityID: "9", Host: "h1"}
 	l.stop(ref2.key()) // before its loop
-	l.start(context.Background(), ref2, func(ctx context.Context) (any, error) {
+	l.start(context.Background(), ref2, loopStart{}, func(ctx context.Context) (any, error) {
 		require.Error(t, ctx.Err(), "it starts stopped")
 		return nil, temporal.NewCanceledError(workflows.AgentFinal{Output: "partial"})
 	})
@@ -180,7 +180,7 @@ func TestADroppedLoopAnswersNothing(t *testing.T) {
 	l := newTestLoops(c, nil)
 	other := loopRef{WorkflowID: "wait_for/2", RunID: "r2", ActivityID: "5", Host: "h2"}
 	for _, ref := range []loopRef{ref1, other} {
-		l.start(context.Background(), ref, func(ctx context.Context) (any, error) {
+		l.start(context.Background(), ref, loopStart{}, func(ctx context.Context) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
@@ -198,8 +198,8 @@ func TestADroppedLoopAnswersNothing(t *testing.T) {
 func TestOneLoopPerRun(t *testing.T) {
 	l := newTestLoops(newFakeCompleter(), nil)
 	block := func(ctx context.Context) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
-	require.True(t, l.start(context.Background(), ref1, block))
-	assert.False(t, l.start(context.Background(), ref1, block))
+	require.True(t, l.start(context.Background(), ref1, loopStart{}, block))
+	assert.False(t, l.start(context.Background(), ref1, loopStart{}, block))
 	l.drop("", errStopping)
 }
 
@@ -221,7 +221,7 @@ func TestADropDoesNotWaitForAnAnswerTemporalRefuses(t *testing.T) {
 	}
 	l := newTestLoops(c, nil)
 	ended := make(chan struct{})
-	require.True(t, l.start(context.Background(), ref1, func(context.Context) (any, error) {
+	require.True(t, l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
 		close(ended)
 		return workflows.WaitForResult{Reason: workflows.WaitReasonMatched}, nil
 	}))
@@ -250,7 +250,7 @@ func TestAnEndTemporalRefusedIsCollectedByItsWait(t *testing.T) {
 	l := newTestLoops(c, o)
 	result := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, LastObservation: "pending", Samples: 2}
 	release := make(chan struct{})
-	l.start(context.Background(), ref1, func(context.Context) (any, error) {
+	l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
 		<-release
 		return result, nil
 	})
@@ -292,7 +292,7 @@ func TestAnEndIsKeptUntilTemporalRecordsIt(t *testing.T) {
 	told := make(chan struct{})
 	l := newTestLoops(c, observerFunc(func(string, workflows.WaitEvent) { close(told) }))
 	result := workflows.WaitForResult{Reason: workflows.WaitReasonMatched}
-	l.start(context.Background(), ref1, func(context.Context) (any, error) { return result, nil })
+	l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) { return result, nil })
 	<-told
 	end, ok := l.collect(context.Background(), ref1.key())
 	require.True(t, ok, "kept while its answer is retried")
@@ -315,7 +315,7 @@ func TestAnUnknownLoopIsNotCollectedAndStartsStopped(t *testing.T) {
 	l := newTestLoops(c, o)
 	_, ok := l.collect(context.Background(), ref1.key())
 	assert.False(t, ok)
-	l.start(context.Background(), ref1, func(ctx context.Context) (any, error) {
+	l.start(context.Background(), ref1, loopStart{}, func(ctx context.Context) (any, error) {
 		assert.Error(t, ctx.Err(), "it starts stopped")
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
 	})

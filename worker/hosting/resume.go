@@ -79,6 +79,9 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 		if files := r.loops.files; files != nil {
 			files.prune(time.Now(), func(k loopKey) bool { return seen[k] })
 		}
+		if j := r.loops.journal; j != nil {
+			j.prune(time.Now(), func(k loopKey) bool { return seen[k] || r.loops.has(k) })
+		}
 	}
 	return failed.Load() == 0
 }
@@ -260,14 +263,14 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 		if err != nil {
 			return err
 		}
-		r.startProbe(ctx, ref, in, &record)
+		r.startProbe(ctx, ref, in, &record, false)
 	case workflows.WatchPaneActivityName:
 		var in workflows.WatchPaneInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
 			return undecodable{fmt.Errorf("decode the pane watch's input: %w", err)}
 		}
 		if r.canWatch(in) {
-			r.startWatch(ctx, ref, in)
+			r.startWatch(ctx, ref, in, false)
 		}
 	case workflows.RunAgentActivityName:
 		var in workflows.RunAgentInput
@@ -275,7 +278,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 			return undecodable{fmt.Errorf("decode the agent run's input: %w", err)}
 		}
 		if r.canFollow(in) {
-			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers})
+			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers}, false)
 		}
 	}
 	return nil

@@ -55,6 +55,11 @@ type Options struct {
 	// them, for the host's next start (a folder of the data dir,
 	// EndsFolder); "" keeps them in memory only.
 	EndsDir string
+	// JournalDir is the folder where the own host's running loops are
+	// journaled, for its next start to resume them at once (a folder of
+	// the data dir, JournalFolder); "" journals none (a restart resumes
+	// them from Temporal's visibility and histories).
+	JournalDir string
 	// SweepInterval is how often a held host's waits are looked up again
 	// (a wait whose loop no holder runs yet, a wait that closed without
 	// its stop reaching the loop); DefaultSweepInterval when zero.
@@ -120,10 +125,14 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	journal, err := newLoopJournal(opts.JournalDir)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
 		opts: opts, logger: logger, ctx: ctx, cancel: cancel,
-		loops:  newLoops(opts.Namespace, opts.Client, opts.Observer, files, logger),
+		loops:  newLoops(opts.Namespace, opts.Client, opts.Observer, files, journal, logger),
 		held:   map[string]*heldLease{},
 		queues: map[string]sdkworker.Worker{},
 	}, nil
@@ -160,8 +169,10 @@ func (r *Runtime) Start() error {
 	// its lease: after a crash, the lease's grant is a few engine round
 	// trips that a restarted engine, busy with its backlog, may take
 	// seconds to make. Its loops are this worker's whatever its lease says
-	// (see lost), and one that another holder runs too does no harm.
+	// (see lost), and one that another holder runs too does no harm. Those
+	// in its journal are resumed first, before its queue delivers anything.
 	since := time.Now()
+	r.resumeJournal()
 	if err := r.pollHost(r.opts.Host); err != nil {
 		r.stopWorkers()
 		return err
