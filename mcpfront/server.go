@@ -33,6 +33,8 @@ func New(opts Options) *Front {
 		server.WithToolCapabilities(true),
 		// Tasks are answered from Temporal by handleOwn, never by mcp-go.
 		server.WithTaskCapabilities(true, true, true),
+		// And the tasks extension of 2026-07-28, by handleModern.
+		tasksExtension(),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(mcpwire.ArgumentsGuard),

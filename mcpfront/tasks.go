@@ -104,13 +104,11 @@ func agentTaskCreated(updateID string) time.Time {
 // mcp-go: the task methods, and task-augmented calls of the waiting tools.
 // handled is false for every other request.
 func (f *Front) handleOwn(ctx context.Context, msg mcpwire.Request) (resp any, handled bool) {
-	modern := msg.Modern
+	if msg.Modern {
+		return f.handleModern(ctx, msg)
+	}
 	switch mcp.MCPMethod(msg.Method) {
 	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel, mcp.MethodTasksList:
-		if modern {
-			return mcpwire.ErrorResponse(msg.ID, mcp.METHOD_NOT_FOUND, msg.Method+": durawait serves MCP tasks to clients of protocol 2025-11-25; "+
-				"with protocol "+mcp.ProtocolVersion20260728+" call the tool, and if the call is cut off call it again with the same arguments to re-attach"), true
-		}
 		var result any
 		err := f.drained(ctx, func(ctx context.Context) (err error) {
 			result, err = f.taskMethod(ctx, msg)
@@ -121,9 +119,6 @@ func (f *Front) handleOwn(ctx context.Context, msg mcpwire.Request) (resp any, h
 		}
 		return mcpwire.ResultResponse(msg.ID, result), true
 	case mcp.MethodToolsCall:
-		if modern {
-			return nil, false
-		}
 		var req mcp.CallToolRequest
 		if json.Unmarshal(msg.Params, &req.Params) != nil || req.Params.Task == nil {
 			return nil, false
@@ -134,7 +129,7 @@ func (f *Front) handleOwn(ctx context.Context, msg mcpwire.Request) (resp any, h
 		}
 		var task mcp.Task
 		err := f.drained(ctx, func(ctx context.Context) (err error) {
-			task, err = f.taskCall(ctx, req)
+			task, _, err = f.taskCall(ctx, req, nil)
 			return err
 		})
 		if err != nil {
@@ -574,8 +569,11 @@ func (f *Front) observedTask(ctx context.Context, req mcp.CallToolRequest) (task
 // lines: started once its wait is started or attached to (noteWait in
 // createTask), ended when the task is returned, with outcome
 // workflows.OutcomeTaskCreated and the CreateTaskResult as the result, or "error".
-// A panic ends the call as an error and goes on.
-func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp.Task, err error) {
+// A panic ends the call as an error and goes on. inline, when set, may
+// give the call's answer instead of the task (the tasks extension's call
+// whose wait ended at once): the call then ends as a plain call with that
+// answer.
+func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest, inline func(context.Context, mcp.Task) *mcp.CallToolResult) (task mcp.Task, answer *mcp.CallToolResult, err error) {
 	s := f.tools.of(req.Params.Name)
 	c := &toolCall{f: f, spec: s, id: newCallID(), begun: time.Now(), who: mcpwire.CallerFrom(ctx), client: f.client(ctx, &req)}
 	returned := false
@@ -589,11 +587,17 @@ func (f *Front) taskCall(ctx context.Context, req mcp.CallToolRequest) (task mcp
 			}
 		case err != nil:
 			c.finish(workflows.OutcomeError, true, err.Error())
+		case answer != nil:
+			c.end(ctx, answer, nil)
 		default:
 			c.finish(workflows.OutcomeTaskCreated, false, mcp.NewCreateTaskResult(task))
 		}
 	}()
-	task, err = f.observedTask(context.WithValue(ctx, toolCallKey{}, c), req)
+	ctx = context.WithValue(ctx, toolCallKey{}, c)
+	task, err = f.observedTask(ctx, req)
+	if err == nil && inline != nil {
+		answer = inline(ctx, task)
+	}
 	returned = true
-	return task, err
+	return task, answer, err
 }

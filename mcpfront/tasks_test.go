@@ -66,10 +66,22 @@ func TestTaskRequestsDurawaitAnswersItself(t *testing.T) {
 		return e.Error
 	}
 
-	// Protocol 2026-07-28 has no 2025-11-25 task methods.
-	e := errorOf(t, modern(request("tasks/get", `{"taskId":"wait_for/x@y"}`)))
+	// Protocol 2026-07-28 has no 2025-11-25 task methods of its own: its
+	// tasks are an extension, whose methods need the extension declared
+	// in the request itself.
+	declared := `"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	e := errorOf(t, modern(request("tasks/result", `{"taskId":"wait_for/x@y",`+declared+`}`)))
 	assert.Equal(t, mcp.METHOD_NOT_FOUND, e.Code)
-	assert.Contains(t, e.Message, "call it again with the same arguments to re-attach")
+	assert.Contains(t, e.Message, "reads a task and its result with tasks/get")
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		e = errorOf(t, modern(request(method, `{"taskId":"wait_for/x@y"}`)))
+		assert.Equal(t, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, e.Code, method)
+		assert.Contains(t, e.Message, "does not declare the io.modelcontextprotocol/tasks extension", method)
+		assert.Equal(t, map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}, e.Data, method)
+	}
+	e = errorOf(t, modern(request("tasks/get", `{"taskId":"nonsense",`+declared+`}`)))
+	assert.Equal(t, mcp.INVALID_PARAMS, e.Code)
+	assert.Contains(t, e.Message, `taskId: "nonsense" is not a task ID that durawait returned`)
 
 	// Only the waiting tools run as tasks.
 	e = errorOf(t, request("tools/call", `{"name":"read_file","arguments":{},"task":{"ttl":1000}}`))
@@ -81,10 +93,15 @@ func TestTaskRequestsDurawaitAnswersItself(t *testing.T) {
 	assert.Equal(t, mcp.INVALID_PARAMS, e.Code)
 	assert.Contains(t, e.Message, `taskId: "nonsense" is not a task ID that durawait returned`)
 
-	// Everything else is mcp-go's: plain calls, and the modern era's calls.
+	// Everything else is mcp-go's: plain calls, the modern era's calls of
+	// a client that did not declare the extension (its 2025-11-25
+	// params.task means nothing there), and a declared call of a tool that
+	// does not run as a task.
 	_, handled := f.handleOwn(context.Background(), request("tools/call", `{"name":"wait_for","arguments":{}}`))
 	assert.False(t, handled)
 	_, handled = f.handleOwn(context.Background(), modern(request("tools/call", `{"name":"wait_for","arguments":{},"task":{}}`)))
+	assert.False(t, handled)
+	_, handled = f.handleOwn(context.Background(), modern(request("tools/call", `{"name":"list_panes","arguments":{},`+declared+`}`)))
 	assert.False(t, handled)
 	_, handled = f.handleOwn(context.Background(), request("tools/list", `{}`))
 	assert.False(t, handled)

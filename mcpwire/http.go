@@ -217,6 +217,14 @@ func (h *httpHandler) serveRequest(w http.ResponseWriter, r *http.Request, who C
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
+	if modern {
+		// Before anyone answers: the tools' own answers are checked as
+		// mcp-go checks its own.
+		if refusal := headerMismatch(r.Header, msg); refusal != nil {
+			writeJSON(w, http.StatusOK, refusal)
+			return
+		}
+	}
 	if resp, handled := h.served.own(r.Context(), msg, modern); handled {
 		writeJSON(w, http.StatusOK, resp)
 		return
