@@ -192,6 +192,9 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 			if errors.As(err, &unavailable) {
 				l.progress.RecordUnavailable(err)
 				l.tellProgress()
+				if obs := l.poller.Observer; obs != nil {
+					obs.Observe(l.run.WorkflowID, workflows.ProbeUnavailable{Message: err.Error()})
+				}
 				continue
 			}
 			msg := fmt.Sprintf("sample %d: calling probe %s failed: %v", l.progress.Samples+1, tool, err)

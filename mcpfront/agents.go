@@ -302,6 +302,11 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 		}
 		return structuredResult(final)
 	}
+	if payload.Reason == workflows.AgentReasonExecutionBlocked && payload.Error != nil {
+		f.tellCaller(ctx, mcp.LoggingLevelWarning, map[string]any{
+			"message": "agent blocked (" + payload.Error.Code + "): " + shorten(payload.Error.Message, 300), "invocation_id": id, "blocker": payload.Error.Code,
+		})
+	}
 	return structuredResult(f.namedCanceller(ctx, payload))
 }
 

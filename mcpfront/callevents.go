@@ -112,6 +112,7 @@ func noteWait(ctx context.Context, waitID, how string) {
 	}
 	c.f.opts.Logger.Info(msg, c.logAttrs()...)
 	c.startOnce()
+	c.f.tellCaller(ctx, mcp.LoggingLevelInfo, map[string]any{"message": msg, "tool": c.spec.name, "wait_id": waitID})
 }
 
 // noteProgress publishes a sample or state change of the call's wait.

@@ -36,6 +36,9 @@ func New(opts Options) *Front {
 		// And the tasks extension of 2026-07-28, by handleModern.
 		tasksExtension(),
 		server.WithInstructions(instructions),
+		// logging/setLevel is the wire's (per session); the messages are
+		// the front's (tellCaller).
+		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(mcpwire.ArgumentsGuard),
 		server.WithHooks(f.clients.hooks()),

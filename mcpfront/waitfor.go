@@ -44,8 +44,14 @@ func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mc
 
 	token := progressToken(req)
 	var result workflows.WaitForResult
+	var trouble string // the probe's last unavailability told the caller
 	err = f.awaitOutcome(ctx, run, events, bound, &result, func(ev workflows.WaitEvent) bool {
 		switch e := ev.(type) {
+		case workflows.ProbeUnavailable:
+			if e.Message != trouble {
+				trouble = e.Message
+				f.tellCaller(ctx, mcp.LoggingLevelWarning, map[string]any{"message": "the probe cannot be reached; trying again: " + shorten(e.Message, 300), "wait_id": run.GetID()})
+			}
 		case workflows.Sample:
 			noteSample(ctx)
 			if token != nil || f.subscribed() { // the message only for a reader

@@ -169,6 +169,12 @@ func (h *httpHandler) servePost(w http.ResponseWriter, r *http.Request, who Call
 	if h.answeredAhead(w, msg, who, modern) {
 		return
 	}
+	if modern {
+		who.LogLevel = msg.metaLogLevel()
+	} else if who.Session != "" {
+		who.LogLevel = h.sessions.logLevel(who.Session)
+	}
+	r = r.WithContext(WithCaller(r.Context(), who))
 	switch {
 	case msg.isRequest():
 		h.serveRequest(w, r, who, msg, body, modern)
@@ -215,6 +221,12 @@ func (h *httpHandler) answeredAhead(w http.ResponseWriter, msg message, who Call
 func (h *httpHandler) serveRequest(w http.ResponseWriter, r *http.Request, who Caller, msg message, body []byte, modern bool) {
 	if resp, refused := utf8Refusal(msg); refused {
 		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	if !modern && msg.method == string(mcp.MethodSetLogLevel) && who.Session != "" {
+		// A session's level, which its requests' own (per-request)
+		// sessions in mcp-go would not share.
+		writeJSON(w, http.StatusOK, setLevelResponse(msg, func(level mcp.LoggingLevel) { h.sessions.setLogLevel(who.Session, level) }))
 		return
 	}
 	if modern {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -47,6 +48,8 @@ type sessionTable struct {
 type sessionEntry struct {
 	last      time.Time
 	principal string
+	// logLevel is what the session asked for with logging/setLevel.
+	logLevel mcp.LoggingLevel
 }
 
 var _ server.SessionIdManagerResolver = (*sessionTable)(nil)
@@ -133,6 +136,25 @@ func (v sessionView) Terminate(id string) (isNotAllowed bool, err error) {
 		t.ended[id] = t.now()
 	}
 	return false, nil
+}
+
+// setLogLevel records a live session's logging/setLevel (id may be one
+// of its per-request IDs).
+func (t *sessionTable) setLogLevel(id string, level mcp.LoggingLevel) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.live[SessionOf(id)]; ok {
+		e.logLevel = level
+		t.live[SessionOf(id)] = e
+	}
+}
+
+// logLevel is the level a session asked for with logging/setLevel ("":
+// none, or no such session).
+func (t *sessionTable) logLevel(id string) mcp.LoggingLevel {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live[SessionOf(id)].logLevel
 }
 
 // known reports whether id (or the session a per-request ID belongs to) is

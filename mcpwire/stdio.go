@@ -44,6 +44,9 @@ func ServeStdio(ctx context.Context, s Served, in io.Reader, out io.Writer) erro
 	})
 
 	ids := &exactIDs{}
+	var level atomic.Value // the session's logging/setLevel: mcp.LoggingLevel
+	level.Store(mcp.LoggingLevel(""))
+	ctx = context.WithValue(ctx, stdioLevelKey{}, &level)
 	reader := bufio.NewReaderSize(in, 1<<20)
 	var err error
 	for {
@@ -94,6 +97,18 @@ func dispatchStdio(ctx context.Context, s Served, wg *sync.WaitGroup, w *lineWri
 		}
 		raw := append(json.RawMessage(nil), line...)
 		modern := mcp.IsModernProtocol(msg.metaProtocolVersion())
+		level, _ := ctx.Value(stdioLevelKey{}).(*atomic.Value)
+		if !modern && msg.method == string(mcp.MethodSetLogLevel) && level != nil {
+			_ = w.write(setLevelResponse(msg, func(l mcp.LoggingLevel) { level.Store(l) }))
+			return
+		}
+		who := CallerFrom(ctx)
+		if modern {
+			who.LogLevel = msg.metaLogLevel()
+		} else if level != nil {
+			who.LogLevel, _ = level.Load().(mcp.LoggingLevel)
+		}
+		ctx := WithCaller(ctx, who)
 		raw, _ = forMCPGo(msg, raw, modern)
 		raw, exact := withExactID(msg, raw)
 		forget := func() {}
@@ -119,6 +134,10 @@ func dispatchStdio(ctx context.Context, s Served, wg *sync.WaitGroup, w *lineWri
 		})
 	}
 }
+
+// stdioLevelKey holds, in a stdio connection's context, the level its
+// client set with logging/setLevel.
+type stdioLevelKey struct{}
 
 // lineWriter writes one JSON message per line, one writer at a time.
 type lineWriter struct {

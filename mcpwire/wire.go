@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -70,6 +71,9 @@ type Caller struct {
 	// Principal is who the caller authenticated as; "" is the local user
 	// (no authentication, or a stdio session).
 	Principal string
+	// LogLevel is the least severe level of the log messages the caller
+	// asked for (LogEnabled); "": none.
+	LogLevel mcp.LoggingLevel
 }
 
 type callerKey struct{}

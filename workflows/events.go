@@ -5,19 +5,28 @@ package workflows
 // the activity knows it (the workflow records that same outcome durably).
 // The set is closed; each tool's waits send their own events:
 //
-//   - wait_for: Sample, then WaitForResult (or WaitFailed).
+//   - wait_for: Sample and ProbeUnavailable, then WaitForResult (or
+//     WaitFailed).
 //   - wait_for_text: BaselineRead, then TextWaitOutcome (or WaitFailed).
 //   - wait_agent: AgentProgress.
 type WaitEvent interface {
 	waitEvent()
 }
 
-func (Sample) waitEvent()          {}
-func (WaitForResult) waitEvent()   {}
-func (BaselineRead) waitEvent()    {}
-func (TextWaitOutcome) waitEvent() {}
-func (AgentProgress) waitEvent()   {}
-func (WaitFailed) waitEvent()      {}
+func (Sample) waitEvent()           {}
+func (WaitForResult) waitEvent()    {}
+func (BaselineRead) waitEvent()     {}
+func (TextWaitOutcome) waitEvent()  {}
+func (AgentProgress) waitEvent()    {}
+func (WaitFailed) waitEvent()       {}
+func (ProbeUnavailable) waitEvent() {}
+
+// ProbeUnavailable is a sample a wait_for could not take because the
+// probe's server could not be reached: the wait goes on, trying again.
+type ProbeUnavailable struct {
+	// Message says why.
+	Message string
+}
 
 // WaitFailed is a wait's loop's failure (a probe that failed, hung or
 // answered too much): the wait's workflow ends with it, as an error whose
