@@ -164,7 +164,7 @@ func TestClientMatrixMCPGoOverHTTP(t *testing.T) {
 func TestClientMatrixMCPGoOverStdio(t *testing.T) {
 	w := newWorkspace(t)
 	c, _ := w.stdioClient(w.writeConfig(w.demoServer("demo")))
-	t.Logf("mcp-go's client negotiated %s over stdio", c.protocol)
+	require.Equal(t, "2026-07-28", c.protocol, "the bridge carries the stateless era to the daemon")
 	runClientMatrix(t, w, mcpGoClient{c})
 }
 
@@ -284,10 +284,10 @@ func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {
 	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0")
 	cmd.Env = append(os.Environ(), w.env()...)
 	cmd.Stderr = os.Stderr
-	// The stdio process bridges to the daemon's HTTP endpoint, whose
-	// initialize handshake offers 2025-11-25 (2026-07-28 has no handshake
-	// over HTTP); the SDK negotiates down to it.
-	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2025-11-25"))
+	// The stdio process bridges to the daemon's HTTP endpoint, adding the
+	// headers a 2026-07-28 request needs there: the SDK's server/discover
+	// goes through, and it speaks the newest era over stdio too.
+	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2026-07-28"))
 }
 
 // With --no-daemon the stdio process serves everything itself, and the Go

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Options configure a bridge.
@@ -155,6 +158,15 @@ func (b *Bridge) dispatch(ctx context.Context, line []byte) {
 	if err != nil {
 		b.write(errorResponse(nil, codeParseError, "parse error: "+err.Error()))
 		return
+	}
+	if mcp.IsModernProtocol(h.ProtocolVersion) {
+		// A client of the stateless era: it has no session, and its
+		// notifications, which may carry no version, are of its era.
+		b.mu.Lock()
+		if b.session == "" {
+			b.version = h.ProtocolVersion
+		}
+		b.mu.Unlock()
 	}
 	switch {
 	case h.Method == "initialize" && h.ID != nil:
@@ -320,7 +332,36 @@ func (b *Bridge) post(ctx context.Context, st state, line []byte, h head) (*http
 	if version != "" && h.Method != "initialize" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
+	for k, v := range standardHeaders(version, h) {
+		req.Header.Set(k, v)
+	}
 	return b.opts.Client.Do(req)
+}
+
+// standardHeaders are the headers a 2026-07-28 request must carry on
+// streamable HTTP (SEP-2243), which a stdio client does not send:
+// Mcp-Method, and Mcp-Name for a tool's call (its name) and a task's
+// request (its task ID, as the tasks extension routes it). None for an
+// earlier version. (A re-exposed tool whose parameters are annotated
+// x-mcp-header would need its Mcp-Param-* headers too, which only its
+// schema names; durawait's own tools have none.)
+func standardHeaders(version string, h head) map[string]string {
+	headers := mcp.StandardHeaders(version, mcp.MCPMethod(h.Method), h.Params)
+	if headers == nil || h.Method == "" {
+		return nil
+	}
+	switch h.Method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		var p struct {
+			TaskID string `json:"taskId"`
+		}
+		if json.Unmarshal(h.Params, &p) == nil && p.TaskID != "" {
+			if encoded, ok := mcp.EncodeHeaderValue(p.TaskID); ok {
+				headers[mcp.HeaderName] = encoded
+			}
+		}
+	}
+	return headers
 }
 
 // initialized records a new session and opens its notification stream.

@@ -22,6 +22,8 @@ type head struct {
 	Method string
 	// ProtocolVersion is the version a request names in its _meta, if any.
 	ProtocolVersion string
+	// Params are the message's params as sent.
+	Params json.RawMessage
 }
 
 // kind of a message.
@@ -39,7 +41,7 @@ func parseHead(line []byte) (head, error) {
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return head{}, fmt.Errorf("parse JSON-RPC message: %w", err)
 	}
-	h := head{Method: raw.Method}
+	h := head{Method: raw.Method, Params: raw.Params}
 	if len(raw.ID) > 0 && string(raw.ID) != "null" {
 		h.ID = raw.ID
 	}

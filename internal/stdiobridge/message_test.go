@@ -101,3 +101,23 @@ func TestReplaceIDKeepsTheRest(t *testing.T) {
 	assert.Equal(t, "initialize", h.Method)
 	assert.Contains(t, string(out), `"params":{"x":1}`)
 }
+
+// A 2026-07-28 request gets the headers streamable HTTP needs of it, which
+// a stdio client does not send: Mcp-Method, and Mcp-Name for a tool's call
+// and a task's request; an earlier version gets none.
+func TestAModernRequestGetsItsStandardHeaders(t *testing.T) {
+	parse := func(line string) head {
+		t.Helper()
+		h, err := parseHead([]byte(line))
+		require.NoError(t, err)
+		return h
+	}
+	call := parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait_for","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	assert.Equal(t, map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "wait_for"}, standardHeaders(call.ProtocolVersion, call))
+	get := parse(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"wait_for/a@r"}}`)
+	assert.Equal(t, map[string]string{"Mcp-Method": "tasks/get", "Mcp-Name": "wait_for/a@r"}, standardHeaders("2026-07-28", get))
+	discover := parse(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`)
+	assert.Equal(t, map[string]string{"Mcp-Method": "server/discover"}, standardHeaders("2026-07-28", discover))
+	assert.Nil(t, standardHeaders("2025-11-25", call))
+	assert.Nil(t, standardHeaders("", call))
+}
