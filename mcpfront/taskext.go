@@ -75,6 +75,11 @@ func (f *Front) extTaskOf(task mcp.Task, answer *mcp.CallToolResult, resultType 
 	case task.Status.IsTerminal() && answer != nil:
 		out.Status, out.StatusMessage = mcp.TaskStatusCompleted, ""
 		out.Result = f.complete(answer)
+	case task.Status.IsTerminal():
+		// Closed, but its answer could not be read with it (a
+		// CreateTaskResult whose wait closed in between): the seed state,
+		// working; tasks/get reads the answer.
+		out.Status, out.StatusMessage = mcp.TaskStatusWorking, ""
 	}
 	return out
 }

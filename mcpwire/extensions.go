@@ -49,18 +49,53 @@ func MissingExtensionResponse(id json.RawMessage, ext, message string) mcp.JSONR
 // streamable HTTP their Mcp-Name header carries params.taskId.
 var taskMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks/cancel": true}
 
-// headerMismatch checks the standard headers of a modern request the
-// tools answer themselves, as mcp-go checks those it answers (SEP-2243:
-// Mcp-Method always, Mcp-Name for tools/call), and the Mcp-Name of a task
-// method, which routes the request by its task: when sent, it must name
-// params.taskId (any front end answers any task, so it is not required).
-// It returns the refusal (-32020), or nil. A request without the
-// Mcp-Protocol-Version header (its version in _meta only) is not checked,
-// as mcp-go does not check it.
+// modernStatus is the HTTP status of a 2026-07-28 answer, as mcp-go gives
+// it for the requests it answers: a JSON-RPC error of the request's own
+// making is 400 (404 for an unknown method); anything else is 200.
+func modernStatus(resp any) int {
+	e, ok := resp.(mcp.JSONRPCError)
+	if !ok {
+		if p, isPtr := resp.(*mcp.JSONRPCError); isPtr && p != nil {
+			e, ok = *p, true
+		}
+	}
+	if !ok {
+		return http.StatusOK
+	}
+	switch e.Error.Code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// headerMismatch checks a modern request over HTTP as mcp-go checks the
+// ones it answers, so that the requests the tools answer themselves meet
+// the same rules: the protocol version in both the Mcp-Protocol-Version
+// header and _meta, and alike; no Last-Event-ID; the standard headers
+// (SEP-2243: Mcp-Method always, Mcp-Name for tools/call). It also checks
+// the Mcp-Name of a task method, which routes the request by its task:
+// when sent, it must name params.taskId (any front end answers any task,
+// so it is not required). It returns the refusal, or nil.
 func headerMismatch(h http.Header, msg message) *mcp.JSONRPCError {
-	version := h.Get(mcp.HeaderProtocolVersion)
-	if version == "" {
-		return nil
+	refuse := func(code int, text string) *mcp.JSONRPCError {
+		resp := ErrorResponse(msg.ID, code, text)
+		return &resp
+	}
+	version, meta := h.Get(mcp.HeaderProtocolVersion), msg.metaProtocolVersion()
+	switch {
+	case h.Get(mcp.HeaderLastEventID) != "":
+		return refuse(mcp.HEADER_MISMATCH, mcp.HeaderLastEventID+" is not supported in protocol version "+mcp.ProtocolVersion20260728+
+			": streams are not resumable, re-issue the request with a new ID")
+	case version == "":
+		return refuse(mcp.HEADER_MISMATCH, mcp.HeaderProtocolVersion+" header is required for requests carrying "+mcp.MetaKeyProtocolVersion)
+	case meta == "":
+		return refuse(mcp.INVALID_PARAMS, "missing or invalid _meta field "+mcp.MetaKeyProtocolVersion)
+	case meta != version:
+		return refuse(mcp.HEADER_MISMATCH, mcp.HeaderProtocolVersion+" header "+version+" does not match request "+mcp.MetaKeyProtocolVersion+" "+meta)
 	}
 	if err := mcp.ValidateStandardHeaders(h.Get, version, mcp.MCPMethod(msg.method), msg.Params); err != nil {
 		resp := ErrorResponse(msg.ID, mcp.HEADER_MISMATCH, err.Error())

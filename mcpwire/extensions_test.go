@@ -26,8 +26,9 @@ func TestARequestDeclaresAnExtensionInItsOwnMeta(t *testing.T) {
 	}
 }
 
-// A modern request's standard headers are checked as mcp-go checks them,
-// and a task method's Mcp-Name, when sent, must name its task.
+// A modern request over HTTP is checked as mcp-go checks the ones it
+// answers (its version in the header and in _meta, alike; the standard
+// headers), and a task method's Mcp-Name, when sent, must name its task.
 func TestTaskRequestHeadersNameTheirTask(t *testing.T) {
 	headers := func(kv ...string) http.Header {
 		h := http.Header{}
@@ -37,21 +38,32 @@ func TestTaskRequestHeadersNameTheirTask(t *testing.T) {
 		}
 		return h
 	}
-	get := message{method: "tasks/get", ID: json.RawMessage(`1`), Params: json.RawMessage(`{"taskId":"wait_for/a@r"}`)}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	get := message{method: "tasks/get", ID: json.RawMessage(`1`), Params: json.RawMessage(`{"taskId":"wait_for/a@r",` + meta + `}`)}
 	assert.Nil(t, headerMismatch(headers(mcp.HeaderMethod, "tasks/get", mcp.HeaderName, "wait_for/a@r"), get))
 	assert.Nil(t, headerMismatch(headers(mcp.HeaderMethod, "tasks/get"), get), "Mcp-Name is not required for correctness")
 	for _, h := range []http.Header{
 		headers(mcp.HeaderMethod, "tasks/get", mcp.HeaderName, "wait_for/b@r"),
 		headers(mcp.HeaderName, "wait_for/a@r"),
 		headers(mcp.HeaderMethod, "tasks/cancel", mcp.HeaderName, "wait_for/a@r"),
+		headers(mcp.HeaderMethod, "tasks/get", mcp.HeaderLastEventID, "7"),
+		{mcp.HeaderMethod: []string{"tasks/get"}},
 	} {
 		refusal := headerMismatch(h, get)
 		if assert.NotNil(t, refusal, h) {
-			assert.Equal(t, mcp.HEADER_MISMATCH, refusal.Error.Code)
+			assert.Equal(t, mcp.HEADER_MISMATCH, refusal.Error.Code, h)
+			assert.Equal(t, http.StatusBadRequest, modernStatus(refusal))
 		}
 	}
-	call := message{method: "tools/call", ID: json.RawMessage(`2`), Params: json.RawMessage(`{"name":"wait_for"}`)}
+	call := message{method: "tools/call", ID: json.RawMessage(`2`), Params: json.RawMessage(`{"name":"wait_for",` + meta + `}`)}
 	assert.NotNil(t, headerMismatch(headers(mcp.HeaderMethod, "tools/call", mcp.HeaderName, "wait_agent"), call))
 	assert.Nil(t, headerMismatch(headers(mcp.HeaderMethod, "tools/call", mcp.HeaderName, "wait_for"), call))
-	assert.Nil(t, headerMismatch(http.Header{}, get), "no protocol header: the version is in _meta, and nothing is checked")
+	noMeta := message{method: "tools/call", ID: json.RawMessage(`3`), Params: json.RawMessage(`{"name":"wait_for"}`)}
+	refusal := headerMismatch(headers(mcp.HeaderMethod, "tools/call", mcp.HeaderName, "wait_for"), noMeta)
+	if assert.NotNil(t, refusal) {
+		assert.Equal(t, mcp.INVALID_PARAMS, refusal.Error.Code)
+	}
+	assert.Equal(t, http.StatusNotFound, modernStatus(ErrorResponse(nil, mcp.METHOD_NOT_FOUND, "x")))
+	assert.Equal(t, http.StatusOK, modernStatus(ResultResponse(nil, struct{}{})))
+	assert.Equal(t, http.StatusOK, modernStatus(ErrorResponse(nil, mcp.INTERNAL_ERROR, "x")))
 }

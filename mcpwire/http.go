@@ -231,14 +231,18 @@ func (h *httpHandler) serveRequest(w http.ResponseWriter, r *http.Request, who C
 	}
 	if modern {
 		// Before anyone answers: the tools' own answers are checked as
-		// mcp-go checks its own.
+		// mcp-go checks its own, and answered with its statuses.
 		if refusal := headerMismatch(r.Header, msg); refusal != nil {
-			writeJSON(w, http.StatusOK, refusal)
+			writeJSON(w, modernStatus(refusal), refusal)
 			return
 		}
 	}
 	if resp, handled := h.served.own(r.Context(), msg, modern); handled {
-		writeJSON(w, http.StatusOK, resp)
+		status := http.StatusOK
+		if modern {
+			status = modernStatus(resp)
+		}
+		writeJSON(w, status, resp)
 		return
 	}
 	plain, changed := forMCPGo(msg, body, modern)

@@ -32,9 +32,11 @@ const journalTTL = 15 * time.Minute
 // poll of the killed process) and stop those whose wait ended meanwhile.
 //
 // An entry is removed once its loop's end is answered (or Temporal says
-// the activity is gone), and before its end is forgotten (endFiles): a
-// kill in between leaves the entry and the end, and the resumed loop
-// answers with that end, not a second one.
+// the activity is gone), and before its end file (endFiles) is removed: a
+// kill before the entry's removal leaves both, and the loop resumed from
+// the entry answers with the end on disk, not a second one; a kill between
+// the two leaves only the end file, which no loop resumes and the sweep
+// prunes.
 type loopJournal struct {
 	files *runFiles
 	// mu orders the rewrites of an entry (a record, a blocker) with its

@@ -187,3 +187,60 @@ func TestTheJournalIsPrunedOfOldEntriesOnly(t *testing.T) {
 	_, err = os.Stat(filepath.Join(j.files.dir, "x.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "unreadable and old")
 }
+
+// A wait whose loop's activity Temporal timed out while its host was down
+// asks for the loop's end (LoopAnswer) while a loop resumed from the
+// journal holds it back unconfirmed: once Temporal says the activity is no
+// longer open, the end the killed worker had told is collected from disk,
+// not "no answer".
+func TestAnUnconfirmedLoopsToldEndIsCollectedFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	down := newFakeCompleter()
+	for range 1000 {
+		down.fail = append(down.fail, serviceerror.NewUnavailable("the engine was killed too"))
+	}
+	told := make(chan struct{}, 1)
+	first := journaledLoops(t, dir, down, func(string, workflows.WaitEvent) { told <- struct{}{} })
+	entry := journaled(t)
+	toldResult := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, LastObservation: "pending 3", Samples: 3}
+	first.start(context.Background(), ref1, loopStart{journal: &entry}, func(context.Context) (any, error) { return toldResult, nil })
+	<-told
+	first.drop("", errStopping)
+
+	next := journaledLoops(t, dir, newFakeCompleter(), func(string, workflows.WaitEvent) { t.Error("an unconfirmed loop told its end") })
+	require.True(t, next.start(context.Background(), ref1, loopStart{journal: &entry, unconfirmed: true}, func(context.Context) (any, error) {
+		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
+	}))
+	collected := make(chan unrecordedEnd, 1)
+	go func() {
+		end, ok := next.collect(context.Background(), ref1.key())
+		assert.True(t, ok, "the told end is on disk")
+		collected <- end
+	}()
+	next.confirm(ref1.key(), false) // the activity timed out
+	end := <-collected
+	want, err := json.Marshal(toldResult)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(end.result.(json.RawMessage)))
+	next.wg.Wait()
+}
+
+// Temporal's word on a loop resumed from the journal is for that loop
+// only: a loop of the run that runs confirmed (its activity's delivery)
+// is not dropped by it.
+func TestAConfirmReachesOnlyTheLoopResumedUnconfirmed(t *testing.T) {
+	c := newFakeCompleter()
+	l := journaledLoops(t, t.TempDir(), c, nil)
+	entry := journaled(t)
+	release := make(chan struct{})
+	require.True(t, l.start(context.Background(), ref1, loopStart{journal: &entry}, func(context.Context) (any, error) {
+		<-release
+		return workflows.WaitForResult{Reason: workflows.WaitReasonMatched}, nil
+	}))
+	l.confirm(ref1.key(), false)
+	assert.True(t, l.has(ref1.key()), "still running")
+	assert.Len(t, keys(t, l.journal), 1, "still journaled")
+	close(release)
+	awaitAnswers(t, c, 1)
+	l.wg.Wait()
+}

@@ -124,8 +124,15 @@ func (r *Runtime) confirmJournal(ctx context.Context, resumed []journalEntry) {
 			defer func() { <-sem }()
 			delay := newRetryDelay()
 			for {
-				open, err := r.activityOpen(ctx, e.key(), e.ActivityID)
+				open, cancelRequested, err := r.activityOpen(ctx, e.key(), e.ActivityID)
 				if err == nil {
+					if cancelRequested {
+						// Its wait asked to stop it while this host was
+						// down (cancel_agent, a cancelled wait): it
+						// answers cancelled, as a loop resumed from the
+						// history does.
+						r.loops.stop(e.key())
+					}
 					r.loops.confirm(e.key(), open)
 					return
 				}
@@ -139,21 +146,22 @@ func (r *Runtime) confirmJournal(ctx context.Context, resumed []journalEntry) {
 	wg.Wait()
 }
 
-// activityOpen reports whether a run still runs with the activity open.
-func (r *Runtime) activityOpen(ctx context.Context, key loopKey, activityID string) (bool, error) {
+// activityOpen reports whether a run still runs with the activity open,
+// and whether its cancel was requested.
+func (r *Runtime) activityOpen(ctx context.Context, key loopKey, activityID string) (open, cancelRequested bool, err error) {
 	desc, err := r.opts.Client.DescribeWorkflowExecution(ctx, key.workflowID, key.runID)
 	switch {
 	case err != nil && gone(err):
-		return false, nil
+		return false, false, nil
 	case err != nil:
-		return false, fmt.Errorf("describe %s: %w", key.workflowID, err)
+		return false, false, fmt.Errorf("describe %s: %w", key.workflowID, err)
 	case desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		return false, nil
+		return false, false, nil
 	}
 	for _, pa := range desc.GetPendingActivities() {
 		if pa.GetActivityId() == activityID {
-			return true, nil
+			return true, pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED, nil
 		}
 	}
-	return false, nil
+	return false, false, nil
 }

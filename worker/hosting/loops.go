@@ -122,8 +122,11 @@ type loopStart struct {
 	journal *journalEntry
 	// unconfirmed: the loop is resumed from the journal, and Temporal has
 	// not said yet that its activity is open. Its end is told and answered
-	// only once it has (confirm): a loop whose activity another holder
-	// answered meanwhile must not tell a caller a second end.
+	// only once it has (confirm): a loop whose activity an adopter answered
+	// while this host was down must not tell a caller a second end. (An
+	// adopter that still runs the loop while this host takes its lease
+	// back may tell its own callers its own end meanwhile, as with a loop
+	// resumed from the history: see hosts.md, "The host comes back".)
 	unconfirmed bool
 }
 
@@ -191,19 +194,24 @@ func (l *loops) start(parent context.Context, ref loopRef, how loopStart, run lo
 // CLI runs on), its entry removed from the journal.
 func (l *loops) confirm(key loopKey, open bool) {
 	l.mu.Lock()
-	lp, ok := l.running[key]
-	if ok && open && lp.confirmed != nil && !lp.isConfirmed {
+	lp, running := l.running[key]
+	// Only the loop resumed unconfirmed: a later loop of the run (started
+	// by its activity's delivery, after this one ended) is not this
+	// answer's, and keeps its entry.
+	ours := running && lp.confirmed != nil && !lp.isConfirmed
+	if ours && open {
 		lp.isConfirmed = true
 		close(lp.confirmed)
 	}
 	l.mu.Unlock()
-	if !open {
-		if ok {
-			lp.cancel(errNotOpen)
-			lp.abandon()
-		}
-		l.forgetJournaled(key)
+	if open || (running && !ours) {
+		return
 	}
+	if ours {
+		lp.cancel(errNotOpen)
+		lp.abandon()
+	}
+	l.forgetJournaled(key)
 }
 
 // awaitConfirmed waits until Temporal has confirmed the loop's activity
@@ -356,12 +364,27 @@ func (l *loops) collect(ctx context.Context, key loopKey) (end unrecordedEnd, ok
 	case <-lp.done:
 	case <-ctx.Done():
 		l.stop(key)
-		return unrecordedEnd{}, false
+		return l.endOnDisk(key)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	end, kept = l.unrecorded[key]
-	return end, kept
+	l.mu.Unlock()
+	if !kept {
+		// A loop resumed from the journal that ended without telling
+		// (its activity was no longer open) leaves the end an earlier
+		// start told, which is on disk.
+		return l.endOnDisk(key)
+	}
+	return end, true
+}
+
+// endOnDisk is the end of a run kept on disk by an earlier start of this
+// host, if any.
+func (l *loops) endOnDisk(key loopKey) (unrecordedEnd, bool) {
+	if l.files == nil {
+		return unrecordedEnd{}, false
+	}
+	return l.files.get(key)
 }
 
 // knows reports whether this worker runs the loop of a run or keeps its

@@ -174,6 +174,11 @@ func (r *Runtime) Start() error {
 	since := time.Now()
 	r.resumeJournal()
 	if err := r.pollHost(r.opts.Host); err != nil {
+		// The loops resumed from the journal stay journaled for the next
+		// start.
+		r.cancel()
+		r.loops.drop("", errStopping)
+		r.wg.Wait()
 		r.stopWorkers()
 		return err
 	}
