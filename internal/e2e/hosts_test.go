@@ -373,6 +373,68 @@ func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *
 	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
 }
 
+// A cancel_agent that comes while the agent's host is down (its worker
+// killed with -9) stops the CLI when the host comes back. The stop the
+// invocation sends its host is taken by the worker that adopted the host
+// (here the engine's, which runs no agents and cannot stop the CLI), or
+// finds no worker and gives up after 5 s; either way it is over before the
+// host's own worker is back. That worker resumes the run from its loop
+// journal, learns from Temporal that its cancel was requested, and stops
+// the CLI; the invocation ends cancelled.
+func TestAnAgentCancelledWhileItsHostWasDownIsStoppedWhenItComesBack(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait never")
+	agents := agentsTOML(w.workspace, 30)
+	w.startServe(w.writeConfigAt("engine.toml", w.path("data"), "")) // the engine and a worker with no agents
+	engine := w.owner().Engine
+	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), agents)
+	agentHost := w.startRole("worker", workerConfig, engine)
+	c := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), agents), engine).client(t)
+	tc := temporalClient(t, engine)
+
+	id := c.startAgent(t, "fake", "forever", map[string]any{"cwd": w.path("work/repo")})
+	eventually(t, "the CLI to run", func() bool { return strings.Contains(readFile(w.path("argv.log")), "forever") })
+	agentHost.kill9()
+	cancelCtx, stopCancel := context.WithCancel(context.Background())
+	t.Cleanup(stopCancel)
+	go func() {
+		_, _ = c.call(cancelCtx, "cancel_agent", map[string]any{"invocation_id": id}, "")
+	}()
+	eventually(t, "the stop sent to the host that is down to be over", func() bool {
+		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		stops := map[int64]bool{}
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				return false
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == workflows.StopLoopActivityName {
+					stops[ev.GetEventId()] = true
+				}
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+				if stops[ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()] {
+					return true
+				}
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+				if stops[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	assert.Empty(t, readFile(w.path("ends.log")), "no host stopped the CLI yet")
+
+	restarted := w.startRole("worker", workerConfig, engine)
+	eventually(t, "the host back to stop the CLI", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
+	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
+	assert.Contains(t, restarted.log.String(), "resumed the host's loops from its journal")
+	p := c.waitAgent(t, id)
+	assert.Equal(t, "cancelled", p.Status, "%+v", p)
+}
+
 // An operator's `durawait waits show` of a wait_for whose host is down
 // (its only worker killed with -9, no peer to adopt it) shows what the
 // probe loop last recorded on its activity, marked recorded: the host
