@@ -345,19 +345,9 @@ func leaseKeptThrough(tc client.Client, host string, stopped, resumed time.Time)
 // workflows run in processes of their own, so the invocation ends on time
 // while the agent host is down.
 func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *testing.T) {
-	w := newAgentWorkspace(t, 30)
-	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait never")
-	agents := strings.Replace(agentsTOML(w.workspace, 30), "[agents]\n", "[agents]\nmax_run_sec = 3\n", 1)
-	w.startServe(w.writeConfigAt("engine.toml", w.path("data"), "")) // the engine and a worker with no agents
-	engine := w.owner().Engine
-	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), agents)
-	agentHost := w.startRole("worker", workerConfig, engine)
-	c := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), agents), engine).client(t)
-	tc := temporalClient(t, engine)
-
-	id := c.startAgent(t, "fake", "forever", map[string]any{"cwd": w.path("work/repo")})
-	eventually(t, "the CLI to run", func() bool { return strings.Contains(readFile(w.path("argv.log")), "forever") })
-	agentHost.kill9()
+	h := foreverOnAnAgentHost(t, "[agents]\nmax_run_sec = 3\n")
+	w, c, tc, id := h.w, h.c, h.tc, h.id
+	h.agentHost.kill9()
 	eventually(t, "the invocation to end past max_run_sec + the loop's grace", func() bool {
 		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
@@ -368,9 +358,39 @@ func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *
 	assert.Equal(t, "timeout", p.Error.Code)
 	assert.Empty(t, readFile(w.path("ends.log")), "the CLI ran on while its host was down")
 
-	w.startRole("worker", workerConfig, engine)
+	w.startRole("worker", h.workerConfig, h.engine)
 	eventually(t, "the host back to stop the CLI", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
 	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
+}
+
+// agentOnItsHost is an agent invocation whose CLI runs "forever" on an
+// agent host of its own (a worker), beside an engine (durawait serve, with
+// a worker that runs no agents) and a front end.
+type agentOnItsHost struct {
+	w                    *agentWorkspace
+	c                    *mcpClient
+	tc                   client.Client
+	agentHost            *instance
+	engine, workerConfig string
+	id                   string
+}
+
+// foreverOnAnAgentHost starts it, with agentsTable ("[agents]\n" and any
+// settings) at the head of the agents' configuration, and waits for the
+// CLI to run.
+func foreverOnAnAgentHost(t *testing.T, agentsTable string) agentOnItsHost {
+	t.Helper()
+	w := newAgentWorkspace(t, 30)
+	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait never")
+	agents := strings.Replace(agentsTOML(w.workspace, 30), "[agents]\n", agentsTable, 1)
+	w.startServe(w.writeConfigAt("engine.toml", w.path("data"), "")) // the engine and a worker with no agents
+	h := agentOnItsHost{w: w, engine: w.owner().Engine, workerConfig: w.writeConfigAt("worker.toml", w.path("worker-data"), agents)}
+	h.agentHost = w.startRole("worker", h.workerConfig, h.engine)
+	h.c = w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), agents), h.engine).client(t)
+	h.tc = temporalClient(t, h.engine)
+	h.id = h.c.startAgent(t, "fake", "forever", map[string]any{"cwd": w.path("work/repo")})
+	eventually(t, "the CLI to run", func() bool { return strings.Contains(readFile(w.path("argv.log")), "forever") })
+	return h
 }
 
 // A cancel_agent that comes while the agent's host is down (its worker
@@ -382,19 +402,9 @@ func TestACLIWhoseInvocationEndedWhileItsHostWasDownIsStoppedWhenItComesBack(t *
 // journal, learns from Temporal that its cancel was requested, and stops
 // the CLI; the invocation ends cancelled.
 func TestAnAgentCancelledWhileItsHostWasDownIsStoppedWhenItComesBack(t *testing.T) {
-	w := newAgentWorkspace(t, 30)
-	w.script("forever", `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait never")
-	agents := agentsTOML(w.workspace, 30)
-	w.startServe(w.writeConfigAt("engine.toml", w.path("data"), "")) // the engine and a worker with no agents
-	engine := w.owner().Engine
-	workerConfig := w.writeConfigAt("worker.toml", w.path("worker-data"), agents)
-	agentHost := w.startRole("worker", workerConfig, engine)
-	c := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), agents), engine).client(t)
-	tc := temporalClient(t, engine)
-
-	id := c.startAgent(t, "fake", "forever", map[string]any{"cwd": w.path("work/repo")})
-	eventually(t, "the CLI to run", func() bool { return strings.Contains(readFile(w.path("argv.log")), "forever") })
-	agentHost.kill9()
+	h := foreverOnAnAgentHost(t, "[agents]\n")
+	w, c, tc, id := h.w, h.c, h.tc, h.id
+	h.agentHost.kill9()
 	cancelCtx, stopCancel := context.WithCancel(context.Background())
 	t.Cleanup(stopCancel)
 	go func() {
@@ -427,7 +437,7 @@ func TestAnAgentCancelledWhileItsHostWasDownIsStoppedWhenItComesBack(t *testing.
 	})
 	assert.Empty(t, readFile(w.path("ends.log")), "no host stopped the CLI yet")
 
-	restarted := w.startRole("worker", workerConfig, engine)
+	restarted := w.startRole("worker", h.workerConfig, h.engine)
 	eventually(t, "the host back to stop the CLI", func() bool { return strings.TrimSpace(readFile(w.path("ends.log"))) != "" })
 	assert.Equal(t, "forever signal terminated", strings.TrimSpace(readFile(w.path("ends.log"))))
 	assert.Contains(t, restarted.log.String(), "resumed the host's loops from its journal")

@@ -126,23 +126,31 @@ func TestALoopResumedFromTheJournalTellsItsEndOnlyOnceConfirmed(t *testing.T) {
 	assert.False(t, l.knows(ref1.key()))
 }
 
+// toldThenKilled runs ref1's journaled loop in dir to its end, told to
+// its caller, with Temporal unreachable, then kills it (drops the loop):
+// the journal entry and the end stay on disk.
+func toldThenKilled(t *testing.T, dir string, told any) {
+	t.Helper()
+	down := newFakeCompleter()
+	for range 1000 {
+		down.fail = append(down.fail, serviceerror.NewUnavailable("the engine was killed too"))
+	}
+	tell := make(chan struct{}, 1)
+	first := journaledLoops(t, dir, down, func(string, workflows.WaitEvent) { tell <- struct{}{} })
+	entry := journaled(t)
+	first.start(context.Background(), ref1, loopStart{journal: &entry}, func(context.Context) (any, error) { return told, nil })
+	<-tell
+	first.drop("", errStopping) // the kill: its answer is abandoned
+}
+
 // A worker killed after its loop's end was told, before Temporal recorded
 // it, leaves the loop in its journal and its end on disk: the next start
 // resumes the loop from the journal, and it answers with that end, not a
 // second one.
 func TestAKillAfterAnEndWasToldLeavesTheJournalAndTheEnd(t *testing.T) {
 	dir := t.TempDir()
-	down := newFakeCompleter()
-	for range 1000 {
-		down.fail = append(down.fail, serviceerror.NewUnavailable("the engine was killed too"))
-	}
-	told := make(chan struct{}, 1)
-	first := journaledLoops(t, dir, down, func(string, workflows.WaitEvent) { told <- struct{}{} })
-	entry := journaled(t)
 	toldResult := workflows.WaitForResult{Reason: workflows.WaitReasonMatched, LastObservation: "READY", Samples: 4}
-	first.start(context.Background(), ref1, loopStart{journal: &entry}, func(context.Context) (any, error) { return toldResult, nil })
-	<-told
-	first.drop("", errStopping) // the kill: its answer is abandoned
+	toldThenKilled(t, dir, toldResult)
 
 	c := newFakeCompleter()
 	next := journaledLoops(t, dir, c, func(string, workflows.WaitEvent) {})
@@ -195,17 +203,9 @@ func TestTheJournalIsPrunedOfOldEntriesOnly(t *testing.T) {
 // not "no answer".
 func TestAnUnconfirmedLoopsToldEndIsCollectedFromDisk(t *testing.T) {
 	dir := t.TempDir()
-	down := newFakeCompleter()
-	for range 1000 {
-		down.fail = append(down.fail, serviceerror.NewUnavailable("the engine was killed too"))
-	}
-	told := make(chan struct{}, 1)
-	first := journaledLoops(t, dir, down, func(string, workflows.WaitEvent) { told <- struct{}{} })
-	entry := journaled(t)
 	toldResult := workflows.WaitForResult{Reason: workflows.WaitReasonTimeout, LastObservation: "pending 3", Samples: 3}
-	first.start(context.Background(), ref1, loopStart{journal: &entry}, func(context.Context) (any, error) { return toldResult, nil })
-	<-told
-	first.drop("", errStopping)
+	toldThenKilled(t, dir, toldResult)
+	entry := journaled(t)
 
 	next := journaledLoops(t, dir, newFakeCompleter(), func(string, workflows.WaitEvent) { t.Error("an unconfirmed loop told its end") })
 	require.True(t, next.start(context.Background(), ref1, loopStart{journal: &entry, unconfirmed: true}, func(context.Context) (any, error) {
