@@ -244,3 +244,23 @@ func TestAConfirmReachesOnlyTheLoopResumedUnconfirmed(t *testing.T) {
 	awaitAnswers(t, c, 1)
 	l.wg.Wait()
 }
+
+// A loop resumed from the journal that has its end asks for its
+// confirmation at once (the host's confirmation of all its journaled
+// loops may still be under way), and answers as soon as it comes.
+func TestAnUnconfirmedLoopWithItsEndAsksToBeConfirmedAtOnce(t *testing.T) {
+	c := newFakeCompleter()
+	l := journaledLoops(t, t.TempDir(), c, nil)
+	asked := make(chan loopRef, 1)
+	l.confirmNow = func(ref loopRef) {
+		asked <- ref
+		go l.confirm(ref.key(), true)
+	}
+	entry := journaled(t)
+	require.True(t, l.start(context.Background(), ref1, loopStart{journal: &entry, unconfirmed: true}, func(context.Context) (any, error) {
+		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
+	}))
+	assert.Equal(t, ref1, <-asked)
+	awaitAnswers(t, c, 1)
+	l.wg.Wait()
+}

@@ -122,28 +122,44 @@ func (r *Runtime) confirmJournal(ctx context.Context, resumed []journalEntry) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			delay := newRetryDelay()
-			for {
-				open, cancelRequested, err := r.activityOpen(ctx, e.key(), e.ActivityID)
-				if err == nil {
-					if cancelRequested {
-						// Its wait asked to stop it while this host was
-						// down (cancel_agent, a cancelled wait): it
-						// answers cancelled, as a loop resumed from the
-						// history does.
-						r.loops.stop(e.key())
-					}
-					r.loops.confirm(e.key(), open)
-					return
-				}
-				r.logger.Warn("could not confirm a journaled loop; trying again", "workflow", e.WorkflowID, "error", err)
-				if sleepCtx(ctx, delay.next()) != nil {
-					return
-				}
-			}
+			r.confirmLoop(ctx, e.key(), e.ActivityID)
 		})
 	}
 	wg.Wait()
+}
+
+// confirmLoop asks Temporal whether the activity of a loop resumed from
+// the journal is open, trying again until it answers or ctx ends, and
+// tells the loop (loops.confirm). A loop whose cancel was requested while
+// this host was down (cancel_agent, a cancelled wait) is stopped first: it
+// answers cancelled, as a loop resumed from the history does.
+func (r *Runtime) confirmLoop(ctx context.Context, key loopKey, activityID string) {
+	delay := newRetryDelay()
+	for {
+		open, cancelRequested, err := r.activityOpen(ctx, key, activityID)
+		if err == nil {
+			if cancelRequested {
+				r.loops.stop(key)
+			}
+			r.loops.confirm(key, open)
+			return
+		}
+		r.logger.Warn("could not confirm a journaled loop; trying again", "workflow", key.workflowID, "error", err)
+		if sleepCtx(ctx, delay.next()) != nil {
+			return
+		}
+	}
+}
+
+// confirmNow confirms at once, on a goroutine of its own, a journaled
+// loop that has its end (loops.confirmNow): its caller waits for it, ahead
+// of the host's other journaled loops.
+func (r *Runtime) confirmNow(ref loopRef) {
+	if r.ctx.Err() != nil {
+		return // stopping: the loop is dropped
+	}
+	// Not on r.wg: it may start while Stop waits, and it ends with r.ctx.
+	go r.confirmLoop(r.ctx, ref.key(), ref.ActivityID)
 }
 
 // activityOpen reports whether a run still runs with the activity open,

@@ -68,6 +68,12 @@ type loops struct {
 	// journal keeps the own host's running loops on disk, for its next
 	// start (nil: none).
 	journal *loopJournal
+	// confirmNow, when set, asks Temporal at once whether the activity of
+	// a loop resumed from the journal is open: the loop has its end and
+	// waits for the answer (see awaitConfirmed). The host's confirmation
+	// of all its journaled loops goes in their order; a loop whose end is
+	// due goes first.
+	confirmNow func(loopRef)
 
 	mu      sync.Mutex
 	running map[loopKey]*runningLoop
@@ -215,11 +221,19 @@ func (l *loops) confirm(key loopKey, open bool) {
 }
 
 // awaitConfirmed waits until Temporal has confirmed the loop's activity
-// open (at once for a loop not resumed from the journal); false when the
-// loop was dropped first.
-func (lp *runningLoop) awaitConfirmed() bool {
+// open (at once for a loop not resumed from the journal, or already
+// confirmed); false when the loop was dropped first.
+func (l *loops) awaitConfirmed(lp *runningLoop) bool {
 	if lp.confirmed == nil {
 		return true
+	}
+	select {
+	case <-lp.confirmed:
+		return true
+	default:
+	}
+	if l.confirmNow != nil {
+		l.confirmNow(lp.ref)
 	}
 	select {
 	case <-lp.confirmed:
@@ -262,7 +276,7 @@ func (l *loops) run(ctx context.Context, lp *runningLoop, run loopFunc) {
 			err = temporal.NewCanceledError()
 		}
 		result = nil
-	case !lp.awaitConfirmed():
+	case !l.awaitConfirmed(lp):
 		return // dropped, or its activity is no longer open
 	default:
 		// The in-process feed hears the end first (a call answers at

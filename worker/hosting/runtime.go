@@ -130,12 +130,14 @@ func New(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runtime{
+	r := &Runtime{
 		opts: opts, logger: logger, ctx: ctx, cancel: cancel,
 		loops:  newLoops(opts.Namespace, opts.Client, opts.Observer, files, journal, logger),
 		held:   map[string]*heldLease{},
 		queues: map[string]sdkworker.Worker{},
-	}, nil
+	}
+	r.loops.confirmNow = r.confirmNow
+	return r, nil
 }
 
 // Host is this worker's own host.
