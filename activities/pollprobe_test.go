@@ -80,9 +80,10 @@ func seconds(s ...float64) []time.Duration {
 
 // recordingObserver keeps every sample it is told of.
 type recordingObserver struct {
-	mu      sync.Mutex
-	samples []workflows.Sample
-	results []workflows.WaitForResult
+	mu          sync.Mutex
+	samples     []workflows.Sample
+	results     []workflows.WaitForResult
+	unavailable []workflows.ProbeUnavailable
 }
 
 func (o *recordingObserver) Observe(_ string, event workflows.WaitEvent) {
@@ -93,6 +94,8 @@ func (o *recordingObserver) Observe(_ string, event workflows.WaitEvent) {
 		o.samples = append(o.samples, e)
 	case workflows.WaitForResult:
 		o.results = append(o.results, e)
+	case workflows.ProbeUnavailable:
+		o.unavailable = append(o.unavailable, e)
 	}
 }
 
@@ -330,8 +333,11 @@ func TestPollProbeCarriesOnWhileTheServerIsUnavailable(t *testing.T) {
 	down := &UnavailableError{Server: "demo", Err: errors.New("connection refused")}
 	clock := newFakeClock(t0)
 	prober := newProber(clock, text("starting"), step{err: down}, step{err: down}, text("READY"))
-	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), nil)
+	obs := &recordingObserver{}
+	res, err := runPoll(t, clock, prober, input(matchesReady, 2, 10), obs)
 	require.NoError(t, err)
+	require.Len(t, obs.unavailable, 2, "each attempt the server missed is told (the front tells its caller once per distinct message)")
+	assert.Contains(t, obs.unavailable[0].Message, "connection refused")
 	assert.Equal(t, workflows.WaitReasonMatched, res.Reason)
 	assert.Equal(t, 2, res.Samples, "failed attempts are not samples")
 	assert.Equal(t, seconds(0, 2, 4, 6), prober.callTimes(), "failed attempts keep the schedule")

@@ -55,11 +55,6 @@ var taskMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "task
 func modernStatus(resp any) int {
 	e, ok := resp.(mcp.JSONRPCError)
 	if !ok {
-		if p, isPtr := resp.(*mcp.JSONRPCError); isPtr && p != nil {
-			e, ok = *p, true
-		}
-	}
-	if !ok {
 		return http.StatusOK
 	}
 	switch e.Error.Code {

@@ -52,7 +52,7 @@ func TestTaskRequestHeadersNameTheirTask(t *testing.T) {
 		refusal := headerMismatch(h, get)
 		if assert.NotNil(t, refusal, h) {
 			assert.Equal(t, mcp.HEADER_MISMATCH, refusal.Error.Code, h)
-			assert.Equal(t, http.StatusBadRequest, modernStatus(refusal))
+			assert.Equal(t, http.StatusBadRequest, modernStatus(*refusal))
 		}
 	}
 	call := message{method: "tools/call", ID: json.RawMessage(`2`), Params: json.RawMessage(`{"name":"wait_for",` + meta + `}`)}

@@ -233,7 +233,7 @@ func (h *httpHandler) serveRequest(w http.ResponseWriter, r *http.Request, who C
 		// Before anyone answers: the tools' own answers are checked as
 		// mcp-go checks its own, and answered with its statuses.
 		if refusal := headerMismatch(r.Header, msg); refusal != nil {
-			writeJSON(w, modernStatus(refusal), refusal)
+			writeJSON(w, modernStatus(*refusal), refusal)
 			return
 		}
 	}

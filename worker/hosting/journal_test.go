@@ -260,7 +260,12 @@ func TestAnUnconfirmedLoopWithItsEndAsksToBeConfirmedAtOnce(t *testing.T) {
 	require.True(t, l.start(context.Background(), ref1, loopStart{journal: &entry, unconfirmed: true}, func(context.Context) (any, error) {
 		return workflows.WaitForResult{Reason: workflows.WaitReasonTimeout}, nil
 	}))
-	assert.Equal(t, ref1, <-asked)
+	select {
+	case ref := <-asked:
+		assert.Equal(t, ref1, ref)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop with its end did not ask to be confirmed")
+	}
 	awaitAnswers(t, c, 1)
 	l.wg.Wait()
 }
