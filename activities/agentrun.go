@@ -58,6 +58,9 @@ type AgentRunner struct {
 
 	mu   sync.Mutex
 	live map[string]workflows.AgentLive // by invocation: what its CLI does now
+	// turns carries each answer (the run's next turn) to the run that
+	// follows its invocation's CLI here, by invocation.
+	turns map[string]*turnFeed
 	// spool tells the runs when their spool folders change.
 	spool spoolWatch
 }
@@ -106,10 +109,15 @@ type AgentRun struct {
 	// run this host resumes: from the workflow's history), which are not
 	// signalled again.
 	Signalled []string
-	// OnSignalled, when set, is told each blocker category once the
-	// workflow took its signal (the host journals it: a run resumed after
-	// a restart does not signal it again).
-	OnSignalled func(code string)
+	// OnSignalled, when set, is told each blocker's key
+	// (workflows.AgentBlocker.Key) once the workflow took its signal (the
+	// host journals it: a run resumed after a restart does not signal it
+	// again).
+	OnSignalled func(key string)
+	// Turns are the answers the run had taken before this run of it on
+	// this host began (a run resumed: from the journal or the workflow's
+	// history); it goes on from the last.
+	Turns []workflows.AgentTurn
 }
 
 // Run runs (or re-attaches to) one invocation's CLI until it exits or its
@@ -128,31 +136,129 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 	if spool == "" {
 		spool = r.SpoolDir
 	}
-	dir := filepath.Join(spool, spoolName(in.InvocationID))
+	base := filepath.Join(spool, spoolName(in.InvocationID))
+	turn := lastTurn(run.Turns)
+	feed := r.listen(in.InvocationID, turn.Turn)
 	defer r.forget(in.InvocationID)
 
+	dir := turnDir(base, turn.Turn)
 	if errors.Is(context.Cause(ctx), ErrLoopStopped) && !agentproc.Running(dir) {
 		// Cancelled before this run began (a cancel_agent that came while
 		// its host was down): no CLI is started or resumed just to be
 		// stopped.
 		return workflows.AgentFinal{}, ctx.Err()
 	}
-	launch, err := r.launchOnce(dir)
-	if err != nil {
-		return workflows.AgentFinal{}, err
-	}
-	if launch {
-		if err := r.launch(dir, in.InvocationID, prov, in.Spec); err != nil {
-			return workflows.AgentFinal{}, err
-		}
-	} else if agentproc.Lost(dir) {
-		// The supervisor is gone without an exit status: the machine lost
-		// it. Its spooled output names the provider session to resume.
-		if final, done, err := r.resumeLost(dir, prov, in); done || err != nil {
+	for {
+		if final, done, err := r.begin(base, prov, in, turn); done || err != nil {
 			return final, err
 		}
+		final, err, next := r.follow(ctx, run, turn.Turn, turnDir(base, turn.Turn), prov, feed)
+		if next == nil {
+			return final, err
+		}
+		turn = *next
 	}
-	return r.follow(ctx, run, dir, prov.Format)
+}
+
+// begin starts the CLI of the run's turn in its spool folder (base for the
+// first; an answer's turn in a folder of its own), or finds it started
+// before. An answer's CLI is started once the CLIs of the turns before it
+// are stopped, in the provider session the answer resumes. done is true
+// when the run has ended without a CLI to follow (one lost that cannot be
+// resumed).
+func (r *AgentRunner) begin(base string, prov AgentProvider, in workflows.RunAgentInput, turn workflows.AgentTurn) (final workflows.AgentFinal, done bool, err error) {
+	dir := turnDir(base, turn.Turn)
+	launch, err := r.launchOnce(dir)
+	if err != nil {
+		return workflows.AgentFinal{}, true, err
+	}
+	if !launch {
+		if agentproc.Lost(dir) {
+			// The supervisor is gone without an exit status: the machine
+			// lost it. Its spooled output names the provider session to
+			// resume.
+			return r.resumeLost(dir, prov, in)
+		}
+		return workflows.AgentFinal{}, false, nil
+	}
+	spec := in.Spec
+	if turn.Turn > 0 {
+		for t := range turn.Turn {
+			agentproc.Terminate(turnDir(base, t), r.CancelGrace)
+		}
+		spec.SessionID, spec.Prompt = turn.SessionID, turn.Answer
+		r.logger().Info("agent blocker answered; resuming its session", "invocation", in.InvocationID, "turn", turn.Turn, "session", turn.SessionID)
+	}
+	if err := r.launch(dir, in.InvocationID, prov, spec); err != nil {
+		return workflows.AgentFinal{}, true, err
+	}
+	return workflows.AgentFinal{}, false, nil
+}
+
+// turnDir is the spool folder of a run's turn: base for the first, and
+// base.turn-N for the CLI started by the N-th answer.
+func turnDir(base string, turn int) string {
+	if turn == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s%s%d", base, turnSuffix, turn)
+}
+
+// turnSuffix separates an invocation's spool folder name from its turn.
+const turnSuffix = ".turn-"
+
+// lastTurn is the latest of turns (the zero turn: the first CLI).
+func lastTurn(turns []workflows.AgentTurn) workflows.AgentTurn {
+	var last workflows.AgentTurn
+	for _, t := range turns {
+		if t.Turn > last.Turn {
+			last = t
+		}
+	}
+	return last
+}
+
+// turnFeed carries the answers to a run that follows its CLI.
+type turnFeed struct {
+	next chan workflows.AgentTurn
+	// turn is the latest turn given to the run.
+	turn int
+}
+
+// listen registers the run of invocationID, at turn, for its answers.
+func (r *AgentRunner) listen(invocationID string, turn int) <-chan workflows.AgentTurn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.turns == nil {
+		r.turns = map[string]*turnFeed{}
+	}
+	f := &turnFeed{next: make(chan workflows.AgentTurn, 4), turn: turn}
+	r.turns[invocationID] = f
+	return f.next
+}
+
+// Answer gives an answer (the run's next turn) to the run that follows the
+// invocation's CLI here: it stops the CLI and starts it again in its
+// session with the answer as its prompt. A turn the run has had already is
+// taken as given; with no run of the invocation here, Answer fails (its
+// activity is retried until the run's host follows it again).
+func (r *AgentRunner) Answer(t workflows.AgentTurn) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.turns[t.InvocationID]
+	switch {
+	case f == nil:
+		return fmt.Errorf("no run of invocation %s follows its CLI on this host now", t.InvocationID)
+	case t.Turn <= f.turn:
+		return nil
+	}
+	select {
+	case f.next <- t:
+		f.turn = t.Turn
+		return nil
+	default:
+		return fmt.Errorf("the run of invocation %s has answers queued; try again", t.InvocationID)
+	}
 }
 
 // launchOnce claims the launch of the run in dir: true when this call
@@ -263,11 +369,13 @@ func (r *AgentRunner) setLive(invocationID string, live workflows.AgentLive) {
 	r.live[invocationID] = live.Tail()
 }
 
-// forget drops the invocation's live state once its run here ended.
+// forget drops the invocation's live state and its answers' feed once
+// its run here ended.
 func (r *AgentRunner) forget(invocationID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.live, invocationID)
+	delete(r.turns, invocationID)
 }
 
 func (r *AgentRunner) logger() *slog.Logger {
@@ -419,20 +527,39 @@ func (r *AgentRunner) Unfollowed() []string {
 		}
 		dir := filepath.Join(r.SpoolDir, e.Name())
 		id, err := os.ReadFile(filepath.Join(dir, invocationFile))
-		if err != nil || spoolName(string(id)) != e.Name() {
+		if err != nil || !isTurnOf(e.Name(), spoolName(string(id))) {
 			continue // none, or a run set aside (".lost.<time>")
 		}
-		if _, exited := agentproc.ExitCode(dir); !exited && agentproc.Running(dir) {
+		if _, exited := agentproc.ExitCode(dir); !exited && agentproc.Running(dir) && !slices.Contains(ids, string(id)) {
 			ids = append(ids, string(id))
 		}
 	}
 	return ids
 }
 
-// Stop stops the CLI of an invocation no run follows (SIGTERM, SIGKILL
-// after CancelGrace): see Unfollowed.
+// isTurnOf reports whether the spool folder name is one of the run whose
+// first turn's folder is named base (base, or base.turn-N).
+func isTurnOf(name, base string) bool {
+	if name == base {
+		return true
+	}
+	n, ok := strings.CutPrefix(name, base+turnSuffix)
+	if !ok || n == "" {
+		return false
+	}
+	return strings.Trim(n, "0123456789") == ""
+}
+
+// Stop stops the CLIs of an invocation no run follows (SIGTERM, SIGKILL
+// after CancelGrace), of every turn: see Unfollowed.
 func (r *AgentRunner) Stop(invocationID string) {
-	agentproc.Terminate(filepath.Join(r.SpoolDir, spoolName(invocationID)), r.CancelGrace)
+	base := spoolName(invocationID)
+	entries, _ := os.ReadDir(r.SpoolDir)
+	for _, e := range entries {
+		if e.IsDir() && isTurnOf(e.Name(), base) {
+			agentproc.Terminate(filepath.Join(r.SpoolDir, e.Name()), r.CancelGrace)
+		}
+	}
 }
 
 // watchedPollInterval is how often a run whose spool is watched reads it
@@ -442,23 +569,28 @@ const watchedPollInterval = 250 * time.Millisecond
 // maxLine bounds one output line; longer lines are dropped.
 const maxLine = 8 << 20
 
-// follow tails the spooled output until the CLI exits, its deadline
-// passes, or ctx ends.
-func (r *AgentRunner) follow(ctx context.Context, run AgentRun, dir, format string) (workflows.AgentFinal, error) {
+// follow tails the spooled output of the run's turn (in dir) until the CLI
+// exits, its deadline passes, ctx ends, or an answer starts the next turn
+// (next: the CLI is left for begin to stop).
+func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir string, prov AgentProvider, answers <-chan workflows.AgentTurn) (final workflows.AgentFinal, err error, next *workflows.AgentTurn) {
 	in := run.Input
 	id := in.InvocationID
-	parser, err := agentstream.New(format, time.Now)
+	parser, err := agentstream.New(prov.Format, time.Now)
 	if err != nil {
-		return workflows.AgentFinal{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentUnknownConfig, nil)
+		return workflows.AgentFinal{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentUnknownConfig, nil), nil
 	}
 	var st agentstream.State
 	sent := map[string]bool{}
-	for _, code := range run.Signalled {
-		sent[code] = true
+	for _, key := range run.Signalled {
+		sent[key] = true
 	}
 	// Blockers signalled before this run on this host (a resumed run)
 	// were reported then.
 	progress := progressReporter{observer: r.Observer, id: id, blockers: maps.Clone(sent)}
+	blocker := func(b workflows.AgentError) workflows.AgentBlocker {
+		session := st.Live.SessionID
+		return workflows.AgentBlocker{AgentError: b, Turn: turn, SessionID: session, Resumable: session != "" && len(prov.Resume) > 0}
+	}
 	var pending []workflows.AgentError
 	var offset int64
 	var partial []byte
@@ -504,7 +636,7 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, dir, format stri
 	for {
 		code, exited := agentproc.ExitCode(dir)
 		feed(exited)
-		pending = r.signal(ctx, run, pending, sent)
+		pending = r.signal(ctx, run, pending, sent, blocker)
 		progress.report(st.Live.Activity, sent, code, exited)
 		r.setLive(id, st.Live)
 		if exited {
@@ -512,10 +644,14 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, dir, format stri
 				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
 			}
 			out := st.Outcome(code)
-			agentstream.Explain(&out, format, code, readTail(filepath.Join(dir, agentproc.StderrFile), agentstream.StderrTailWindow))
-			return out, nil
+			agentstream.Explain(&out, prov.Format, code, readTail(filepath.Join(dir, agentproc.StderrFile), agentstream.StderrTailWindow))
+			return out, nil, nil
 		}
 		select {
+		case t := <-answers:
+			if t.Turn > turn {
+				return workflows.AgentFinal{}, nil, &t
+			}
 		case <-tick.C:
 		case <-changed:
 		case <-deadline:
@@ -525,18 +661,18 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, dir, format stri
 			feed(true)
 			return workflows.AgentFinal{Status: workflows.AgentFailed, Output: st.Live.Reply, SessionID: st.Live.SessionID,
 				Error: &workflows.AgentError{Code: workflows.ErrCodeTimeout,
-					Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s)", int64(in.MaxRun/time.Second))}}, nil
+					Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s)", int64(in.MaxRun/time.Second))}}, nil, nil
 		case <-ctx.Done():
 			if !errors.Is(context.Cause(ctx), ErrLoopStopped) {
 				// The host was released, or the worker stops: leave the
 				// CLI running for the host's next holder.
-				return workflows.AgentFinal{}, ctx.Err()
+				return workflows.AgentFinal{}, ctx.Err(), nil
 			}
 			agentproc.Terminate(dir, r.CancelGrace)
 			feed(true)
 			out := st.Outcome(0)
 			out.Status, out.Error = workflows.AgentCancelled, nil
-			return workflows.AgentFinal{}, temporal.NewCanceledError(out)
+			return workflows.AgentFinal{}, temporal.NewCanceledError(out), nil
 		}
 	}
 }
@@ -555,23 +691,26 @@ func (r *AgentRunner) apply(p agentstream.Parser, st *agentstream.State, line []
 	}
 }
 
-// signal sends the pending blockers the workflow has not had yet; failures
-// stay pending for the next round.
-func (r *AgentRunner) signal(ctx context.Context, run AgentRun, pending []workflows.AgentError, sent map[string]bool) []workflows.AgentError {
+// signal sends the pending blockers the workflow has not had yet (as
+// blocker makes each, with its turn and session); failures stay pending
+// for the next round.
+func (r *AgentRunner) signal(ctx context.Context, run AgentRun, pending []workflows.AgentError, sent map[string]bool,
+	blocker func(workflows.AgentError) workflows.AgentBlocker) []workflows.AgentError {
 	id := run.Input.InvocationID
 	var left []workflows.AgentError
-	for _, b := range pending {
-		if sent[b.Code] {
+	for _, e := range pending {
+		b := blocker(e)
+		if sent[b.Key()] {
 			continue
 		}
 		if err := r.Signals.SignalWorkflow(ctx, id, "", workflows.AgentBlockerSignal, b); err != nil {
 			r.logger().Warn("could not signal a blocker; will retry", "invocation", id, "error", err)
-			left = append(left, b)
+			left = append(left, e)
 			continue
 		}
-		sent[b.Code] = true
+		sent[b.Key()] = true
 		if run.OnSignalled != nil {
-			run.OnSignalled(b.Code)
+			run.OnSignalled(b.Key())
 		}
 	}
 	return left
@@ -634,7 +773,11 @@ func (p *progressReporter) report(act *workflows.AgentActivity, blockers map[str
 		}
 	}
 	sort.Strings(news)
-	for _, code := range news {
+	for _, key := range news {
+		code, turn, answered := strings.Cut(key, "@")
+		if answered {
+			code += " (after answer " + turn + ")"
+		}
 		p.tell("execution blocker: " + code)
 	}
 	if desc := describeActivity(act); desc != "" && desc != p.activity {

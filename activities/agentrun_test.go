@@ -206,3 +206,28 @@ func TestALostRunResumedByTwoFollowersAtOnceLaunchesOnce(t *testing.T) {
 	assert.Len(t, aside, 1, "the lost run was set aside once")
 	assert.True(t, agentproc.Running(dir), "the resumption runs in the run's folder")
 }
+
+// An answer reaches the run that follows its invocation's CLI here, once:
+// a turn the run has had is taken as given, and with no run here the
+// answer fails (its activity is retried). A turn's spool folder is told
+// apart from another invocation's.
+func TestAnAnswerReachesTheRunOnce(t *testing.T) {
+	r := &AgentRunner{}
+	turn := workflows.AgentTurn{InvocationID: "agent/a", Turn: 1, SessionID: "s1", Answer: "yes"}
+	require.Error(t, r.Answer(turn), "no run follows it")
+	next := r.listen("agent/a", 0)
+	require.NoError(t, r.Answer(turn))
+	require.NoError(t, r.Answer(turn), "given again: taken as given")
+	assert.Equal(t, turn, <-next)
+	assert.Empty(t, next, "told once")
+	r.forget("agent/a")
+	require.Error(t, r.Answer(workflows.AgentTurn{InvocationID: "agent/a", Turn: 2}))
+
+	assert.Equal(t, workflows.AgentTurn{Turn: 2}, lastTurn([]workflows.AgentTurn{{Turn: 2}, {Turn: 1}}))
+	assert.True(t, isTurnOf("agent_a", "agent_a"))
+	assert.True(t, isTurnOf("agent_a.turn-12", "agent_a"))
+	assert.False(t, isTurnOf("agent_a.turn-", "agent_a"))
+	assert.False(t, isTurnOf("agent_ab", "agent_a"))
+	assert.False(t, isTurnOf("agent_a.lost.20260101T000000", "agent_a"))
+	assert.Equal(t, "/s/agent_a.turn-3", turnDir("/s/agent_a", 3))
+}

@@ -229,7 +229,7 @@ func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, window
 		WorkflowID:   id,
 		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
-		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: mcpwire.PrincipalFrom(ctx)}},
+		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: mcpwire.PrincipalFrom(ctx), Answers: answersBlockers(ctx)}},
 		WaitForStage: stage,
 	})
 }

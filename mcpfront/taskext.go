@@ -161,7 +161,7 @@ func (f *Front) handleModern(ctx context.Context, msg mcpwire.Request) (resp any
 func (f *Front) extToolCall(ctx context.Context, msg mcpwire.Request, req mcp.CallToolRequest) any {
 	var task mcp.Task
 	var answer *mcp.CallToolResult
-	err := f.drained(ctx, func(ctx context.Context) (err error) {
+	err := f.drained(withBlockerAnswers(ctx), func(ctx context.Context) (err error) {
 		task, answer, err = f.taskCall(ctx, req, f.answerWithin(inlineWindow))
 		return err
 	})
@@ -171,7 +171,21 @@ func (f *Front) extToolCall(ctx context.Context, msg mcpwire.Request, req mcp.Ca
 		return mcpwire.ResultResponse(msg.ID, f.complete(mcp.NewToolResultError(bad.Error())))
 	case err != nil:
 		return mcpwire.ResultResponse(msg.ID, f.complete(mcp.NewToolResultError(err.Error())))
-	case answer != nil:
+	}
+	if ref, err := f.tools.parseTaskID(task.TaskId); err == nil && ref.updateID != "" {
+		// A wait_agent task: blocked on a blocker that takes an answer,
+		// it is a task (input_required) even when its wait ended at once.
+		ext, _, err := f.extAgentTask(ctx, ref, resultTypeTask)
+		switch {
+		case err != nil:
+			return mcpwire.ResultResponse(msg.ID, f.complete(mcp.NewToolResultError(err.Error())))
+		case ext.Status == mcp.TaskStatusCompleted && ext.Result != nil:
+			return mcpwire.ResultResponse(msg.ID, ext.Result)
+		}
+		ext.Result = nil
+		return mcpwire.ResultResponse(msg.ID, ext)
+	}
+	if answer != nil {
 		return mcpwire.ResultResponse(msg.ID, f.complete(answer))
 	}
 	return mcpwire.ResultResponse(msg.ID, f.extTaskOf(task, nil, resultTypeTask))
@@ -221,6 +235,20 @@ func (f *Front) extTaskMethod(ctx context.Context, msg mcpwire.Request) (any, er
 	if !workflows.Owns(mcpwire.PrincipalFrom(ctx), ref.workflowID) {
 		// Another principal's task reads exactly like an unknown one.
 		return nil, taskLookupError(ref, &serviceerror.NotFound{})
+	}
+	if ref.updateID != "" && msg.Method != string(mcp.MethodTasksCancel) {
+		// A wait_agent task, which may wait an answer.
+		if msg.Method == string(mcp.MethodTasksGet) {
+			ext, _, err := f.extAgentTask(ctx, ref, mcp.ResultTypeComplete)
+			return ext, err
+		}
+		if params.InputResponses == nil {
+			return nil, badParams(errors.New("inputResponses: required (an object of responses keyed as the task's inputRequests)"))
+		}
+		if err := f.answerAgentTask(ctx, ref, params.InputResponses); err != nil {
+			return nil, err
+		}
+		return f.ack(), nil
 	}
 	task, answer, err := f.taskState(ctx, ref)
 	if err != nil {

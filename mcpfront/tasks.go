@@ -16,10 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	updatepb "go.temporal.io/api/update/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -299,18 +297,13 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 func (f *Front) agentTaskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.CallToolResult, error) {
 	created := agentTaskCreated(ref.updateID)
 	task := newTask(ref, created, created, f.taskTTL(ctx))
-	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
-		Namespace: f.opts.Namespace,
-		UpdateRef: &updatepb.UpdateRef{
-			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: ref.workflowID},
-			UpdateId:          ref.updateID,
-		},
-		WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED},
-	})
-	if err != nil {
+	outcome, found, err := f.agentUpdateOutcome(ctx, ref.workflowID, ref.updateID)
+	switch {
+	case err != nil:
 		return mcp.Task{}, nil, taskLookupError(ref, err)
+	case !found:
+		return mcp.Task{}, nil, taskLookupError(ref, &serviceerror.NotFound{Message: "update " + ref.updateID + " not found"})
 	}
-	outcome := resp.GetOutcome()
 	if outcome == nil {
 		return task, nil, nil
 	}

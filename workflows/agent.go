@@ -120,6 +120,11 @@ type AgentWaitRequest struct {
 	// whose it is), as the front end does: a request that did not come
 	// through a front end gets no more.
 	Principal string `json:"principal,omitempty"`
+	// Answers: the caller can answer blockers (a task of the tasks
+	// extension), so a blocker waiting for an answer wakes it even when
+	// it woke another wait before; a plain wait_agent is woken once per
+	// blocker.
+	Answers bool `json:"answers,omitempty"`
 }
 
 // AgentCancelRequest is the argument of the cancel signal (cancel_agent).
@@ -171,20 +176,29 @@ func takeCancel(ctx workflow.Context, id string, c workflow.ReceiveChannel) bool
 }
 
 type agentState struct {
-	started   time.Time
+	started time.Time
+	// deadline is when the run must end (started plus agents.max_run_sec).
+	deadline  time.Time
 	final     *AgentFinal
-	blockers  []AgentError
+	blockers  []AgentBlocker
 	delivered int // blockers[:delivered] have woken a wait
+	// turns are the answers taken, in order: turn n is turns[n-1].
+	turns []AgentTurn
+	// declined are the blockers (by Key) whose answer was declined.
+	declined map[string]bool
 	// host runs the CLI, once claimed.
 	host string
 	// endUpserted: the end state is upserted.
 	endUpserted bool
 }
 
-func (s *agentState) addBlocker(b AgentError) {
+func (s *agentState) addBlocker(b AgentBlocker) {
+	if b.Turn < len(s.turns) {
+		return // of a CLI an answer stopped, signalled late
+	}
 	for _, seen := range s.blockers {
-		if seen.Code == b.Code {
-			return // each category wakes once per invocation
+		if seen.Key() == b.Key() {
+			return // each category wakes once per turn
 		}
 	}
 	s.blockers = append(s.blockers, b)
@@ -239,7 +253,8 @@ func (s *agentState) live(ctx workflow.Context) (AgentLive, bool) {
 // although its workflow completes (it must, for wait_agent to read its
 // payload).
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
-	st := &agentState{started: workflow.Now(ctx)}
+	st := &agentState{started: workflow.Now(ctx), declined: map[string]bool{}}
+	st.deadline = st.started.Add(in.MaxRun)
 	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
 	p, err := agentInvocation(ctx, in, st)
 	if !st.endUpserted {
@@ -261,7 +276,10 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
-	answer := func(ctx workflow.Context) InvocationPayload {
+	// wakeAnswerable: a wait that can answer blockers wakes on one
+	// waiting for its answer too.
+	wakeAnswerable := func() bool { return wake() || st.waitingAnswer() != nil }
+	answer := func(ctx workflow.Context, answers bool) InvocationPayload {
 		if st.final != nil {
 			return st.payload(ctx, id, AgentReasonFinished)
 		}
@@ -269,7 +287,12 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			b := st.blockers[st.delivered]
 			st.delivered++
 			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
-			p.Error = &b
+			p.Error = &b.AgentError
+			return p
+		}
+		if b := st.waitingAnswer(); answers && b != nil {
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
+			p.Error = &b.AgentError
 			return p
 		}
 		p := st.payload(ctx, id, AgentReasonWaitElapsed)
@@ -278,16 +301,42 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		}
 		return p
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (InvocationPayload, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, AgentWaitUpdate, func(ctx workflow.Context, req AgentWaitRequest) (AgentWaitAnswer, error) {
 		// An operator's cancel of the workflow does not fail a wait in
 		// flight: it answers with the cancelled run's payload.
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
-		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wake); err != nil {
-			return InvocationPayload{}, err
+		cond := wake
+		if req.Answers {
+			cond = wakeAnswerable
 		}
-		return answer(ctx), nil
+		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, cond); err != nil {
+			return AgentWaitAnswer{}, err
+		}
+		return st.waitAnswer(answer(ctx, req.Answers)), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentWaitRequest) error {
 		return validateAgentWait(workflow.GetInfo(ctx).WorkflowExecution.ID, req)
+	}}); err != nil {
+		return InvocationPayload{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, AgentAnswerUpdate, func(ctx workflow.Context, req AgentAnswerRequest) (AgentWaitAnswer, error) {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		b := st.outstanding(req.Code)
+		if b == nil || !st.takeAnswer(ctx, req) {
+			// Another answer, validated in the same task, took it first.
+			return AgentWaitAnswer{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("code: the %s blocker of invocation %s was answered by another call", req.Code, id), ErrTypeNotAnswerable, nil)
+		}
+		if req.Decline {
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
+			p.Error = &b.AgentError
+			return st.waitAnswer(p), nil
+		}
+		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wakeAnswerable); err != nil {
+			return AgentWaitAnswer{}, err
+		}
+		return st.waitAnswer(answer(ctx, true)), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentAnswerRequest) error {
+		return st.validateAgentAnswer(id, req)
 	}}); err != nil {
 		return InvocationPayload{}, err
 	}
@@ -341,7 +390,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			st.final = finalFrom(final, err, cancelled, in.MaxRun)
 		})
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
-			var b AgentError
+			var b AgentBlocker
 			c.Receive(ctx, &b)
 			st.addBlocker(b)
 			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))

@@ -33,6 +33,7 @@ func registerAgentActivities(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivityWithOptions(runAgentStub, activity.RegisterOptions{Name: RunAgentActivityName})
 	env.RegisterActivityWithOptions(stopLoopStub, activity.RegisterOptions{Name: StopLoopActivityName})
 	env.RegisterActivityWithOptions(agentLiveStub, activity.RegisterOptions{Name: AgentLiveActivityName})
+	env.RegisterActivityWithOptions(answerAgentStub, activity.RegisterOptions{Name: AnswerAgentActivityName})
 	env.OnActivity(StopLoopActivityName, mock.Anything, mock.Anything).Return(nil).Maybe()
 	env.OnActivity(AgentLiveActivityName, mock.Anything, mock.Anything).
 		Return(AgentLive{}, temporal.NewApplicationError("the run does not follow its CLI on this worker now", "")).Maybe()
@@ -62,7 +63,7 @@ func waitAt(env *testsuite.TestWorkflowEnvironment, offset, window time.Duration
 				if err != nil {
 					panic(err)
 				}
-				*got = v.(InvocationPayload)
+				*got = v.(AgentWaitAnswer).InvocationPayload
 				*done = true
 			},
 		}, AgentWaitRequest{Window: window})

@@ -48,6 +48,36 @@ func TestRecordReplayHistories(t *testing.T) {
 	t.Run("tmux", func(t *testing.T) { recordTmux(t, prefix) })
 	t.Run("max_run", func(t *testing.T) { recordMaxRun(t, prefix) })
 	t.Run("unclaimed", func(t *testing.T) { recordUnclaimed(t, prefix) })
+	t.Run("answered", func(t *testing.T) { recordAnswered(t, prefix) })
+}
+
+// recordAnswered records an agent invocation whose permission blocker is
+// answered (the answer update a tasks/update sends): its CLI is stopped
+// and its session resumed with the answer, which runs to success.
+func recordAnswered(t *testing.T, prefix string) {
+	aw := newAgentWorkspace(t, 30)
+	aw.script("asker", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Write, but you haven't granted it yet."}]}}`,
+		"@wait never")
+	aw.script("granted", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"written","session_id":"{session}"}`)
+	c := aw.startServe(aw.config).client(t)
+	rec := newRecorder(t, prefix)
+
+	id := c.startAgent(t, "fake", "asker", nil)
+	eventually(t, "the blocker", func() bool { return c.waitAgent(t, id).Reason == "execution_blocked" })
+	engine := aw.owner().Engine
+	handle, err := temporalClient(t, engine).UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.AgentAnswerUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{workflows.AgentAnswerRequest{Code: workflows.BlockerPermission, Answer: "granted", Window: testTimeout}},
+	})
+	require.NoError(t, err)
+	var answered workflows.AgentWaitAnswer
+	require.NoError(t, handle.Get(context.Background(), &answered))
+	assert.Equal(t, workflows.AgentSucceeded, answered.Status)
+	assert.Equal(t, "succeeded", c.waitUntilFinished(t, id).Status)
+	rec.workflow(engine, "agent_answered", id)
+	rec.write()
 }
 
 // recordMaxRun records an agent invocation that runs past

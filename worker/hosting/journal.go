@@ -55,8 +55,11 @@ type journalEntry struct {
 	Input json.RawMessage `json:"input"`
 	// Record is what a probe loop last recorded, once Temporal took it.
 	Record *workflows.ProbeRecord `json:"record,omitempty"`
-	// Signalled are the blocker categories an agent run has signalled.
+	// Signalled are the blockers (workflows.AgentBlocker.Key) an agent
+	// run has signalled.
 	Signalled []string `json:"signalled,omitempty"`
+	// Turns are the answers an agent run has taken (AnswerAgent).
+	Turns []workflows.AgentTurn `json:"turns,omitempty"`
 }
 
 func (e journalEntry) key() loopKey { return loopKey{e.WorkflowID, e.RunID} }
@@ -110,6 +113,15 @@ func (j *loopJournal) signalled(key loopKey, code string) error {
 	return j.update(key, func(e *journalEntry) {
 		if !slices.Contains(e.Signalled, code) {
 			e.Signalled = append(e.Signalled, code)
+		}
+	})
+}
+
+// answered journals an answer an agent run took.
+func (j *loopJournal) answered(key loopKey, t workflows.AgentTurn) error {
+	return j.update(key, func(e *journalEntry) {
+		if !slices.ContainsFunc(e.Turns, func(have workflows.AgentTurn) bool { return have.Turn == t.Turn }) {
+			e.Turns = append(e.Turns, t)
 		}
 	})
 }

@@ -269,3 +269,24 @@ func TestAnUnconfirmedLoopWithItsEndAsksToBeConfirmedAtOnce(t *testing.T) {
 	awaitAnswers(t, c, 1)
 	l.wg.Wait()
 }
+
+// An agent run's answers are journaled with its entry, once each, so a run
+// resumed from the journal goes on from its last turn; an answer for a run
+// with no entry journals nothing.
+func TestTheJournalKeepsAnAgentRunsAnswers(t *testing.T) {
+	j, err := newLoopJournal(filepath.Join(t.TempDir(), JournalFolder))
+	require.NoError(t, err)
+	e := journaled(t)
+	e.Activity = workflows.RunAgentActivityName
+	require.NoError(t, j.put(e))
+	turn := workflows.AgentTurn{InvocationID: e.WorkflowID, RunID: e.RunID, Turn: 1, SessionID: "s1", Answer: "yes"}
+	require.NoError(t, j.answered(e.key(), turn))
+	require.NoError(t, j.answered(e.key(), turn))
+	require.NoError(t, j.signalled(e.key(), workflows.BlockerKey(1, workflows.BlockerPermission)))
+	require.NoError(t, j.answered(loopKey{"agent/other", "r"}, turn))
+	entries, err := j.entries()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, []workflows.AgentTurn{turn}, entries[0].Turns)
+	assert.Equal(t, []string{"permission_denied@1"}, entries[0].Signalled)
+}

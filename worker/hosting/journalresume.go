@@ -105,7 +105,7 @@ func (r *Runtime) startJournaled(ref loopRef, e journalEntry) error {
 		if !r.canFollow(in) {
 			return fmt.Errorf("this worker can no longer follow provider %q", in.Spec.Provider)
 		}
-		r.startAgent(r.ctx, ref, activities.AgentRun{Input: in, Signalled: e.Signalled}, true)
+		r.startAgent(r.ctx, ref, activities.AgentRun{Input: in, Signalled: e.Signalled, Turns: e.Turns}, true)
 	default:
 		return fmt.Errorf("unknown loop activity %q", e.Activity)
 	}

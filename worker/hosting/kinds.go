@@ -106,6 +106,7 @@ func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities
 	how := r.loopStartOf(ref, workflows.RunAgentActivityName, run.Input, fromJournal)
 	if j := r.loops.journal; how.journal != nil && j != nil {
 		how.journal.Signalled = run.Signalled
+		how.journal.Turns = run.Turns
 		run.OnSignalled = func(code string) {
 			if err := j.signalled(ref.key(), code); err != nil {
 				r.logger.Warn("could not journal an agent run's blocker", "workflow", ref.WorkflowID, "error", err)
@@ -115,6 +116,24 @@ func (r *Runtime) startAgent(parent context.Context, ref loopRef, run activities
 	r.loops.start(parent, ref, how, func(ctx context.Context) (any, error) {
 		return r.opts.Agents.Run(ctx, run)
 	})
+}
+
+// AnswerAgent gives an agent run its next turn (an answer to its
+// blocker), as its workflow asks: journaled first (a run resumed after a
+// restart starts from it), then told to the run, which stops the CLI and
+// starts it again in its session. With no run of the invocation here yet
+// (the host is coming back), it fails, and Temporal's retry brings it
+// again.
+func (r *Runtime) AnswerAgent(_ context.Context, t workflows.AgentTurn) error {
+	if r.opts.Agents == nil {
+		return errors.New("this worker runs no agents")
+	}
+	if j := r.loops.journal; j != nil {
+		if err := j.answered(loopKey{t.InvocationID, t.RunID}, t); err != nil {
+			r.logger.Warn("could not journal an agent run's answer", "workflow", t.InvocationID, "error", err)
+		}
+	}
+	return r.opts.Agents.Answer(t)
 }
 
 // StopLoop stops a wait's loop on this host, as its workflow asks. A stop

@@ -155,9 +155,11 @@ type pendingLoop struct {
 	scheduled    time.Time
 	// cancelRequested: the wait asked to stop it.
 	cancelRequested bool
-	// blockers are the blocker categories an agent invocation was
-	// signalled.
+	// blockers are the keys (workflows.AgentBlocker.Key) of the blockers
+	// an agent invocation was signalled.
 	blockers []string
+	// turns are an agent run's answers (its AnswerAgent activities).
+	turns []workflows.AgentTurn
 }
 
 // loopActivities are the activity types that are a wait's loop.
@@ -170,6 +172,7 @@ var loopActivities = map[string]bool{
 func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop, error) {
 	open := map[int64]*pendingLoop{}
 	var blockers []string
+	var turns []workflows.AgentTurn
 	iter := r.opts.Client.GetWorkflowHistory(ctx, key.workflowID, key.runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
@@ -179,6 +182,12 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := ev.GetActivityTaskScheduledEventAttributes()
+			if a.GetActivityType().GetName() == workflows.AnswerAgentActivityName {
+				var t workflows.AgentTurn
+				if converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &t) == nil {
+					turns = append(turns, t)
+				}
+			}
 			if loopActivities[a.GetActivityType().GetName()] {
 				open[ev.GetEventId()] = &pendingLoop{activityID: a.GetActivityId(), activityType: a.GetActivityType().GetName(),
 					taskQueue: a.GetTaskQueue().GetName(), input: a.GetInput(), scheduled: ev.GetEventTime().AsTime()}
@@ -198,9 +207,9 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			a := ev.GetWorkflowExecutionSignaledEventAttributes()
 			if a.GetSignalName() == workflows.AgentBlockerSignal {
-				var b workflows.AgentError
+				var b workflows.AgentBlocker
 				if converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &b) == nil {
-					blockers = append(blockers, b.Code)
+					blockers = append(blockers, b.Key())
 				}
 			}
 		}
@@ -213,7 +222,7 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 		}
 	}
 	if latest != nil {
-		latest.blockers = blockers
+		latest.blockers, latest.turns = blockers, turns
 	}
 	return latest, nil
 }
@@ -278,7 +287,7 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 			return undecodable{fmt.Errorf("decode the agent run's input: %w", err)}
 		}
 		if r.canFollow(in) {
-			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers}, false)
+			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers, Turns: p.turns}, false)
 		}
 	}
 	return nil

@@ -237,6 +237,7 @@ func (r *Runtime) pollHost(host string) error {
 	w.RegisterActivityWithOptions(r.WatchPane, activity.RegisterOptions{Name: workflows.WatchPaneActivityName})
 	w.RegisterActivityWithOptions(r.RunAgent, activity.RegisterOptions{Name: workflows.RunAgentActivityName})
 	w.RegisterActivityWithOptions(r.StopLoop, activity.RegisterOptions{Name: workflows.StopLoopActivityName})
+	w.RegisterActivityWithOptions(r.AnswerAgent, activity.RegisterOptions{Name: workflows.AnswerAgentActivityName})
 	w.RegisterActivityWithOptions(r.AgentLive, activity.RegisterOptions{Name: workflows.AgentLiveActivityName})
 	w.RegisterActivityWithOptions(r.ProbeState, activity.RegisterOptions{Name: workflows.ProbeStateActivityName})
 	w.RegisterActivityWithOptions(r.LoopAnswer, activity.RegisterOptions{Name: workflows.LoopAnswerActivityName})

@@ -1,0 +1,225 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	updatepb "go.temporal.io/api/update/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/mcpwire"
+	"github.com/durawait/durawait/workflows"
+)
+
+// Agent blockers as input requests (the tasks extension of 2026-07-28). A
+// wait_agent task whose wait ends on a blocker the agent's provider can
+// resume is input_required, with one elicitation (keyed "blocker-<code>")
+// stating the blocker; the answer given with tasks/update is sent as the
+// invocation's answer update, which resumes the agent's session with it
+// and waits a window again. The task follows a chain of updates, all named
+// from its own: its wait update, then each answer's update
+// (answerUpdateID). So any front end reads the task's state from Temporal
+// alone, across restarts: input_required while the blocker's answer update
+// does not exist, then the answer update's outcome, and so on. A blocker
+// that cannot be answered (its provider has no resume template), or one
+// declined, completes the task with the blocked payload, as a 2025-11-25
+// task does.
+
+// blockerAnswersKey marks a call's context: its caller answers blockers
+// (it declared the tasks extension), so its wait_agent task's wait is
+// woken by a blocker waiting for an answer, though that blocker woke
+// another wait before.
+type blockerAnswersKey struct{}
+
+// withBlockerAnswers marks ctx's caller as one that answers blockers.
+func withBlockerAnswers(ctx context.Context) context.Context {
+	return context.WithValue(ctx, blockerAnswersKey{}, true)
+}
+
+// answersBlockers reports whether ctx's caller answers blockers.
+func answersBlockers(ctx context.Context) bool {
+	v, _ := ctx.Value(blockerAnswersKey{}).(bool)
+	return v
+}
+
+// maxAnswerChain bounds the updates one task follows: an answer starts a
+// turn, and each turn wakes at most once per blocker category.
+const maxAnswerChain = 64
+
+// blockerInputPrefix starts the inputRequests key of a blocker.
+const blockerInputPrefix = "blocker-"
+
+// answerUpdateID names the answer update that takes the blocker of
+// category code on which the task's update upd ended.
+func answerUpdateID(upd, code string) string { return upd + "/answer-" + code }
+
+// outstandingBlocker is a blocker a wait_agent task waits an answer for.
+type outstandingBlocker struct {
+	code, message string
+	// key is its inputRequests key; updateID names the answer update.
+	key, updateID string
+}
+
+// agentUpdateOutcome reads the outcome of an update of a wait_agent task:
+// found false when no update has the ID; outcome nil while it runs.
+func (f *Front) agentUpdateOutcome(ctx context.Context, workflowID, updateID string) (outcome *updatepb.Outcome, found bool, err error) {
+	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+		Namespace: f.opts.Namespace,
+		UpdateRef: &updatepb.UpdateRef{
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},
+			UpdateId:          updateID,
+		},
+		WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED},
+	})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return resp.GetOutcome(), true, nil
+}
+
+// extAgentTask is a wait_agent task's state as the extension carries it,
+// following its chain of updates; and the blocker it waits an answer for,
+// when input_required.
+func (f *Front) extAgentTask(ctx context.Context, ref taskRef, resultType mcp.ResultType) (extTask, *outstandingBlocker, error) {
+	created := agentTaskCreated(ref.updateID)
+	task := newTask(ref, created, created, f.taskTTL(ctx))
+	upd := ref.updateID
+	for range maxAnswerChain {
+		outcome, found, err := f.agentUpdateOutcome(ctx, ref.workflowID, upd)
+		switch {
+		case err != nil:
+			return extTask{}, nil, taskLookupError(ref, err)
+		case !found:
+			return extTask{}, nil, taskLookupError(ref, &serviceerror.NotFound{Message: "update " + upd + " not found"})
+		case outcome == nil:
+			return f.extTaskOf(task, nil, resultType), nil, nil
+		}
+		var w workflows.AgentWaitAnswer
+		var perr error
+		if failure := outcome.GetFailure(); failure != nil {
+			perr = errors.New(failure.GetMessage())
+		} else {
+			perr = converter.GetDefaultDataConverter().FromPayloads(outcome.GetSuccess(), &w)
+		}
+		task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+		if perr == nil && w.Answerable && w.Error != nil {
+			next := answerUpdateID(upd, w.Error.Code)
+			_, answered, err := f.agentUpdateOutcome(ctx, ref.workflowID, next)
+			if err != nil {
+				return extTask{}, nil, taskLookupError(ref, err)
+			}
+			if answered {
+				upd = next
+				continue
+			}
+			b := &outstandingBlocker{code: w.Error.Code, message: w.Error.Message, key: blockerInputPrefix + w.Error.Code, updateID: next}
+			out := f.extTaskOf(task, nil, resultType)
+			out.Status = mcp.TaskStatusInputRequired
+			out.StatusMessage = "the agent is blocked (" + b.code + "): " + shorten(b.message, 300)
+			out.InputRequests = mcp.InputRequests{b.key: blockerElicitation(ref.workflowID, b)}
+			return out, b, nil
+		}
+		answer := f.agentAnswer(ctx, ref.workflowID, w.InvocationPayload, perr)
+		setTerminal(&task, answer)
+		out := f.extTaskOf(task, answer, resultType)
+		if perr == nil && w.Reason == workflows.AgentReasonExecutionBlocked && w.Error != nil {
+			// Why no input is asked for.
+			out.StatusMessage = "the " + w.Error.Code + " blocker takes no answer here (the agent's provider has no resume template, its CLI named no session, " +
+				"or the answer was declined): call wait_agent to go on waiting, or cancel_agent"
+		}
+		return out, nil, nil
+	}
+	return extTask{}, nil, fmt.Errorf("task %s: more than %d answers", ref, maxAnswerChain)
+}
+
+// blockerElicitation is the input request of a blocker: a form asking for
+// the answer the agent's session is resumed with.
+func blockerElicitation(invocationID string, b *outstandingBlocker) mcp.InputRequest {
+	return mcp.NewElicitationInputRequest(mcp.ElicitationParams{
+		Mode: mcp.ElicitationModeForm,
+		Message: fmt.Sprintf("The agent of invocation %s is blocked (%s): %s\n"+
+			"Answer it to resume its session with your answer as its next prompt (for a permission: grant it, or say what to do instead); "+
+			"decline to leave it as it is.", invocationID, b.code, b.message),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"answer": map[string]any{
+					"type":        "string",
+					"title":       "Answer",
+					"description": "What the agent is told when its session resumes.",
+					"minLength":   1,
+				},
+			},
+			"required": []string{"answer"},
+		},
+	})
+}
+
+// answerAgentTask takes tasks/update's responses for a wait_agent task:
+// the response to its outstanding blocker, if any, is sent as the answer
+// update (accepted, or refused with the rule it broke). Responses to keys
+// not outstanding are ignored, as the extension asks.
+func (f *Front) answerAgentTask(ctx context.Context, ref taskRef, responses map[string]json.RawMessage) error {
+	_, b, err := f.extAgentTask(ctx, ref, mcp.ResultTypeComplete)
+	if err != nil || b == nil {
+		return err
+	}
+	raw, ok := responses[b.key]
+	if !ok {
+		return nil
+	}
+	req, err := answerRequest(b, raw)
+	if err != nil {
+		return badParams(err)
+	}
+	req.Principal, req.Window = mcpwire.PrincipalFrom(ctx), f.opts.Agents.WaitWindow
+	_, err = f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   ref.workflowID,
+		UpdateID:     b.updateID,
+		UpdateName:   workflows.AgentAnswerUpdate,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageAccepted,
+	})
+	if err != nil {
+		return badParams(fmt.Errorf("inputResponses[%q]: the answer was not taken: %s", b.key, workflowErrorMessage(err)))
+	}
+	return nil
+}
+
+// answerRequest reads an elicitation response to blocker b: accept with
+// content.answer, or decline / cancel.
+func answerRequest(b *outstandingBlocker, raw json.RawMessage) (workflows.AgentAnswerRequest, error) {
+	var resp struct {
+		Action  mcp.ElicitationResponseAction `json:"action"`
+		Content map[string]any                `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return workflows.AgentAnswerRequest{}, fmt.Errorf("inputResponses[%q]: not an elicitation result: %w", b.key, err)
+	}
+	switch resp.Action {
+	case mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
+		return workflows.AgentAnswerRequest{Code: b.code, Decline: true}, nil
+	case mcp.ElicitationResponseActionAccept:
+	default:
+		return workflows.AgentAnswerRequest{}, fmt.Errorf("inputResponses[%q].action: %q is not accept, decline or cancel", b.key, resp.Action)
+	}
+	answer, _ := resp.Content["answer"].(string)
+	if strings.TrimSpace(answer) == "" {
+		return workflows.AgentAnswerRequest{}, fmt.Errorf("inputResponses[%q].content.answer: required, a non-empty string (what the agent is told)", b.key)
+	}
+	return workflows.AgentAnswerRequest{Code: b.code, Answer: answer}, nil
+}
