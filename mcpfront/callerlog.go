@@ -29,5 +29,7 @@ func (f *Front) tellCaller(ctx context.Context, level mcp.LoggingLevel, data map
 	params := map[string]any{"level": level, "logger": loggerName, "data": data}
 	if err := f.mcp.SendNotificationToClient(ctx, "notifications/message", params); err != nil {
 		f.opts.Logger.Debug("log message to the caller not sent", "error", err)
+		return
 	}
+	mcpwire.NoteNotificationSent(ctx)
 }

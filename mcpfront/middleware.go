@@ -4,16 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/durawait/durawait/mcpwire"
 )
 
 // middleware wraps a tool's handler in what every call gets, innermost
 // first: the drain, the call events and wait log lines, the span and the
-// wait metrics.
+// wait metrics, and, last, the wait for its notifications to be written.
 func (f *Front) middleware(s *toolSpec, h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return f.observed(s, f.callEvents(s, f.drainable(h)))
+	return notificationsWritten(f.observed(s, f.callEvents(s, f.drainable(h))))
+}
+
+// notificationFlushWait bounds how long a call's answer waits for the
+// notifications it sent to be written on its stream (mcpwire's
+// AwaitNotificationsWritten): a live stream writes them in microseconds.
+const notificationFlushWait = time.Second
+
+// notificationsWritten wraps a tool handler: its answer goes once the
+// notifications it sent are written, so its last one (a blocker it ended
+// on) is not dropped by the transport.
+func notificationsWritten(h server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		mcpwire.AwaitNotificationsWritten(ctx, notificationFlushWait)
+		return res, err
+	}
 }
 
 // Drain stops taking tool calls and ends the calls in flight with a message

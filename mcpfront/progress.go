@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/durawait/durawait/mcpwire"
 )
 
 // progressToken is the progress token the caller sent with its call, or
@@ -34,5 +36,7 @@ func (f *Front) sendProgress(ctx context.Context, token mcp.ProgressToken, progr
 	}
 	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 		f.opts.Logger.Debug("progress notification not sent", "error", err)
+		return
 	}
+	mcpwire.NoteNotificationSent(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -76,5 +77,7 @@ func (f *Front) forwardProgress(ctx context.Context, token mcp.ProgressToken, p 
 	}
 	if err := f.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 		f.opts.Logger.Debug("downstream progress notification not forwarded", "error", err)
+		return
 	}
+	mcpwire.NoteNotificationSent(ctx)
 }

@@ -253,6 +253,9 @@ func (h *httpHandler) serveRequest(w http.ResponseWriter, r *http.Request, who C
 	if exact != nil {
 		w = exactIDWriter{ResponseWriter: w, id: exact}
 	}
+	if msg.method == string(mcp.MethodToolsCall) {
+		w, r = withNotificationTally(w, r)
+	}
 	if who.Session != "" && !modern && msg.method != string(mcp.MethodInitialize) {
 		perCall := fmt.Sprintf("%s%s%d", who.Session, perCallSuffix, h.calls.Add(1))
 		key := inFlightKey(who.Session, msg.ID)

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,16 +42,23 @@ func TestABlockedAgentIsAnsweredThroughTasksUpdate(t *testing.T) {
 	id := decodeExt[payload](t, started.StructuredContent).InvocationID
 	require.NotEmpty(t, id)
 
-	// The plain wait of a client without the extension sees the blocker
-	// as before.
-	old := serve.clientAs(t, aliceToken)
-	var p payload
-	for i := 0; i < 20 && p.Reason != "execution_blocked"; i++ {
-		p = old.waitAgent(t, id)
+	// The plain wait of a 2025-11-25 session without the extension sees
+	// the blocker as before; having asked for warnings, it is told of the
+	// blocker on its call's stream too.
+	old := serve.rawAs(t, aliceToken)
+	_, msg := old.rpc("logging/setLevel", map[string]any{"level": "warning"})
+	require.Empty(t, msg)
+	var body string
+	for i := 0; i < 20 && !strings.Contains(body, `\"reason\":\"execution_blocked\"`); i++ {
+		old.nextID++
+		status, raw, _ := old.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_agent","arguments":{"invocation_id":%q}}}`, old.nextID, id))
+		require.Equal(t, http.StatusOK, status)
+		body = string(raw)
 	}
-	require.Equal(t, "execution_blocked", p.Reason)
-	require.NotNil(t, p.Error)
-	assert.Equal(t, "permission_denied", p.Error.Code)
+	require.Contains(t, body, `\"reason\":\"execution_blocked\"`)
+	assert.Contains(t, body, `\"code\":\"permission_denied\"`)
+	assert.Equal(t, 1, strings.Count(body, `"method":"notifications/message"`), body)
+	assert.Contains(t, body, `"message":"agent blocked (permission_denied): `)
 
 	// The extension's wait_agent is a task waiting for input.
 	raw, rerr = alice.call("wait_agent", map[string]any{"invocation_id": id})
