@@ -137,7 +137,11 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 		spool = r.SpoolDir
 	}
 	base := filepath.Join(spool, spoolName(in.InvocationID))
-	turn := lastTurn(run.Turns)
+	turns := run.Turns
+	if in.Turn != nil {
+		turns = append(slices.Clone(turns), *in.Turn)
+	}
+	turn := lastTurn(turns)
 	feed := r.listen(in.InvocationID, turn.Turn)
 	defer r.forget(in.InvocationID)
 
@@ -145,11 +149,23 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 	if errors.Is(context.Cause(ctx), ErrLoopStopped) && !agentproc.Running(dir) {
 		// Cancelled before this run began (a cancel_agent that came while
 		// its host was down): no CLI is started or resumed just to be
-		// stopped.
+		// stopped, and one of a turn before is stopped.
+		for t := range turn.Turn {
+			agentproc.Terminate(turnDir(base, t), r.CancelGrace)
+		}
 		return workflows.AgentFinal{}, ctx.Err()
 	}
 	for {
+		if errors.Is(context.Cause(ctx), ErrLoopStopped) && turn.Turn > 0 && !agentproc.Started(turnDir(base, turn.Turn)) {
+			// Cancelled as the answer's turn was to start: it is not
+			// started, and the CLI before it is stopped.
+			for t := range turn.Turn {
+				agentproc.Terminate(turnDir(base, t), r.CancelGrace)
+			}
+			return workflows.AgentFinal{}, ctx.Err()
+		}
 		if final, done, err := r.begin(base, prov, in, turn); done || err != nil {
+			final.Turn = turn.Turn
 			return final, err
 		}
 		final, err, next := r.follow(ctx, run, turn.Turn, turnDir(base, turn.Turn), prov, feed)
@@ -176,8 +192,9 @@ func (r *AgentRunner) begin(base string, prov AgentProvider, in workflows.RunAge
 		if agentproc.Lost(dir) {
 			// The supervisor is gone without an exit status: the machine
 			// lost it. Its spooled output names the provider session to
-			// resume.
-			return r.resumeLost(dir, prov, in)
+			// resume (or, for an answer's turn that named none yet, the
+			// answer's).
+			return r.resumeLost(dir, prov, in, turn)
 		}
 		return workflows.AgentFinal{}, false, nil
 	}
@@ -193,6 +210,24 @@ func (r *AgentRunner) begin(base string, prov AgentProvider, in workflows.RunAge
 		return workflows.AgentFinal{}, true, err
 	}
 	return workflows.AgentFinal{}, false, nil
+}
+
+// canStart reports whether the CLI of the answer's turn can be started:
+// checked before the running CLI is stopped for it, so an answer the CLI
+// could not take (its prompt would be read as an option, or is longer than
+// an argument may be) leaves the run as it is, logged.
+func (r *AgentRunner) canStart(prov AgentProvider, spec workflows.AgentSpec, t workflows.AgentTurn) bool {
+	spec.SessionID, spec.Prompt = t.SessionID, t.Answer
+	err := CheckPromptPlacement(spec.Provider, prov, spec.Prompt)
+	if err == nil {
+		argv, _ := BuildArgv(prov, spec)
+		err = CheckArgvLimit(spec.Provider, argv)
+	}
+	if err != nil {
+		r.logger().Error("an answer cannot start the agent's next turn; the run goes on as it is", "invocation", t.InvocationID, "turn", t.Turn, "error", err)
+		return false
+	}
+	return true
 }
 
 // turnDir is the spool folder of a run's turn: base for the first, and
@@ -298,7 +333,7 @@ const launchRecordWait = 5 * time.Second
 // only when the run is still lost under it: two followers of one run
 // (its host back from a crash and the worker handing it back) resume it
 // once, the second following the first's resumption.
-func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.RunAgentInput) (final workflows.AgentFinal, done bool, err error) {
+func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.RunAgentInput, turn workflows.AgentTurn) (final workflows.AgentFinal, done bool, err error) {
 	unlock, err := agentproc.LockSpool(filepath.Dir(dir))
 	if err != nil {
 		return workflows.AgentFinal{}, true, err
@@ -308,6 +343,12 @@ func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.Ru
 		return workflows.AgentFinal{}, false, nil
 	}
 	session, reply := spooledSession(dir, prov.Format)
+	prompt := ResumePrompt
+	if session == "" && turn.Turn > 0 {
+		// The answer's CLI was lost before it named its session: the
+		// answer is given again, in the blocker's session.
+		session, prompt = turn.SessionID, turn.Answer
+	}
 	if session == "" || len(prov.Resume) == 0 {
 		return workflows.AgentFinal{
 			Status: workflows.AgentFailed, Output: reply, SessionID: session,
@@ -320,7 +361,7 @@ func (r *AgentRunner) resumeLost(dir string, prov AgentProvider, in workflows.Ru
 		return workflows.AgentFinal{}, true, fmt.Errorf("set the lost run aside: %w", err)
 	}
 	spec := in.Spec
-	spec.SessionID, spec.Prompt = session, ResumePrompt
+	spec.SessionID, spec.Prompt = session, prompt
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return workflows.AgentFinal{}, true, fmt.Errorf("create the resumed run's spool folder: %w", err)
 	}
@@ -589,7 +630,8 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 	progress := progressReporter{observer: r.Observer, id: id, blockers: maps.Clone(sent)}
 	blocker := func(b workflows.AgentError) workflows.AgentBlocker {
 		session := st.Live.SessionID
-		return workflows.AgentBlocker{AgentError: b, Turn: turn, SessionID: session, Resumable: session != "" && len(prov.Resume) > 0}
+		return workflows.AgentBlocker{AgentError: b, Turn: turn, SessionID: session,
+			Resumable: session != "" && len(prov.Resume) > 0 && workflows.Answerable(b.Code)}
 	}
 	var pending []workflows.AgentError
 	var offset int64
@@ -640,16 +682,25 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 		progress.report(st.Live.Activity, sent, code, exited)
 		r.setLive(id, st.Live)
 		if exited {
+			select {
+			case t := <-answers:
+				if t.Turn > turn && ctx.Err() == nil && r.canStart(prov, in.Spec, t) {
+					// Answered as it exited: the answer's turn runs.
+					return workflows.AgentFinal{}, nil, &t
+				}
+			default:
+			}
 			if f, ok := parser.(agentstream.Finisher); ok {
 				st.Apply(agentstream.Event{Final: f.Finish()}, time.Now())
 			}
 			out := st.Outcome(code)
 			agentstream.Explain(&out, prov.Format, code, readTail(filepath.Join(dir, agentproc.StderrFile), agentstream.StderrTailWindow))
+			out.Turn = turn
 			return out, nil, nil
 		}
 		select {
 		case t := <-answers:
-			if t.Turn > turn {
+			if t.Turn > turn && ctx.Err() == nil && r.canStart(prov, in.Spec, t) {
 				return workflows.AgentFinal{}, nil, &t
 			}
 		case <-tick.C:
@@ -659,7 +710,7 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 			// output, and its session can be resumed.
 			agentproc.Terminate(dir, r.CancelGrace)
 			feed(true)
-			return workflows.AgentFinal{Status: workflows.AgentFailed, Output: st.Live.Reply, SessionID: st.Live.SessionID,
+			return workflows.AgentFinal{Status: workflows.AgentFailed, Output: st.Live.Reply, SessionID: st.Live.SessionID, Turn: turn,
 				Error: &workflows.AgentError{Code: workflows.ErrCodeTimeout,
 					Message: fmt.Sprintf("the run exceeded agents.max_run_sec (%d s)", int64(in.MaxRun/time.Second))}}, nil, nil
 		case <-ctx.Done():
@@ -671,7 +722,7 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 			agentproc.Terminate(dir, r.CancelGrace)
 			feed(true)
 			out := st.Outcome(0)
-			out.Status, out.Error = workflows.AgentCancelled, nil
+			out.Status, out.Error, out.Turn = workflows.AgentCancelled, nil, turn
 			return workflows.AgentFinal{}, temporal.NewCanceledError(out), nil
 		}
 	}

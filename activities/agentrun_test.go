@@ -187,7 +187,7 @@ func TestALostRunResumedByTwoFollowersAtOnceLaunchesOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {
-		wg.Go(func() { _, _, errs[i] = r.resumeLost(dir, preset("claude"), in) })
+		wg.Go(func() { _, _, errs[i] = r.resumeLost(dir, preset("claude"), in, workflows.AgentTurn{}) })
 	}
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))

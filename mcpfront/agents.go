@@ -106,7 +106,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 	}
 	err := f.starts.do(ctx, func(ctx context.Context) error {
 		_, err := f.opts.Temporal.ExecuteWorkflow(ctx, opts, workflows.AgentWorkflowName,
-			workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun})
+			workflows.AgentInvocationInput{Spec: spec, MaxRun: f.opts.Agents.MaxRun, AnswerWait: f.opts.Agents.AnswerWait})
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
 			return nil // an earlier attempt started it, and it already ended

@@ -59,6 +59,9 @@ type AgentOptions struct {
 	Limits     workflows.AgentLimits
 	WaitWindow time.Duration
 	MaxRun     time.Duration
+	// AnswerWait is how long an invocation whose CLI exited stays open
+	// for a blocker's answer (agents.answer_wait_sec).
+	AnswerWait time.Duration
 	// CancelWait bounds how long cancel_agent waits for the CLI to stop.
 	CancelWait time.Duration
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
@@ -59,21 +61,35 @@ const maxAnswerChain = 64
 // blockerInputPrefix starts the inputRequests key of a blocker.
 const blockerInputPrefix = "blocker-"
 
-// answerUpdateID names the answer update that takes the blocker of
-// category code on which the task's update upd ended.
-func answerUpdateID(upd, code string) string { return upd + "/answer-" + code }
+// answerUpdateID names the answer update of the task whose wait update is
+// taskUpdate to the blocker key (workflows.AgentBlocker.Key, unique in its
+// invocation): bounded, and the same from any front end.
+func answerUpdateID(taskUpdate, key string) string { return taskUpdate + "/answer-" + key }
+
+// blockerInputKey is the inputRequests key of the blocker key: its turn
+// in it, so an answer meant for one turn never answers the next.
+func blockerInputKey(key string) string {
+	return blockerInputPrefix + strings.ReplaceAll(key, "@", "-")
+}
 
 // outstandingBlocker is a blocker a wait_agent task waits an answer for.
 type outstandingBlocker struct {
-	code, message string
+	code, message, blockerKey string
 	// key is its inputRequests key; updateID names the answer update.
 	key, updateID string
 }
 
+// updatePollWait bounds one read of an update: an update admitted and not
+// yet accepted (its workflow task is being run) would hold the read for
+// the engine's long poll; it reads as running.
+const updatePollWait = 5 * time.Second
+
 // agentUpdateOutcome reads the outcome of an update of a wait_agent task:
 // found false when no update has the ID; outcome nil while it runs.
 func (f *Front) agentUpdateOutcome(ctx context.Context, workflowID, updateID string) (outcome *updatepb.Outcome, found bool, err error) {
-	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+	pctx, cancel := context.WithTimeout(ctx, updatePollWait)
+	defer cancel()
+	resp, err := f.opts.Temporal.WorkflowService().PollWorkflowExecutionUpdate(pctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
 		Namespace: f.opts.Namespace,
 		UpdateRef: &updatepb.UpdateRef{
 			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},
@@ -85,6 +101,8 @@ func (f *Front) agentUpdateOutcome(ctx context.Context, workflowID, updateID str
 	switch {
 	case errors.As(err, &notFound):
 		return nil, false, nil
+	case err != nil && pctx.Err() != nil && ctx.Err() == nil:
+		return nil, true, nil // admitted, not yet accepted
 	case err != nil:
 		return nil, false, err
 	}
@@ -117,7 +135,7 @@ func (f *Front) extAgentTask(ctx context.Context, ref taskRef, resultType mcp.Re
 		}
 		task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 		if perr == nil && w.Answerable && w.Error != nil {
-			next := answerUpdateID(upd, w.Error.Code)
+			next := answerUpdateID(ref.updateID, w.BlockerKey)
 			_, answered, err := f.agentUpdateOutcome(ctx, ref.workflowID, next)
 			if err != nil {
 				return extTask{}, nil, taskLookupError(ref, err)
@@ -126,24 +144,79 @@ func (f *Front) extAgentTask(ctx context.Context, ref taskRef, resultType mcp.Re
 				upd = next
 				continue
 			}
-			b := &outstandingBlocker{code: w.Error.Code, message: w.Error.Message, key: blockerInputPrefix + w.Error.Code, updateID: next}
-			out := f.extTaskOf(task, nil, resultType)
-			out.Status = mcp.TaskStatusInputRequired
-			out.StatusMessage = "the agent is blocked (" + b.code + "): " + shorten(b.message, 300)
-			out.InputRequests = mcp.InputRequests{b.key: blockerElicitation(ref.workflowID, b)}
-			return out, b, nil
+			if f.blockerWaits(ctx, ref.workflowID, w.BlockerKey) {
+				b := &outstandingBlocker{code: w.Error.Code, message: w.Error.Message, blockerKey: w.BlockerKey,
+					key: blockerInputKey(w.BlockerKey), updateID: next}
+				out := f.extTaskOf(task, nil, resultType)
+				out.Status = mcp.TaskStatusInputRequired
+				out.StatusMessage = "the agent is blocked (" + b.code + "): " + shorten(b.message, 300)
+				out.InputRequests = mcp.InputRequests{b.key: blockerElicitation(ref.workflowID, b)}
+				return out, b, nil
+			}
+			// Answered or declined through another task, or the
+			// invocation ended: the task ends with where it stands.
+			return f.extAgentTaskEnded(ctx, ref, task, resultType)
 		}
 		answer := f.agentAnswer(ctx, ref.workflowID, w.InvocationPayload, perr)
 		setTerminal(&task, answer)
 		out := f.extTaskOf(task, answer, resultType)
 		if perr == nil && w.Reason == workflows.AgentReasonExecutionBlocked && w.Error != nil {
 			// Why no input is asked for.
-			out.StatusMessage = "the " + w.Error.Code + " blocker takes no answer here (the agent's provider has no resume template, its CLI named no session, " +
-				"or the answer was declined): call wait_agent to go on waiting, or cancel_agent"
+			out.StatusMessage = "the " + w.Error.Code + " blocker takes no answer here (only a permission or a question does, when the agent's provider " +
+				"has a resume template and its CLI named its session; or it was declined): call wait_agent to go on waiting, or cancel_agent"
 		}
 		return out, nil, nil
 	}
 	return extTask{}, nil, fmt.Errorf("task %s: more than %d answers", ref, maxAnswerChain)
+}
+
+// blockerWaits reports whether the invocation still waits for an answer
+// to the blocker key: not once it has closed, nor once another task
+// answered or declined it. When its worker cannot say (none is up), it is
+// taken as waiting.
+func (f *Front) blockerWaits(ctx context.Context, workflowID, key string) bool {
+	desc, err := f.opts.Temporal.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err == nil && desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return false
+	}
+	qctx, cancel := context.WithTimeout(ctx, answerableQueryWait)
+	defer cancel()
+	v, err := f.opts.Temporal.QueryWorkflow(qctx, workflowID, "", workflows.AgentAnswerableQuery)
+	if err != nil {
+		return true
+	}
+	var keys []string
+	if v.Get(&keys) != nil {
+		return true
+	}
+	return slices.Contains(keys, key)
+}
+
+// answerableQueryWait bounds the query of what an invocation waits an
+// answer for.
+const answerableQueryWait = 3 * time.Second
+
+// extAgentTaskEnded completes a wait_agent task whose blocker no longer
+// waits for an answer: with the invocation's final payload once it has
+// closed, else with where it stands now.
+func (f *Front) extAgentTaskEnded(ctx context.Context, ref taskRef, task mcp.Task, resultType mcp.ResultType) (extTask, *outstandingBlocker, error) {
+	var answer *mcp.CallToolResult
+	final, err := f.finalPayload(ctx, ref.workflowID)
+	switch {
+	case err == nil:
+		answer = structuredResult(f.namedCanceller(ctx, final))
+	default:
+		v, qerr := f.opts.Temporal.QueryWorkflow(ctx, ref.workflowID, "", workflows.AgentStateQuery)
+		var now workflows.InvocationPayload
+		if qerr != nil || v.Get(&now) != nil {
+			return extTask{}, nil, fmt.Errorf("task %s: the invocation's state could not be read: %v", ref, err)
+		}
+		answer = structuredResult(now)
+	}
+	setTerminal(&task, answer)
+	out := f.extTaskOf(task, answer, resultType)
+	out.StatusMessage = "the blocker was answered or declined elsewhere, or the invocation ended before an answer"
+	return out, nil, nil
 }
 
 // blockerElicitation is the input request of a blocker: a form asking for
@@ -171,8 +244,9 @@ func blockerElicitation(invocationID string, b *outstandingBlocker) mcp.InputReq
 
 // answerAgentTask takes tasks/update's responses for a wait_agent task:
 // the response to its outstanding blocker, if any, is sent as the answer
-// update (accepted, or refused with the rule it broke). Responses to keys
-// not outstanding are ignored, as the extension asks.
+// update, until the invocation accepts or refuses it (refused: a -32602
+// naming the rule it broke). Responses to keys not outstanding are
+// ignored, as the extension asks.
 func (f *Front) answerAgentTask(ctx context.Context, ref taskRef, responses map[string]json.RawMessage) error {
 	_, b, err := f.extAgentTask(ctx, ref, mcp.ResultTypeComplete)
 	if err != nil || b == nil {
@@ -186,18 +260,28 @@ func (f *Front) answerAgentTask(ctx context.Context, ref taskRef, responses map[
 	if err != nil {
 		return badParams(err)
 	}
-	req.Principal, req.Window = mcpwire.PrincipalFrom(ctx), f.opts.Agents.WaitWindow
-	_, err = f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   ref.workflowID,
-		UpdateID:     b.updateID,
-		UpdateName:   workflows.AgentAnswerUpdate,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageAccepted,
+	req.Principal, req.Window, req.Key = mcpwire.PrincipalFrom(ctx), f.opts.Agents.WaitWindow, b.blockerKey
+	actx, cancel := context.WithTimeout(ctx, agentTaskAcceptWait)
+	defer cancel()
+	until, _ := actx.Deadline()
+	err = f.retryAgentWait(actx, ref.workflowID, until, func() error {
+		_, err := f.opts.Temporal.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
+			WorkflowID:   ref.workflowID,
+			UpdateID:     b.updateID,
+			UpdateName:   workflows.AgentAnswerUpdate,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageAccepted,
+		})
+		return err
 	})
-	if err != nil {
-		return badParams(fmt.Errorf("inputResponses[%q]: the answer was not taken: %s", b.key, workflowErrorMessage(err)))
+	var refused *temporal.ApplicationError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return badParams(fmt.Errorf("inputResponses[%q]: the answer was refused: %s", b.key, refused.Error()))
 	}
-	return nil
+	return fmt.Errorf("inputResponses[%q]: the answer could not be delivered (send it again: it is taken once): %s", b.key, workflowErrorMessage(err))
 }
 
 // answerRequest reads an elicitation response to blocker b: accept with

@@ -178,7 +178,8 @@ func (f *Front) extToolCall(ctx context.Context, msg mcpwire.Request, req mcp.Ca
 		ext, _, err := f.extAgentTask(ctx, ref, resultTypeTask)
 		switch {
 		case err != nil:
-			return mcpwire.ResultResponse(msg.ID, f.complete(mcp.NewToolResultError(err.Error())))
+			// The task exists: tasks/get reads it.
+			return mcpwire.ResultResponse(msg.ID, f.extTaskOf(task, nil, resultTypeTask))
 		case ext.Status == mcp.TaskStatusCompleted && ext.Result != nil:
 			return mcpwire.ResultResponse(msg.ID, ext.Result)
 		}
@@ -199,16 +200,20 @@ func (f *Front) answerWithin(d time.Duration) func(ctx context.Context, task mcp
 		if err != nil {
 			return nil
 		}
-		if !task.Status.IsTerminal() {
-			wctx, cancel := context.WithTimeout(ctx, d)
-			if ref.updateID != "" {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if ref.updateID != "" {
+			// A wait_agent task: its state, which may ask for input, is
+			// read once, by the caller (extAgentTask).
+			if !task.Status.IsTerminal() {
 				_ = f.opts.Temporal.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{
 					WorkflowID: ref.workflowID, UpdateID: ref.updateID,
 				}).Get(wctx, nil)
-			} else {
-				_ = f.opts.Temporal.GetWorkflow(wctx, ref.workflowID, ref.runID).Get(wctx, nil)
 			}
-			cancel()
+			return nil
+		}
+		if !task.Status.IsTerminal() {
+			_ = f.opts.Temporal.GetWorkflow(wctx, ref.workflowID, ref.runID).Get(wctx, nil)
 		}
 		now, answer, err := f.taskState(ctx, ref)
 		if err != nil || !now.Status.IsTerminal() || answer == nil {

@@ -52,6 +52,10 @@ type AgentInvocationInput struct {
 	Spec AgentSpec `json:"spec"`
 	// MaxRun bounds the whole CLI run.
 	MaxRun time.Duration `json:"max_run"`
+	// AnswerWait is how long the invocation stays open, once its CLI
+	// exited, for the answer to a blocker an answering caller was asked
+	// (agents.answer_wait_sec); 0: not at all.
+	AnswerWait time.Duration `json:"answer_wait,omitempty"`
 }
 
 // AgentHostClaim is a claim's answer: the host that runs the CLI, its
@@ -75,6 +79,10 @@ type RunAgentInput struct {
 	Deadline time.Time `json:"deadline"`
 	// MaxRun is agents.max_run_sec, for the message.
 	MaxRun time.Duration `json:"max_run"`
+	// Turn, when set, is the answer this run starts with: a run started
+	// after the CLI of the turn before it exited (its blocker answered
+	// while the invocation waited for the answer).
+	Turn *AgentTurn `json:"turn,omitempty"`
 }
 
 // AgentLiveInput names the run whose live state is asked for.
@@ -89,6 +97,8 @@ type AgentFinal struct {
 	Output    string      `json:"output"`
 	SessionID string      `json:"session_id,omitempty"`
 	Error     *AgentError `json:"error,omitempty"`
+	// Turn is the turn whose CLI ended so (0: the first).
+	Turn int `json:"turn,omitempty"`
 }
 
 // AgentLive is what the CLI is doing now, as its host answers AgentLive
@@ -186,22 +196,36 @@ type agentState struct {
 	turns []AgentTurn
 	// declined are the blockers (by Key) whose answer was declined.
 	declined map[string]bool
+	// offered are the blockers (by Key) a wait that can answer them
+	// returned: an answer is awaited for them once the CLI exited
+	// (holdForAnswer).
+	offered map[string]bool
+	// holding: the CLI exited, and the invocation waits for an answer.
+	holding bool
+	// answered is told each answer or decline taken while holding.
+	answered workflow.Channel
+	// cancelled: a cancel_agent (or an operator's cancel) came.
+	cancelled bool
 	// host runs the CLI, once claimed.
 	host string
 	// endUpserted: the end state is upserted.
 	endUpserted bool
 }
 
-func (s *agentState) addBlocker(b AgentBlocker) {
+// addBlocker records a blocker the run's host signalled, unless it has it
+// (each category wakes once per turn) or it is of a turn an answer ended
+// (signalled late); it reports whether it recorded it.
+func (s *agentState) addBlocker(b AgentBlocker) bool {
 	if b.Turn < len(s.turns) {
-		return // of a CLI an answer stopped, signalled late
+		return false
 	}
 	for _, seen := range s.blockers {
 		if seen.Key() == b.Key() {
-			return // each category wakes once per turn
+			return false
 		}
 	}
 	s.blockers = append(s.blockers, b)
+	return true
 }
 
 func (s *agentState) payload(ctx workflow.Context, id string, reason AgentReason) InvocationPayload {
@@ -253,7 +277,7 @@ func (s *agentState) live(ctx workflow.Context) (AgentLive, bool) {
 // although its workflow completes (it must, for wait_agent to read its
 // payload).
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
-	st := &agentState{started: workflow.Now(ctx), declined: map[string]bool{}}
+	st := &agentState{started: workflow.Now(ctx), declined: map[string]bool{}, offered: map[string]bool{}, answered: workflow.NewBufferedChannel(ctx, 1)}
 	st.deadline = st.started.Add(in.MaxRun)
 	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
 	p, err := agentInvocation(ctx, in, st)
@@ -280,6 +304,13 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	// waiting for its answer too.
 	wakeAnswerable := func() bool { return wake() || st.waitingAnswer() != nil }
 	answer := func(ctx workflow.Context, answers bool) InvocationPayload {
+		if b := st.waitingAnswer(); answers && b != nil && (st.final != nil || st.delivered >= len(st.blockers)) {
+			// A blocker waiting for its answer (the CLI may have exited,
+			// and the invocation holds for it).
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
+			p.Error = &b.AgentError
+			return p
+		}
 		if st.final != nil {
 			return st.payload(ctx, id, AgentReasonFinished)
 		}
@@ -290,11 +321,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 			p.Error = &b.AgentError
 			return p
 		}
-		if b := st.waitingAnswer(); answers && b != nil {
-			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
-			p.Error = &b.AgentError
-			return p
-		}
+
 		p := st.payload(ctx, id, AgentReasonWaitElapsed)
 		if live, ok := st.live(ctx); ok && st.final == nil {
 			p = AssemblePayload(p, live, workflow.Now(ctx))
@@ -312,7 +339,7 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, cond); err != nil {
 			return AgentWaitAnswer{}, err
 		}
-		return st.waitAnswer(answer(ctx, req.Answers)), nil
+		return st.waitAnswer(answer(ctx, req.Answers), req.Answers), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentWaitRequest) error {
 		return validateAgentWait(workflow.GetInfo(ctx).WorkflowExecution.ID, req)
 	}}); err != nil {
@@ -329,12 +356,12 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		if req.Decline {
 			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
 			p.Error = &b.AgentError
-			return st.waitAnswer(p), nil
+			return st.waitAnswer(p, true), nil
 		}
 		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, wakeAnswerable); err != nil {
 			return AgentWaitAnswer{}, err
 		}
-		return st.waitAnswer(answer(ctx, true)), nil
+		return st.waitAnswer(answer(ctx, true), true), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentAnswerRequest) error {
 		return st.validateAgentAnswer(id, req)
 	}}); err != nil {
@@ -342,6 +369,11 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	}
 	if err := workflow.SetQueryHandler(ctx, AgentStateQuery, func() (InvocationPayload, error) {
 		return st.payload(ctx, id, AgentReasonWaitElapsed), nil
+	}); err != nil {
+		return InvocationPayload{}, err
+	}
+	if err := workflow.SetQueryHandler(ctx, AgentAnswerableQuery, func() ([]string, error) {
+		return st.waitingKeys(), nil
 	}); err != nil {
 		return InvocationPayload{}, err
 	}
@@ -365,16 +397,25 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 	// max_run_sec bounds the run as a whole: its host stops the CLI at the
 	// deadline and answers with what it had said. Temporal's timer (the
 	// deadline plus LoopGrace) ends the run if no host is left to.
-	runCtx, cancelRun := workflow.WithCancel(ctx)
-	runCtx = loopOptions(runCtx, claim.Host, in.MaxRun, TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes), true)
-	run := workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{
-		InvocationID: id, Spec: in.Spec, Machine: claim.Machine, Spool: claim.Spool, Deadline: st.started.Add(in.MaxRun), MaxRun: in.MaxRun,
-	})
+	var run workflow.Future
+	var cancelRun workflow.CancelFunc
+	start := func(turn *AgentTurn) {
+		var runCtx workflow.Context
+		runCtx, cancelRun = workflow.WithCancel(ctx)
+		bound := in.MaxRun
+		if turn != nil {
+			bound = st.deadline.Sub(workflow.Now(ctx))
+		}
+		runCtx = loopOptions(runCtx, claim.Host, bound, TruncateUTF8(oneLine("run the "+in.Spec.Provider+" CLI in "+in.Spec.Cwd), MaxSummaryBytes), true)
+		run = workflow.ExecuteActivity(runCtx, RunAgentActivityName, RunAgentInput{
+			InvocationID: id, Spec: in.Spec, Machine: claim.Machine, Spool: claim.Spool, Deadline: st.deadline, MaxRun: in.MaxRun, Turn: turn,
+		})
+	}
+	start(nil)
 
-	cancelled := false
 	cancel := func() {
-		if !cancelled {
-			cancelled = true
+		if !st.cancelled {
+			st.cancelled = true
 			cancelRun()
 			stopLoop(ctx, claim.Host)
 		}
@@ -387,13 +428,14 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		sel.AddFuture(run, func(f workflow.Future) {
 			var final AgentFinal
 			err := awaitLoop(ctx, f, claim.Host, &final)
-			st.final = finalFrom(final, err, cancelled, in.MaxRun)
+			st.final = finalFrom(final, err, st.cancelled, in.MaxRun)
 		})
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
 			var b AgentBlocker
 			c.Receive(ctx, &b)
-			st.addBlocker(b)
-			setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
+			if st.addBlocker(b) {
+				setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
+			}
 		})
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
 			if takeCancel(ctx, id, c) {
@@ -405,12 +447,26 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		}
 		return sel
 	}
-	sel, watchingDone := running(true), true
-	for st.final == nil {
-		sel.Select(ctx)
-		if cancelled && watchingDone {
-			sel, watchingDone = running(false), false
+	for {
+		sel, watchingDone := running(!st.cancelled), !st.cancelled
+		for st.final == nil {
+			sel.Select(ctx)
+			if st.cancelled && watchingDone {
+				sel, watchingDone = running(false), false
+			}
 		}
+		// The CLI exited. An answer it did not get (taken as it exited)
+		// starts its turn now; a blocker an answering caller was asked
+		// keeps the invocation open for its answer, which starts the next
+		// turn.
+		turn := st.untakenTurn(ctx)
+		if turn == nil {
+			turn = st.holdForAnswer(ctx, id, in.AnswerWait)
+		}
+		if turn == nil {
+			break
+		}
+		start(turn)
 	}
 	return st.finish(ctx, id)
 }

@@ -26,6 +26,9 @@ const (
 	// and not yet answered, and returns as the wait update does, counting
 	// its window from the answer.
 	AgentAnswerUpdate = "answer"
+	// AgentAnswerableQuery lists the keys (AgentBlocker.Key) of the
+	// blockers an answer would take now.
+	AgentAnswerableQuery = "answerable"
 	// AnswerAgentActivityName tells the run's host to start the next turn
 	// (AgentTurn); on the host's queue, retried until a run of the
 	// invocation follows its CLI there.
@@ -49,6 +52,11 @@ type AgentBlocker struct {
 	Resumable bool `json:"resumable,omitempty"`
 }
 
+// Answerable reports whether a blocker of category code can be answered:
+// a permission the agent lacks, a question for the user. A rate limit,
+// billing or a failed login is not lifted by a prompt.
+func Answerable(code string) bool { return code == BlockerPermission || code == BlockerQuestion }
+
 // Key tells blockers apart within an invocation: the category, with the
 // turn after the first.
 func (b AgentBlocker) Key() string { return BlockerKey(b.Turn, b.Code) }
@@ -67,6 +75,9 @@ type AgentAnswerRequest struct {
 	Principal string `json:"principal,omitempty"`
 	// Code is the category of the blocker answered, in the current turn.
 	Code string `json:"code"`
+	// Key, when set, is the blocker's key (AgentBlocker.Key), which it
+	// must still be: an answer meant for a turn before is refused.
+	Key string `json:"key,omitempty"`
 	// Answer is what the agent is told: the prompt of its next turn.
 	// Empty with Decline.
 	Answer string `json:"answer,omitempty"`
@@ -98,16 +109,25 @@ type AgentWaitAnswer struct {
 	// Answerable: the payload is a blocker (execution_blocked) that the
 	// answer update would take.
 	Answerable bool `json:"answerable,omitempty"`
+	// BlockerKey is that blocker's key (AgentBlocker.Key): the answers of
+	// different turns are told apart by it.
+	BlockerKey string `json:"blocker_key,omitempty"`
 }
+
+// MaxAnswerBytes bounds an answer: it becomes the CLI's prompt, which the
+// presets pass as one argument (activities.MaxArgBytes, less room for the
+// rest of the argument).
+const MaxAnswerBytes = 120 << 10
 
 // answerDeliveryTimeout bounds the retries of AnswerAgent past the run's
 // deadline: by then the run has ended, and no turn starts.
 const answerDeliveryTimeout = LoopGrace
 
 // outstanding is the current turn's blocker of category code that an
-// answer would take, or nil.
+// answer would take, or nil: while the CLI runs, or while the invocation
+// holds for an answer after it exited.
 func (s *agentState) outstanding(code string) *AgentBlocker {
-	if s.final != nil {
+	if (s.final != nil && !s.holding) || s.cancelled {
 		return nil
 	}
 	for i := range s.blockers {
@@ -130,6 +150,17 @@ func (s *agentState) waitingAnswer() *AgentBlocker {
 	return nil
 }
 
+// waitingKeys are the keys of the blockers an answer would take now.
+func (s *agentState) waitingKeys() []string {
+	keys := []string{}
+	for _, b := range s.blockers {
+		if o := s.outstanding(b.Code); o != nil && o.Key() == b.Key() {
+			keys = append(keys, b.Key())
+		}
+	}
+	return keys
+}
+
 // validateAgentAnswer refuses an answer that the run cannot take, naming
 // the field and the rule. It reads the state only.
 func (s *agentState) validateAgentAnswer(id string, req AgentAnswerRequest) error {
@@ -139,7 +170,10 @@ func (s *agentState) validateAgentAnswer(id string, req AgentAnswerRequest) erro
 	refuse := func(format string, args ...any) error {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeNotAnswerable, nil)
 	}
-	if s.final != nil {
+	switch {
+	case s.cancelled:
+		return refuse("invocation %s was cancelled: there is no blocker to answer", id)
+	case s.final != nil && !s.holding:
 		return refuse("invocation %s has ended (%s): there is no blocker to answer", id, s.final.Status)
 	}
 	switch {
@@ -149,12 +183,17 @@ func (s *agentState) validateAgentAnswer(id string, req AgentAnswerRequest) erro
 		return refuse("answer: must be empty when the blocker is declined")
 	case !req.Decline && strings.TrimSpace(req.Answer) == "":
 		return refuse("answer: required (what the agent is told), unless the blocker is declined")
-	case len(req.Answer) > MaxPromptBytes:
-		return refuse("answer: %d bytes, over the %d a prompt may have", len(req.Answer), MaxPromptBytes)
+	case len(req.Answer) > MaxAnswerBytes:
+		return refuse("answer: %d bytes, over the %d an answer may have (it is the CLI's prompt, one argument)", len(req.Answer), MaxAnswerBytes)
 	case !utf8.ValidString(req.Answer):
 		return refuse("answer: not valid UTF-8")
+	case strings.ContainsRune(req.Answer, 0):
+		return refuse("answer: contains a NUL character, which no argument can hold")
 	}
-	if s.outstanding(req.Code) != nil {
+	if b := s.outstanding(req.Code); b != nil {
+		if req.Key != "" && req.Key != b.Key() {
+			return refuse("key: the blocker %s was answered; the one waiting now is %s", req.Key, b.Key())
+		}
 		return nil
 	}
 	for _, b := range s.blockers {
@@ -181,6 +220,9 @@ func (s *agentState) takeAnswer(ctx workflow.Context, req AgentAnswerRequest) bo
 	}
 	if req.Decline {
 		s.declined[b.Key()] = true
+		if s.holding {
+			s.answered.SendAsync(struct{}{})
+		}
 		return true
 	}
 	info := workflow.GetInfo(ctx)
@@ -192,6 +234,13 @@ func (s *agentState) takeAnswer(ctx workflow.Context, req AgentAnswerRequest) bo
 	// Blockers of the stopped CLI not yet told are moot.
 	s.delivered = len(s.blockers)
 	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
+	if s.holding {
+		// The CLI has exited: the invocation starts the turn as a run of
+		// its own (holdForAnswer), and runs again.
+		s.final = nil
+		s.answered.SendAsync(struct{}{})
+		return true
+	}
 	bound := s.deadline.Sub(workflow.Now(ctx)) + answerDeliveryTimeout
 	dctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              HostQueue(info.TaskQueueName, s.host),
@@ -209,11 +258,87 @@ func (s *agentState) takeAnswer(ctx workflow.Context, req AgentAnswerRequest) bo
 }
 
 // waitAnswer is the payload a wait or answer update returns, marked
-// answerable when it is a blocker an answer would take.
-func (s *agentState) waitAnswer(p InvocationPayload) AgentWaitAnswer {
+// answerable when it is a blocker an answer would take, with the blocker's
+// key. A caller that can answer it (answers) is recorded as asked: the
+// invocation then holds for its answer once the CLI exits.
+func (s *agentState) waitAnswer(p InvocationPayload, answers bool) AgentWaitAnswer {
 	out := AgentWaitAnswer{InvocationPayload: p}
-	if p.Reason == AgentReasonExecutionBlocked && p.Error != nil && p.Status == AgentRunning {
-		out.Answerable = s.outstanding(p.Error.Code) != nil
+	if p.Reason == AgentReasonExecutionBlocked && p.Error != nil {
+		if b := s.outstanding(p.Error.Code); b != nil {
+			out.Answerable, out.BlockerKey = true, b.Key()
+			if answers {
+				s.offered[b.Key()] = true
+			}
+		}
 	}
 	return out
+}
+
+// untakenTurn is the last answer's turn when the run's CLI exited in a
+// turn before it (the answer came as it exited) and the turn may still
+// run; else nil. A run that ended otherwise (it could not start, was lost,
+// ran out of time) starts nothing.
+func (s *agentState) untakenTurn(ctx workflow.Context) *AgentTurn {
+	if s.cancelled || len(s.turns) == 0 || s.final.Turn >= len(s.turns) || !workflow.Now(ctx).Before(s.deadline) {
+		return nil
+	}
+	if e := s.final.Error; e != nil {
+		switch e.Code {
+		case ErrCodeStart, ErrCodeWorkerLost, ErrCodeTimeout, ErrCodeCancelled:
+			return nil
+		}
+	}
+	turn := s.turns[len(s.turns)-1]
+	s.final = nil
+	return &turn
+}
+
+// holdForAnswer keeps an invocation whose CLI exited open for the answer
+// to a blocker an answering caller was asked (offered), for at most
+// window and never past the run's deadline: it returns the turn an answer
+// starts, or nil when none came (declined, cancelled, or the window
+// passed). With nothing offered, or window 0, it returns nil at once and
+// records nothing.
+func (s *agentState) holdForAnswer(ctx workflow.Context, id string, window time.Duration) *AgentTurn {
+	waiting := func() bool {
+		for key := range s.offered {
+			for _, b := range s.blockers {
+				if b.Key() == key && s.outstanding(b.Code) != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if window <= 0 || s.cancelled {
+		return nil
+	}
+	s.holding = true
+	defer func() { s.holding = false }()
+	left := s.deadline.Sub(workflow.Now(ctx))
+	if !waiting() || left <= 0 {
+		return nil
+	}
+	before := len(s.turns)
+	workflow.GetLogger(ctx).Info("the CLI exited with a blocker asked of its caller: waiting for the answer", "invocation", id, "window", min(window, left))
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	expired := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(tctx, min(window, left)), func(workflow.Future) { expired = true })
+	sel.AddReceive(s.answered, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	sel.AddReceive(workflow.GetSignalChannel(ctx, AgentCancelSignal), func(c workflow.ReceiveChannel, _ bool) {
+		if takeCancel(ctx, id, c) {
+			s.cancelled = true
+		}
+	})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { s.cancelled = true })
+	for !expired && !s.cancelled && len(s.turns) == before && waiting() {
+		sel.Select(ctx)
+	}
+	if len(s.turns) == before {
+		return nil
+	}
+	turn := s.turns[len(s.turns)-1]
+	return &turn
 }

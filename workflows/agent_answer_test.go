@@ -48,8 +48,16 @@ func TestAnAnswerStartsTheRunsNextTurn(t *testing.T) {
 		turns = append(turns, t)
 		return nil
 	})
+	// The first CLI exits without having taken the answer (it came as the
+	// CLI exited): the answer's turn runs as a run of its own.
+	var resumed []RunAgentInput
 	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(10*time.Minute).
-		Return(AgentFinal{Status: AgentSucceeded, Output: "written", SessionID: "s1"}, nil)
+		Return(AgentFinal{Status: AgentSucceeded, Output: "could not write", SessionID: "s1"}, nil).Once()
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Minute).
+		Return(func(_ context.Context, in RunAgentInput) (AgentFinal, error) {
+			resumed = append(resumed, in)
+			return AgentFinal{Status: AgentSucceeded, Output: "written", SessionID: "s1", Turn: 1}, nil
+		}).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(AgentBlockerSignal, AgentBlocker{
 			AgentError: AgentError{Code: BlockerPermission, Message: "Write needs approval"}, SessionID: "s1", Resumable: true,
@@ -61,7 +69,7 @@ func TestAnAnswerStartsTheRunsNextTurn(t *testing.T) {
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerQuestion, Answer: "main", Window: time.Minute}, &notResumable)
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "  ", Window: time.Minute}, &empty)
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerAuth, Answer: "x", Window: time.Minute}, &unseen)
-	updateAt(env, 4*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "yes, write it", Window: 10 * time.Minute}, &answered)
+	updateAt(env, 4*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "yes, write it", Window: 20 * time.Minute}, &answered)
 	updateAt(env, 5*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "again", Window: time.Minute}, &again)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
@@ -82,8 +90,12 @@ func TestAnAnswerStartsTheRunsNextTurn(t *testing.T) {
 	assert.Equal(t, AgentReasonFinished, answered.answer.Reason, "the answer waits again, until the run's end")
 	assert.Equal(t, AgentSucceeded, answered.answer.Status)
 	assert.False(t, answered.answer.Answerable)
+	require.NotNil(t, answered.answer.Output)
+	assert.Equal(t, "written", *answered.answer.Output, "the answer's turn's end")
 	require.Len(t, turns, 1)
 	assert.Equal(t, AgentTurn{InvocationID: "default-test-workflow-id", RunID: turns[0].RunID, Turn: 1, SessionID: "s1", Answer: "yes, write it"}, turns[0])
+	require.Len(t, resumed, 1)
+	assert.Equal(t, &turns[0], resumed[0].Turn, "the answer's turn ran, in a run of its own")
 	require.Error(t, again.refused, "a blocker is answered once")
 	assert.Contains(t, again.refused.Error(), "no permission_denied blocker")
 }
@@ -126,4 +138,56 @@ func TestABlockerWaitingForAnAnswerWakesTheWaitsThatCanAnswerIt(t *testing.T) {
 	assert.Equal(t, AgentReasonExecutionBlocked, answering.answer.Reason)
 	assert.True(t, answering.answer.Answerable)
 	assert.InDelta(t, 180_000, answering.answer.ElapsedMs, 2000, "at once")
+}
+
+// A run whose CLI exits with a blocker an answering caller was asked holds
+// for the answer: declined, it ends as its CLI did; unanswered, it ends
+// when agents.answer_wait_sec passes; a blocker no answering caller was
+// asked holds nothing.
+func TestAnEndedRunHoldsForTheAnswerItsCallerWasAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ask     bool
+		decline bool
+		ends    time.Duration // after the CLI's exit
+	}{
+		{"declined", true, true, time.Minute},
+		{"unanswered", true, false, 10 * time.Minute},
+		{"not asked", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newAgentEnv(t)
+			exit := 5 * time.Minute
+			env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(exit).
+				Return(AgentFinal{Status: AgentSucceeded, Output: "could not write", SessionID: "s1"}, nil).Once()
+			env.RegisterDelayedCallback(func() {
+				env.SignalWorkflow(AgentBlockerSignal, AgentBlocker{AgentError: AgentError{Code: BlockerPermission}, SessionID: "s1", Resumable: true})
+			}, time.Minute)
+			var asked, plain, declined updateOutcome
+			updateAt(env, 2*time.Minute, AgentWaitUpdate, AgentWaitRequest{Window: time.Minute, Answers: tc.ask}, &asked)
+			updateAt(env, exit+30*time.Second, AgentWaitUpdate, AgentWaitRequest{Window: time.Minute}, &plain)
+			if tc.decline {
+				updateAt(env, exit+tc.ends, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Decline: true, Window: time.Minute}, &declined)
+			}
+			in := agentInput
+			in.AnswerWait = 10 * time.Minute
+			env.ExecuteWorkflow(AgentWorkflowName, in)
+
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var final InvocationPayload
+			require.NoError(t, env.GetWorkflowResult(&final))
+			assert.Equal(t, AgentSucceeded, final.Status, "it ends as its CLI did")
+			assert.InDelta(t, (exit + tc.ends).Milliseconds(), final.ElapsedMs, 2000)
+			if tc.ask {
+				assert.True(t, asked.answer.Answerable)
+				require.True(t, plain.done)
+				assert.Equal(t, AgentReasonFinished, plain.answer.Reason, "a plain wait sees the CLI's end while it holds")
+			}
+			if tc.decline {
+				require.True(t, declined.done, "%v", declined.refused)
+				assert.False(t, declined.answer.Answerable)
+			}
+		})
+	}
 }

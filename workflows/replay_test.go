@@ -26,7 +26,7 @@ import (
 var replayScenarios = []string{
 	"waitfor_matched", "waitfor_timeout", "waitfor_recovered", "waitfor_cancelled",
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
-	"agent_timeout", "agent_unclaimed", "agent_cancel_ignored", "agent_answered",
+	"agent_timeout", "agent_unclaimed", "agent_cancel_ignored", "agent_answered", "agent_answered_after_exit",
 	"waitfortext_matched", "call", "list_panes", "catalog", "hostlease",
 }
 

@@ -44,6 +44,7 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
 			WaitWindow: cfg.Agents.WaitWindow(),
 			MaxRun:     cfg.Agents.MaxRun(),
+			AnswerWait: cfg.Agents.AnswerWait(),
 			CancelWait: cfg.Agents.CancelGrace() + 30*time.Second,
 		},
 		Tmux: mcpfront.TmuxOptions{

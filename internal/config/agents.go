@@ -24,6 +24,10 @@ type Agents struct {
 	// CancelGraceSec is how long cancel_agent waits after SIGTERM before
 	// SIGKILL.
 	CancelGraceSec int `toml:"cancel_grace_sec"`
+	// AnswerWaitSec is how long an invocation whose CLI exited stays open
+	// for the answer to a blocker a task of the 2026-07-28 tasks extension
+	// was asked (docs/agents.md, "Answering a blocker"); 0: not at all.
+	AnswerWaitSec int `toml:"answer_wait_sec"`
 	// Providers are the CLIs that may run, by name. Only configured providers
 	// run; a built-in preset fills what a provider leaves out.
 	Providers map[string]AgentProvider `toml:"providers"`
@@ -154,6 +158,9 @@ func (a Agents) WaitWindow() time.Duration { return time.Duration(a.WaitWindowSe
 // MaxRun bounds one invocation.
 func (a Agents) MaxRun() time.Duration { return time.Duration(a.MaxRunSec) * time.Second }
 
+// AnswerWait is how long an ended run stays open for a blocker's answer.
+func (a Agents) AnswerWait() time.Duration { return time.Duration(a.AnswerWaitSec) * time.Second }
+
 // CancelGrace is the SIGTERM to SIGKILL delay of cancel_agent.
 func (a Agents) CancelGrace() time.Duration { return time.Duration(a.CancelGraceSec) * time.Second }
 
@@ -165,6 +172,9 @@ func (a Agents) validate() []error {
 	}
 	if a.MaxRunSec < 1 {
 		bad("agents.max_run_sec: must be at least 1, got %d", a.MaxRunSec)
+	}
+	if a.AnswerWaitSec < 0 {
+		bad("agents.answer_wait_sec: must not be negative, got %d", a.AnswerWaitSec)
 	}
 	if a.CancelGraceSec < 0 {
 		bad("agents.cancel_grace_sec: must not be negative, got %d", a.CancelGraceSec)

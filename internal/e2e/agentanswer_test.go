@@ -136,3 +136,55 @@ func TestABlockedAgentIsAnsweredThroughTasksUpdate(t *testing.T) {
 	require.NoError(t, json.Unmarshal(result.StructuredContent, &fields))
 	assert.NotContains(t, fields, "answerable", "the payload is the output schema's, field for field")
 }
+
+// A headless CLI goes on past a blocker and exits (Claude Code reports a
+// denied permission and ends). A blocker its task was asked keeps the
+// invocation open for the answer (agents.answer_wait_sec): a plain
+// wait_agent meanwhile sees the run's end, and the answer resumes the
+// session in a run of its own, which the task follows to its end.
+func TestABlockerAnsweredAfterItsCLIExitedResumesTheSession(t *testing.T) {
+	w := newAgentWorkspace(t, 30)
+	config := w.withTokens(w.config)
+	w.script("denied",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Write, but you haven't granted it yet."}]}}`,
+		`@wait exit-now`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"could not write the file","session_id":"{session}"}`)
+	w.script("approved",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"wrote it in {session}","session_id":"{session}"}`)
+	serve := w.startServe(config)
+	alice := serve.modern(t, aliceToken, true)
+	raw, rerr := alice.call("start_agent", map[string]any{"provider": "fake", "prompt": "denied write the file", "cwd": w.path("work/repo")})
+	require.Nil(t, rerr, rerr.String())
+	id := decodeExt[payload](t, decodeExt[extToolResult](t, raw).StructuredContent).InvocationID
+
+	raw, rerr = alice.call("wait_agent", map[string]any{"invocation_id": id})
+	require.Nil(t, rerr, rerr.String())
+	taskID := decodeExt[extTaskJSON](t, raw).TaskID
+	require.NotEmpty(t, taskID, string(raw))
+	eventually(t, "the task to ask for input", func() bool { return alice.get(taskID).Status == "input_required" })
+
+	// The CLI exits; the invocation waits for the answer.
+	w.release("exit-now")
+	eventually(t, "the CLI to exit", func() bool { return strings.Contains(readFile(w.path("ends.log")), "denied exit 0") })
+	plain := serve.clientAs(t, aliceToken)
+	ended := plain.waitAgent(t, id)
+	assert.Equal(t, "finished", ended.Reason, "a plain wait sees the run's end")
+	assert.Equal(t, "could not write the file", ended.output())
+	asked := alice.get(taskID)
+	require.Equal(t, "input_required", asked.Status, "%+v", asked)
+	require.Contains(t, asked.InputRequests, "blocker-permission_denied")
+
+	_, rerr = alice.task("tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
+		"blocker-permission_denied": map[string]any{"action": "accept", "content": map[string]any{"answer": "approved write it"}},
+	}})
+	require.Nil(t, rerr, rerr.String())
+	var done extTaskJSON
+	eventually(t, "the task to end", func() bool { done = alice.get(taskID); return done.Status != "working" })
+	require.Equal(t, "completed", done.Status, "%+v", done)
+	final := decodeExt[payload](t, decodeExt[extToolResult](t, done.Result).StructuredContent)
+	assert.Equal(t, "succeeded", final.Status)
+	assert.Equal(t, "wrote it in sess-new", final.output(), "the session resumed with the answer")
+	assert.Contains(t, readFile(w.path("argv.log")), "--resume sess-new approved write it")
+}

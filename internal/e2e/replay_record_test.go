@@ -77,6 +77,34 @@ func recordAnswered(t *testing.T, prefix string) {
 	assert.Equal(t, workflows.AgentSucceeded, answered.Status)
 	assert.Equal(t, "succeeded", c.waitUntilFinished(t, id).Status)
 	rec.workflow(engine, "agent_answered", id)
+
+	// The CLI exits after a blocker a caller that can answer was asked:
+	// the invocation holds for the answer, which runs as a run of its own.
+	aw.script("exits", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Write, but you haven't granted it yet."}]}}`,
+		"@wait exit-now",
+		`{"type":"result","subtype":"success","is_error":false,"result":"not written","session_id":"{session}"}`)
+	held := c.startAgent(t, "fake", "exits", nil)
+	tc := temporalClient(t, engine)
+	asked, err := tc.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
+		WorkflowID: held, UpdateName: workflows.AgentWaitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{workflows.AgentWaitRequest{Window: testTimeout, Answers: true}},
+	})
+	require.NoError(t, err)
+	var blocked workflows.AgentWaitAnswer
+	require.NoError(t, asked.Get(context.Background(), &blocked))
+	require.True(t, blocked.Answerable)
+	aw.release("exit-now")
+	eventually(t, "the CLI to exit", func() bool { return strings.Contains(readFile(aw.path("ends.log")), "exits exit 0") })
+	handle, err = tc.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
+		WorkflowID: held, UpdateName: workflows.AgentAnswerUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{workflows.AgentAnswerRequest{Code: workflows.BlockerPermission, Answer: "granted", Window: testTimeout}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, handle.Get(context.Background(), &answered))
+	assert.Equal(t, workflows.AgentSucceeded, answered.Status)
+	assert.Equal(t, "succeeded", c.waitUntilFinished(t, held).Status)
+	rec.workflow(engine, "agent_answered_after_exit", held)
 	rec.write()
 }
 

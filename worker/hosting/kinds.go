@@ -130,7 +130,9 @@ func (r *Runtime) AnswerAgent(_ context.Context, t workflows.AgentTurn) error {
 	}
 	if j := r.loops.journal; j != nil {
 		if err := j.answered(loopKey{t.InvocationID, t.RunID}, t); err != nil {
-			r.logger.Warn("could not journal an agent run's answer", "workflow", t.InvocationID, "error", err)
+			// Told but not journaled, a restart would resume the turn
+			// before it: tried again (Temporal retries the activity).
+			return fmt.Errorf("journal the answer of %s: %w", t.InvocationID, err)
 		}
 	}
 	return r.opts.Agents.Answer(t)
