@@ -164,7 +164,7 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 			}
 			return workflows.AgentFinal{}, ctx.Err()
 		}
-		if final, done, err := r.begin(base, prov, in, turn); done || err != nil {
+		if final, done, err := r.begin(ctx, base, prov, in, turn); done || err != nil {
 			final.Turn = turn.Turn
 			return final, err
 		}
@@ -182,7 +182,7 @@ func (r *AgentRunner) Run(ctx context.Context, run AgentRun) (workflows.AgentFin
 // are stopped, in the provider session the answer resumes. done is true
 // when the run has ended without a CLI to follow (one lost that cannot be
 // resumed).
-func (r *AgentRunner) begin(base string, prov AgentProvider, in workflows.RunAgentInput, turn workflows.AgentTurn) (final workflows.AgentFinal, done bool, err error) {
+func (r *AgentRunner) begin(ctx context.Context, base string, prov AgentProvider, in workflows.RunAgentInput, turn workflows.AgentTurn) (final workflows.AgentFinal, done bool, err error) {
 	dir := turnDir(base, turn.Turn)
 	launch, err := r.launchOnce(dir)
 	if err != nil {
@@ -202,6 +202,11 @@ func (r *AgentRunner) begin(base string, prov AgentProvider, in workflows.RunAge
 	if turn.Turn > 0 {
 		for t := range turn.Turn {
 			agentproc.Terminate(turnDir(base, t), r.CancelGrace)
+		}
+		if errors.Is(context.Cause(ctx), ErrLoopStopped) {
+			// Cancelled while the CLI before it stopped: the answer's
+			// CLI does not start.
+			return workflows.AgentFinal{}, true, ctx.Err()
 		}
 		spec.SessionID, spec.Prompt = turn.SessionID, turn.Answer
 		r.logger().Info("agent blocker answered; resuming its session", "invocation", in.InvocationID, "turn", turn.Turn, "session", turn.SessionID)

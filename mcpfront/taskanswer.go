@@ -208,8 +208,11 @@ func (f *Front) extAgentTaskEnded(ctx context.Context, ref taskRef, task mcp.Tas
 	default:
 		v, qerr := f.opts.Temporal.QueryWorkflow(ctx, ref.workflowID, "", workflows.AgentStateQuery)
 		var now workflows.InvocationPayload
-		if qerr != nil || v.Get(&now) != nil {
-			return extTask{}, nil, fmt.Errorf("task %s: the invocation's state could not be read: %v", ref, err)
+		if qerr == nil {
+			qerr = v.Get(&now)
+		}
+		if qerr != nil {
+			return extTask{}, nil, fmt.Errorf("task %s: the invocation's state could not be read: %v", ref, qerr)
 		}
 		answer = structuredResult(now)
 	}
@@ -265,23 +268,44 @@ func (f *Front) answerAgentTask(ctx context.Context, ref taskRef, responses map[
 	defer cancel()
 	until, _ := actx.Deadline()
 	err = f.retryAgentWait(actx, ref.workflowID, until, func() error {
-		_, err := f.opts.Temporal.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
+		h, err := f.opts.Temporal.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
 			WorkflowID:   ref.workflowID,
 			UpdateID:     b.updateID,
 			UpdateName:   workflows.AgentAnswerUpdate,
 			Args:         []any{req},
 			WaitForStage: client.WorkflowUpdateStageAccepted,
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		// A refused update comes back as a handle holding the refusal,
+		// which Get returns at once; an accepted one is still running,
+		// and Get on a done context returns without waiting for it.
+		done, cancel := context.WithCancel(actx)
+		cancel()
+		if err := h.Get(done, nil); isRefusal(err) {
+			return err
+		}
+		return nil
 	})
-	var refused *temporal.ApplicationError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &refused):
-		return badParams(fmt.Errorf("inputResponses[%q]: the answer was refused: %s", b.key, refused.Error()))
+	case isRefusal(err):
+		return badParams(fmt.Errorf("inputResponses[%q]: the answer was refused: %s", b.key, workflowErrorMessage(err)))
+	}
+	if desc, derr := f.opts.Temporal.DescribeWorkflowExecution(ctx, ref.workflowID, ""); derr == nil &&
+		desc.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return badParams(fmt.Errorf("inputResponses[%q]: invocation %s has ended; no answer is taken", b.key, ref.workflowID))
 	}
 	return fmt.Errorf("inputResponses[%q]: the answer could not be delivered (send it again: it is taken once): %s", b.key, workflowErrorMessage(err))
+}
+
+// isRefusal reports whether err is the invocation's refusal of an answer
+// (its validator's error, naming the rule).
+func isRefusal(err error) bool {
+	var refused *temporal.ApplicationError
+	return errors.As(err, &refused)
 }
 
 // answerRequest reads an elicitation response to blocker b: accept with

@@ -204,6 +204,9 @@ type agentState struct {
 	holding bool
 	// answered is told each answer or decline taken while holding.
 	answered workflow.Channel
+	// heldFinal is how the CLI ended, kept while an answer taken while
+	// holding clears final (a cancel that comes with it restores it).
+	heldFinal *AgentFinal
 	// cancelled: a cancel_agent (or an operator's cancel) came.
 	cancelled bool
 	// host runs the CLI, once claimed.
@@ -433,7 +436,10 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		sel.AddReceive(workflow.GetSignalChannel(ctx, AgentBlockerSignal), func(c workflow.ReceiveChannel, _ bool) {
 			var b AgentBlocker
 			c.Receive(ctx, &b)
-			if st.addBlocker(b) {
+			st.addBlocker(b)
+			if b.Turn >= len(st.turns) {
+				// (Every blocker of the current turn, a repeated one too:
+				// histories recorded before turns upsert at each signal.)
 				setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentBlocked)))
 			}
 		})

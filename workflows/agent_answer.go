@@ -189,6 +189,8 @@ func (s *agentState) validateAgentAnswer(id string, req AgentAnswerRequest) erro
 		return refuse("answer: not valid UTF-8")
 	case strings.ContainsRune(req.Answer, 0):
 		return refuse("answer: contains a NUL character, which no argument can hold")
+	case strings.HasPrefix(req.Answer, "-"):
+		return refuse("answer: must not start with '-' (the CLI could read it as an option)")
 	}
 	if b := s.outstanding(req.Code); b != nil {
 		if req.Key != "" && req.Key != b.Key() {
@@ -237,7 +239,7 @@ func (s *agentState) takeAnswer(ctx workflow.Context, req AgentAnswerRequest) bo
 	if s.holding {
 		// The CLI has exited: the invocation starts the turn as a run of
 		// its own (holdForAnswer), and runs again.
-		s.final = nil
+		s.heldFinal, s.final = s.final, nil
 		s.answered.SendAsync(struct{}{})
 		return true
 	}
@@ -336,7 +338,12 @@ func (s *agentState) holdForAnswer(ctx workflow.Context, id string, window time.
 	for !expired && !s.cancelled && len(s.turns) == before && waiting() {
 		sel.Select(ctx)
 	}
-	if len(s.turns) == before {
+	if s.cancelled && s.final == nil {
+		// An answer came with the cancel: no turn starts, and the run
+		// ends as its CLI did.
+		s.final = s.heldFinal
+	}
+	if len(s.turns) == before || s.cancelled {
 		return nil
 	}
 	turn := s.turns[len(s.turns)-1]

@@ -105,6 +105,10 @@ func TestABlockedAgentIsAnsweredThroughTasksUpdate(t *testing.T) {
 	rerr = answer(alice, map[string]any{"action": "maybe"})
 	require.NotNil(t, rerr)
 	assert.Contains(t, rerr.Message, ".action")
+	rerr = answer(alice, map[string]any{"action": "accept", "content": map[string]any{"answer": "--dangerously-skip-permissions"}})
+	require.NotNil(t, rerr, "the invocation refuses it")
+	assert.Equal(t, -32602, rerr.Code)
+	assert.Contains(t, rerr.Message, "must not start with '-'")
 	assert.Equal(t, "input_required", alice.get(created.TaskID).Status, "a refused answer changes nothing")
 
 	// The answer: the CLI is stopped and its session resumed with it,

@@ -99,6 +99,11 @@ type loops struct {
 // maxAnswering is how many loops answer Temporal at once.
 const maxAnswering = 16
 
+// previousLoopWait bounds how long a loop waits for the loop of an
+// activity before it in its run to leave (microseconds, once its answer
+// was taken).
+const previousLoopWait = 5 * time.Second
+
 // stoppedTTL is how long a stop that found no loop is remembered.
 const stoppedTTL = 2 * time.Minute
 
@@ -165,6 +170,17 @@ func (l *loops) start(parent context.Context, ref loopRef, how loopStart, run lo
 		}
 	}
 	l.mu.Lock()
+	if prev, ok := l.running[ref.key()]; ok && prev.ref.ActivityID != ref.ActivityID && ref.ActivityID != "" {
+		// The loop of an activity before it in the run, which ended (the
+		// run scheduled this one once it had its answer) and is leaving:
+		// its journal entry and end go before this one starts.
+		l.mu.Unlock()
+		select {
+		case <-prev.done:
+		case <-time.After(previousLoopWait):
+		}
+		l.mu.Lock()
+	}
 	if _, ok := l.running[ref.key()]; ok {
 		l.mu.Unlock()
 		return false
