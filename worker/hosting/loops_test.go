@@ -203,6 +203,32 @@ func TestOneLoopPerRun(t *testing.T) {
 	l.drop("", errStopping)
 }
 
+// The loop of a run's next activity (an agent's answer run, scheduled the
+// moment the loop before it was answered) waits for that loop to leave,
+// and starts then.
+func TestANextActivitysLoopWaitsForThePreviousToLeave(t *testing.T) {
+	l := newTestLoops(newFakeCompleter(), nil)
+	leave := make(chan struct{})
+	require.True(t, l.start(context.Background(), ref1, loopStart{}, func(context.Context) (any, error) {
+		<-leave
+		return nil, nil
+	}))
+	next := ref1
+	next.ActivityID = "9"
+	started := make(chan bool)
+	go func() {
+		started <- l.start(context.Background(), next, loopStart{}, func(ctx context.Context) (any, error) { <-ctx.Done(); return nil, ctx.Err() })
+	}()
+	select {
+	case <-started:
+		t.Fatal("started while the previous loop was there")
+	default:
+	}
+	close(leave)
+	assert.True(t, <-started, "started once the previous loop left")
+	l.drop("", errStopping)
+}
+
 func TestGoneTellsARefusalFromAPassingFailure(t *testing.T) {
 	assert.True(t, gone(serviceerror.NewNotFound("x")))
 	assert.True(t, gone(serviceerror.NewFailedPrecondition("x")))
