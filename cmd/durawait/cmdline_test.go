@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -114,8 +115,8 @@ func TestCommandsKeepTheirFlags(t *testing.T) {
 			"task-queue", "engine-port", "ui-port", "log-level", "log-format", "pprof", "tmux-socket", "tool", "no-daemon", "daemon"},
 		"worker":          {"config", "http", "temporal", "tool"},
 		"status":          {"config", "data-dir"},
-		"waits list":      {"config", "data-dir", "temporal", "namespace", "json", "running", "tool", "caller", "limit"},
-		"waits cancel":    {"config", "data-dir", "temporal", "json"},
+		"waits list":      {"config", "data-dir", "temporal", "namespace", "json", "running", "tool", "caller", "state", "since", "limit"},
+		"waits cancel":    {"config", "data-dir", "temporal", "reason"},
 		"agent-supervise": {"dir", "cwd", "stdin"},
 		"temporal-env":    {"config", "data-dir"},
 		"waits show":      {"json"},
@@ -131,6 +132,20 @@ func TestCommandsKeepTheirFlags(t *testing.T) {
 			assert.NotContains(t, out, "flags:", cmd)
 		}
 	}
+	_, out, _ := runCLI(t, "waits", "cancel", "-h")
+	assert.False(t, listsFlag(out, "json"), "cancel prints one line: it offers no -json")
+}
+
+func TestSinceTakesADurationOrATime(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	got, err := parseSince("90m", now)
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(-90*time.Minute), got)
+	got, err = parseSince("2026-12-06T09:00:00Z", now)
+	require.NoError(t, err)
+	assert.Equal(t, time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC), got)
+	_, err = parseSince("-5m", now)
+	assert.Error(t, err)
 }
 
 // A wrong command line is refused with exit status 2 before anything
@@ -155,7 +170,9 @@ func TestAWrongCommandLineExitsTwo(t *testing.T) {
 		{[]string{"waits", "show", "a", "b"}, []string{"durawait waits show: unexpected arguments: [b]"}},
 		{[]string{"waits", "show", ""}, []string{"durawait waits show: the wait's ID is required (see durawait waits list)"}},
 		{[]string{"waits", "list", "--limit", "0"}, []string{"durawait waits list: --limit: must be at least 1, got 0"}},
-		{[]string{"waits", "cancel", "wait_for/abc", "--json"}, []string{"durawait waits cancel: --json: cancel prints one line"}},
+		{[]string{"waits", "cancel", "wait_for/abc", "--json"}, []string{"durawait waits cancel: flag provided but not defined: -json"}},
+		{[]string{"waits", "list", "--state", "done"}, []string{`--state: "done" is not a wait's state (running, matched`}},
+		{[]string{"waits", "list", "--since", "yesterday"}, []string{`--since: "yesterday" is neither a duration`}},
 		{[]string{"agent-supervise"}, []string{"durawait agent-supervise: --dir is required"}},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)

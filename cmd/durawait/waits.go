@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -38,29 +40,46 @@ type waitsFlags struct {
 	asJSON        *bool
 }
 
-// registerWaitsFlags adds the flags of every waits subcommand to fs.
-func registerWaitsFlags(fs *flag.FlagSet) *waitsFlags {
-	return &waitsFlags{
+// registerWaitsFlags adds the flags of every waits subcommand to fs, and
+// --json to those that print JSON (withJSON).
+func registerWaitsFlags(fs *flag.FlagSet, withJSON bool) *waitsFlags {
+	w := &waitsFlags{
 		fs:      fs,
 		file:    fs.String("config", "", "TOML config file (its data_dir, temporal and namespace)"),
 		dataDir: fs.String("data-dir", config.Default().DataDir, "data dir whose running durawait's engine to use"),
 		conn:    registerTemporalFlags(fs),
-		asJSON:  fs.Bool("json", false, "print JSON for scripts instead of a table"),
+		asJSON:  new(bool),
 	}
+	if withJSON {
+		fs.BoolVar(w.asJSON, "json", false, "print JSON for scripts instead of a table")
+	}
+	return w
 }
 
 // waitsList is the setup of `durawait waits list`: the operator's view of
 // the waits.
 func waitsList(fs *flag.FlagSet) action {
-	flags := registerWaitsFlags(fs)
+	flags := registerWaitsFlags(fs, true)
 	var opts waits.ListOptions
 	fs.BoolVar(&opts.Running, "running", false, "only the waits that run now")
 	fs.StringVar(&opts.Tool, "tool", "", "only one tool's waits (wait_for, wait_for_text, start_agent, ...)")
 	fs.StringVar(&opts.Caller, "caller", "", "only one caller's waits (its principal)")
+	fs.StringVar(&opts.State, "state", "", "only the waits in one state ("+strings.Join(waits.States(), ", ")+")")
+	since := fs.String("since", "", "only the waits started since then: a duration back from now (90m, 24h) or an RFC 3339 time")
 	fs.IntVar(&opts.Limit, "limit", waits.DefaultLimit, "at most this many waits")
 	return func(ctx context.Context, inv invocation) error {
 		if opts.Limit < 1 {
 			return usageErrorf("--limit: must be at least 1, got %d", opts.Limit)
+		}
+		if opts.State != "" && !slices.Contains(waits.States(), opts.State) {
+			return usageErrorf("--state: %q is not a wait's state (%s)", opts.State, strings.Join(waits.States(), ", "))
+		}
+		if *since != "" {
+			t, err := parseSince(*since, time.Now())
+			if err != nil {
+				return usageErrorf("--since: %v", err)
+			}
+			opts.Since = t
 		}
 		ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
 		defer cancel()
@@ -82,13 +101,28 @@ func waitsList(fs *flag.FlagSet) action {
 			}
 			return waits.WriteJSON(inv.stdout, ws)
 		}
-		return waits.WriteTable(inv.stdout, ws)
+		return waits.WriteTable(inv.stdout, ws, time.Now())
 	}
+}
+
+// parseSince reads --since: a duration back from now, or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration back from now must be positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (90m, 24h) nor an RFC 3339 time (2026-12-06T09:00:00Z)", s)
+	}
+	return t, nil
 }
 
 // waitsShow is the setup of `durawait waits show ID`.
 func waitsShow(fs *flag.FlagSet) action {
-	flags := registerWaitsFlags(fs)
+	flags := registerWaitsFlags(fs, true)
 	return func(ctx context.Context, inv invocation) error {
 		ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
 		defer cancel()
@@ -110,20 +144,18 @@ func waitsShow(fs *flag.FlagSet) action {
 
 // waitsCancel is the setup of `durawait waits cancel ID`.
 func waitsCancel(fs *flag.FlagSet) action {
-	flags := registerWaitsFlags(fs)
+	flags := registerWaitsFlags(fs, false)
+	reason := fs.String("reason", "", "why it is cancelled: recorded in the wait's history, and shown by durawait waits show")
 	return func(ctx context.Context, inv invocation) error {
-		if *flags.asJSON {
-			return usageErrorf("--json: cancel prints one line, not JSON (check the outcome with durawait waits show ID --json)")
-		}
 		ctx, cancel := context.WithTimeout(ctx, waitsTimeout)
 		defer cancel()
-		tc, _, err := flags.connect(ctx, inv.stderr)
+		tc, namespace, err := flags.connect(ctx, inv.stderr)
 		if err != nil {
 			return err
 		}
 		defer tc.Close()
 		id := inv.positional[0]
-		if err := waits.Cancel(ctx, tc, id); err != nil {
+		if err := waits.Cancel(ctx, tc, namespace, id, *reason); err != nil {
 			return err
 		}
 		fmt.Fprintf(inv.stdout, "cancel requested for wait %s (as %s)\n", id, waits.OperatorIdentity())

@@ -401,8 +401,19 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	assert.Contains(t, rows[0].Summary, `wait_for read_file until matches "READY"`)
 	table, errOut, ok := w.waits("list", "--data-dir", w.path("data"), "--running")
 	require.True(t, ok, errOut)
-	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
+	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
 	assert.Contains(t, table, id)
+	assert.Contains(t, table, "running ", "how long it has run")
+	// --state and --since narrow the list.
+	running, errOut, ok := w.waits("list", "--config", config, "--state", "running", "--since", "1h", "--json")
+	require.True(t, ok, errOut)
+	assert.Contains(t, running, id)
+	timedOut, errOut, ok := w.waits("list", "--config", config, "--state", "timeout", "--json")
+	require.True(t, ok, errOut)
+	assert.NotContains(t, timedOut, id)
+	future, errOut, ok := w.waits("list", "--config", config, "--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--json")
+	require.True(t, ok, errOut)
+	assert.Equal(t, "[]", strings.TrimSpace(future), "nothing started in the future")
 	// --caller: without authentication the caller is anonymous.
 	mine, errOut, ok := w.waits("list", "--config", config, "--running", "--caller", "anonymous", "--json")
 	require.True(t, ok, errOut)
@@ -443,7 +454,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	}
 
 	// cancel ends it; the MCP caller gets an answer.
-	out, errOut, ok := w.waits("cancel", id, "--config", config)
+	out, errOut, ok := w.waits("cancel", id, "--config", config, "--reason", "rolling out v2")
 	require.True(t, ok, errOut)
 	assert.Contains(t, out, "cancel requested for wait "+id+" (as durawait-waits:")
 	got := <-done
@@ -463,7 +474,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	assert.True(t, strings.HasPrefix(detail.State, "cancel"), detail.State)
 	var by string
 	for _, ch := range detail.Changes {
-		if ch.What == "cancel requested" {
+		if ch.What == "cancel requested: rolling out v2" {
 			by = ch.Identity
 		}
 	}
@@ -484,7 +495,8 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 		{[]string{"show", "--config", config}, "the wait's ID is required"},
 		{[]string{"cancel", "--config", config, "wait_for/nope"}, "no wait with this ID: wait_for/nope"},
 		{[]string{"cancel", "--config", config, id}, "is not running"},
-		{[]string{"cancel", "--config", config, id, "--json"}, "--json: cancel prints one line"},
+		{[]string{"cancel", "--config", config, id, "--json"}, "flag provided but not defined: -json"},
+		{[]string{"list", "--config", config, "--state", "finished"}, `--state: "finished" is not a wait's state`},
 		{[]string{"list", "--data-dir", w.path("elsewhere")}, "no durawait runs on data dir"},
 		{[]string{"frob"}, `unknown subcommand "frob"`},
 	} {

@@ -46,6 +46,10 @@ type ListOptions struct {
 	Tool string
 	// Caller keeps one caller's waits (AttrCaller).
 	Caller string
+	// State keeps the waits in one state (AttrState: one of States).
+	State string
+	// Since keeps the waits started at or after it (zero: any).
+	Since time.Time
 	// Limit bounds the rows, in the visibility store's order (see List);
 	// 0 is DefaultLimit.
 	Limit int
@@ -82,7 +86,19 @@ func Query(opts ListOptions) (query string, notes []string) {
 	if opts.Caller != "" {
 		terms = append(terms, fmt.Sprintf("%s = %s", AttrCaller, quote(opts.Caller)))
 	}
+	if opts.State != "" {
+		terms = append(terms, fmt.Sprintf("%s = %s", AttrState, quote(opts.State)))
+	}
+	if !opts.Since.IsZero() {
+		terms = append(terms, fmt.Sprintf("StartTime >= %s", quote(opts.Since.UTC().Format(time.RFC3339Nano))))
+	}
 	return strings.Join(terms, " AND "), notes
+}
+
+// States are the states a wait can be in (AttrState), which --state takes.
+func States() []string {
+	return []string{string(workflows.StateRunning), string(workflows.StateMatched), string(workflows.StateSettled),
+		string(workflows.StateTimeout), string(workflows.StateFailed), string(workflows.StateCancelled), string(workflows.StateError)}
 }
 
 // waitWorkflowTypes are the workflow types of the waits `waits list`

@@ -18,16 +18,49 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// WriteTable writes the list as a table: ID, tool, state, caller, started,
-// summary.
-func WriteTable(w io.Writer, ws []Wait) error {
+// WriteTable writes the list as a table: ID, run (its first 8
+// characters: an identical call made again after a wait ended is a new run
+// of the same ID), tool, state, caller, started, how long it ran (or has
+// run, at now), summary.
+func WriteTable(w io.Writer, ws []Wait, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTOOL\tSTATE\tCALLER\tSTARTED\tSUMMARY")
+	fmt.Fprintln(tw, "ID\tRUN\tTOOL\tSTATE\tCALLER\tSTARTED\tDURATION\tSUMMARY")
 	for _, x := range ws {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", field(x.ID), dash(field(x.Tool)), dash(field(x.State)), dash(field(x.Caller)),
-			x.Started.Local().Format(time.DateTime), dash(oneLine(x.Summary, 80)))
+		took := "running " + Human(now.Sub(x.Started))
+		if x.Closed != nil {
+			took = Human(x.Closed.Sub(x.Started))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(x.ID), dash(field(shortRun(x.RunID))), dash(field(x.Tool)), dash(field(x.State)),
+			dash(field(x.Caller)), x.Started.Local().Format(time.DateTime), took, dash(oneLine(x.Summary, 80)))
 	}
 	return tw.Flush()
+}
+
+// shortRun is a run ID's first 8 characters, enough to tell the runs of
+// one ID apart.
+func shortRun(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// Human writes a duration for a person: "850ms", "42s", "3m05s",
+// "2h03m", "3d04h".
+func Human(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + Human(-d)
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
 // WriteDetail writes a wait's detail for a person.
@@ -39,10 +72,10 @@ func WriteDetail(w io.Writer, d Detail) error {
 	fmt.Fprintf(&b, "caller:   %s\n", dash(d.Caller))
 	fmt.Fprintf(&b, "started:  %s\n", d.Started.Local().Format(time.RFC3339))
 	if d.Closed != nil {
-		fmt.Fprintf(&b, "closed:   %s (after %s)\n", d.Closed.Local().Format(time.RFC3339), d.Closed.Sub(d.Started).Round(time.Millisecond))
+		fmt.Fprintf(&b, "closed:   %s (after %s)\n", d.Closed.Local().Format(time.RFC3339), Human(d.Closed.Sub(d.Started)))
 	}
 	fmt.Fprintf(&b, "summary:  %s\n", dash(d.Summary))
-	fmt.Fprintf(&b, "\narguments:\n  %s\n", asJSON(d.Arguments))
+	fmt.Fprintf(&b, "\narguments:\n  %s\n", asJSON(humanDurations(d.Arguments)))
 	if len(d.Memo) > 0 {
 		fmt.Fprintf(&b, "\nmemo:\n  %s\n", asJSON(d.Memo))
 	}
@@ -67,6 +100,35 @@ func WriteDetail(w io.Writer, d Detail) error {
 	}
 	_, err := io.WriteString(w, printable(b.String(), "\n"))
 	return err
+}
+
+// durationFields are the fields of durawait's workflow inputs that hold a
+// Go duration (nanoseconds in JSON).
+var durationFields = map[string]bool{"max_run": true, "answer_wait": true, "window": true, "within": true, "lease": true, "max_wait": true}
+
+// humanDurations is v (decoded JSON) with each duration field written for
+// a person ("6h00m" for 21600000000000); v itself is not changed. --json
+// keeps the numbers.
+func humanDurations(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if n, ok := e.(float64); ok && durationFields[k] {
+				out[k] = Human(time.Duration(n))
+				continue
+			}
+			out[k] = humanDurations(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = humanDurations(e)
+		}
+		return out
+	}
+	return v
 }
 
 // printable is s with every C0 and C1 control character (ESC and the

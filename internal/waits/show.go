@@ -2,6 +2,8 @@ package waits
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -194,7 +197,11 @@ func (d *Detail) apply(ev *historypb.HistoryEvent) {
 		add("update "+ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName()+" accepted", "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
 		a := ev.GetWorkflowExecutionCancelRequestedEventAttributes()
-		add("cancel requested", a.GetIdentity())
+		what := "cancel requested"
+		if a.GetCause() != "" {
+			what += ": " + a.GetCause()
+		}
+		add(what, a.GetIdentity())
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 		d.Result = decodeAll(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult())
 		add("completed", "")
@@ -243,12 +250,20 @@ func OperatorIdentity() string {
 	return "durawait-waits:" + name + "@" + host
 }
 
-// Cancel requests the cancellation of a running wait. The client's
-// identity (dial it with OperatorIdentity) is recorded in the wait's
-// history as who cancelled it. A wait that is not running is an error that
-// says its state; durawait's internal workflows (the catalog, the hosts'
-// leases) are refused.
-func Cancel(ctx context.Context, c client.Client, id string) error {
+// requestID is a fresh ID for one request to the engine (its
+// deduplication key).
+func requestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Cancel requests the cancellation of a running wait in namespace, for
+// reason ("": none given). OperatorIdentity and the reason are recorded in
+// the wait's history as who cancelled it and why. A wait that is not
+// running is an error that says its state; durawait's internal workflows
+// (the catalog, the hosts' leases) are refused.
+func Cancel(ctx context.Context, c client.Client, namespace, id, reason string) error {
 	if toolOfID(id) == "internal" {
 		return fmt.Errorf("%s is durawait's internal workflow (a task queue's downstream catalog, or a host's lease), not a wait: it is not cancelled with durawait waits", id)
 	}
@@ -264,7 +279,14 @@ func Cancel(ctx context.Context, c client.Client, id string) error {
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return fmt.Errorf("wait %s is not running (it is %s): nothing to cancel", id, statusName(info.GetStatus()))
 	}
-	if err := c.CancelWorkflow(ctx, id, info.GetExecution().GetRunId()); err != nil {
+	_, err = c.WorkflowService().RequestCancelWorkflowExecution(ctx, &workflowservice.RequestCancelWorkflowExecutionRequest{
+		Namespace:         namespace,
+		WorkflowExecution: info.GetExecution(),
+		Identity:          OperatorIdentity(),
+		RequestId:         requestID(),
+		Reason:            reason,
+	})
+	if err != nil {
 		return fmt.Errorf("cancel wait %s: %w", id, err)
 	}
 	return nil

@@ -21,6 +21,21 @@ func TestQueryUsesTheSearchAttributes(t *testing.T) {
 		"only the waits: not the catalog, nor a split front end's call/ and list_panes/ workflows")
 }
 
+// --state and --since narrow the query on the state attribute and the
+// start time; durations read as a person writes them.
+func TestQueryByStateAndStartAndHumanDurations(t *testing.T) {
+	since := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	q, _ := Query(ListOptions{Tool: "wait_for", State: "timeout", Since: since})
+	assert.Equal(t, `DurawaitTool = 'wait_for' AND DurawaitState = 'timeout' AND StartTime >= '2026-12-06T09:00:00Z'`, q)
+	assert.Contains(t, States(), "cancelled")
+	for d, want := range map[time.Duration]string{
+		850 * time.Millisecond: "850ms", 42 * time.Second: "42s", 3*time.Minute + 5*time.Second: "3m05s",
+		2*time.Hour + 3*time.Minute: "2h03m", 76 * time.Hour: "3d04h",
+	} {
+		assert.Equal(t, want, Human(d))
+	}
+}
+
 func TestToolOfID(t *testing.T) {
 	assert.Equal(t, "wait_for", toolOfID("wait_for/p0123/abc"))
 	assert.Equal(t, "wait_for_text", toolOfID("wait_for_text/abc"))
@@ -31,12 +46,20 @@ func TestToolOfID(t *testing.T) {
 func TestTableAndDetail(t *testing.T) {
 	started := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
-	require.NoError(t, WriteTable(&b, []Wait{{ID: "wait_for/abc", Tool: "wait_for", State: "running", Started: started,
-		Summary: "wait_for read_file until matches /READY/\n(every 1s)"}}))
+	ended := started.Add(3*time.Minute + 5*time.Second)
+	require.NoError(t, WriteTable(&b, []Wait{
+		{ID: "wait_for/abc", RunID: "01a24b6b-b847-707c", Tool: "wait_for", State: "running", Started: started,
+			Summary: "wait_for read_file until matches /READY/\n(every 1s)"},
+		{ID: "wait_for/abc", RunID: "01a24a00-0000-7000", Tool: "wait_for", State: "timeout", Started: started, Closed: &ended},
+	}, started.Add(42*time.Second)))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	require.Len(t, lines, 2)
-	assert.Equal(t, []string{"ID", "TOOL", "STATE", "CALLER", "STARTED", "SUMMARY"}, strings.Fields(lines[0]))
+	require.Len(t, lines, 3)
+	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "SUMMARY"}, strings.Fields(lines[0]))
 	assert.Contains(t, lines[1], "wait_for/abc")
+	assert.Contains(t, lines[1], "01a24b6b ", "the run tells an identical call's runs apart")
+	assert.Contains(t, lines[1], "running 42s")
+	assert.Contains(t, lines[2], "01a24a00 ")
+	assert.Contains(t, lines[2], " 3m05s ")
 	assert.Contains(t, lines[1], " - ", "no caller is a dash")
 	assert.Contains(t, lines[1], "until matches /READY/ (every 1s)", "the summary on one line")
 
@@ -44,13 +67,13 @@ func TestTableAndDetail(t *testing.T) {
 	closed := started.Add(3 * time.Second)
 	require.NoError(t, WriteDetail(&b, Detail{
 		Wait:      Wait{ID: "wait_for/abc", State: "canceled", Started: started, Closed: &closed},
-		Arguments: map[string]any{"spec": map[string]any{"poll_sec": 1}},
+		Arguments: map[string]any{"spec": map[string]any{"poll_sec": 1}, "max_run": float64(6 * time.Hour)},
 		Changes: []Change{{Time: started, What: "started"},
 			{Time: closed, What: "cancel requested", Identity: "durawait-waits:ops@host"}},
 		Failure: "canceled",
 	}))
 	out := b.String()
-	for _, want := range []string{"wait:     wait_for/abc", "closed:", "(after 3s)", `"poll_sec": 1`, "cancel requested (by durawait-waits:ops@host)", "result: canceled"} {
+	for _, want := range []string{"wait:     wait_for/abc", "closed:", "(after 3s)", `"poll_sec": 1`, `"max_run": "6h00m"`, "cancel requested (by durawait-waits:ops@host)", "result: canceled"} {
 		assert.Contains(t, out, want)
 	}
 }
@@ -78,7 +101,7 @@ func TestQueryMapsWaitAgentAndNotesAnUnknownTool(t *testing.T) {
 
 func TestCancelRefusesTheInternalWorkflows(t *testing.T) {
 	for _, id := range []string{"durawait-catalog/durawait", "durawait-host/vm-13626d93"} {
-		err := Cancel(context.Background(), nil, id)
+		err := Cancel(context.Background(), nil, "default", id, "")
 		require.Error(t, err, id)
 		assert.Contains(t, err.Error(), "internal workflow")
 	}
@@ -89,7 +112,7 @@ func TestCancelRefusesTheInternalWorkflows(t *testing.T) {
 func TestTableAndDetailStripControlCharacters(t *testing.T) {
 	evil := "a\x1b[31mred\u009b2J\x07"
 	var b bytes.Buffer
-	require.NoError(t, WriteTable(&b, []Wait{{ID: "wait_for/" + evil, Tool: "wait_for", State: "running", Caller: evil, Summary: evil}}))
+	require.NoError(t, WriteTable(&b, []Wait{{ID: "wait_for/" + evil, Tool: "wait_for", State: "running", Caller: evil, Summary: evil}}, time.Now()))
 	require.NoError(t, WriteDetail(&b, Detail{Wait: Wait{ID: evil, Caller: evil, Summary: evil},
 		Changes: []Change{{What: evil, Identity: evil}}, Failure: evil}))
 	out := b.String()
