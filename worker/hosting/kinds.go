@@ -201,7 +201,8 @@ func (r *Runtime) AgentLive(_ context.Context, in workflows.AgentLiveInput) (wor
 	}
 	live, ok := r.opts.Agents.Live(in.InvocationID)
 	if !ok {
-		return workflows.AgentLive{}, errors.New("the run does not follow its CLI on this worker now")
+		// An answer, not a fault: the wait answers without the live fields.
+		return workflows.AgentLive{}, temporal.NewApplicationError("the run does not follow its CLI on this worker now", "NotFollowed")
 	}
 	return live, nil
 }
