@@ -124,7 +124,10 @@ func runStop(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if err := syscall.Kill(owner.PID, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop pid %d: %w", owner.PID, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	// The config's drain_delay_sec comes first (readiness withdrawn, calls
+	// still taken), then the drain.
+	bound := stopTimeout + time.Duration(cfg.DrainDelaySec)*time.Second
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	for {
 		if _, held, err := datadir.Inspect(dir); err == nil && !held && exited(owner.PID) {
@@ -132,7 +135,7 @@ func runStop(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 			return nil
 		}
 		if err := pause(ctx); err != nil {
-			return fmt.Errorf("durawait (pid %d) has not exited %s after SIGTERM; kill it with kill -9 %d (no wait is lost)", owner.PID, stopTimeout, owner.PID)
+			return fmt.Errorf("durawait (pid %d) has not exited %s after SIGTERM; kill it with kill -9 %d (no wait is lost)", owner.PID, bound, owner.PID)
 		}
 	}
 }

@@ -78,8 +78,14 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	p.logger.Info("durawait ready", "mcp", p.http.mcpURL)
 	<-ctx.Done()
 	p.logger.Info("shutting down")
-	// /readyz fails from now on, while the listener still answers.
+	// /readyz fails from now on, while the listener still answers; for
+	// drain_delay_sec new calls are still taken, so a load balancer's
+	// probe sees the front leave before its calls are cut.
 	p.ready.SetDraining()
+	if delay := time.Duration(p.cfg.DrainDelaySec) * time.Second; delay > 0 {
+		p.logger.Info("readiness withdrawn; taking calls until the drain", "drain_delay", delay)
+		time.Sleep(delay)
+	}
 	// Answer the calls in flight, then close the listener; the steps' stops
 	// then stop the worker and close the Temporal client.
 	drainFront(p.front, p.logger)

@@ -73,6 +73,11 @@ type Config struct {
 	// sessions share stays up with no client connected and no wait running;
 	// 0 keeps it up until `durawait stop`.
 	DaemonIdleExitMin int `toml:"daemon_idle_exit_min"`
+	// DrainDelaySec is how long, on SIGTERM, an HTTP front end answers
+	// /readyz 503 while it still takes new calls, before it drains them
+	// and closes its listener: time for a load balancer's readiness probe
+	// to see it leave. 0 drains at once.
+	DrainDelaySec int `toml:"drain_delay_sec"`
 	// HTTPReadTimeoutSec bounds reading one HTTP request, headers and body;
 	// it does not bound the response, so long waits stream on.
 	HTTPReadTimeoutSec int `toml:"http_read_timeout_sec"`
@@ -196,6 +201,10 @@ type MCPServer struct {
 
 // Exposed reports the expose setting with its default applied.
 func (s MCPServer) Exposed() bool { return s.Expose == nil || *s.Expose }
+
+// maxDrainDelaySec bounds drain_delay_sec: a readiness probe sees a
+// draining front within a few of its periods.
+const maxDrainDelaySec = 120
 
 // Default returns the configuration used when no file is given. Its data
 // dir is the user's state directory (see StateDir), or empty when there is
@@ -331,6 +340,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPReadTimeoutSec < 1 {
 		bad("http_read_timeout_sec: must be at least 1, got %d", c.HTTPReadTimeoutSec)
+	}
+	if c.DrainDelaySec < 0 || c.DrainDelaySec > maxDrainDelaySec {
+		bad("drain_delay_sec: must be 0 (drain at once) to %d, got %d", maxDrainDelaySec, c.DrainDelaySec)
 	}
 	if c.DaemonIdleExitMin < 0 {
 		bad("daemon_idle_exit_min: must be 0 (never) or more, got %d", c.DaemonIdleExitMin)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"syscall"
 	"testing"
 
@@ -77,4 +78,54 @@ func TestSIGTERMDrainsAStdioCall(t *testing.T) {
 	require.NoError(t, proc.Signal(syscall.SIGTERM))
 	msg := <-answered
 	assert.Contains(t, msg, "Call again with the same arguments")
+}
+
+// With drain_delay_sec, a SIGTERM withdraws readiness first: /readyz
+// answers 503 (draining) while the front still takes new calls, and only
+// then are the calls in flight drained and the listener closed, so a load
+// balancer's readiness probe sees the front leave before any call is cut.
+func TestADrainDelayLetsALoadBalancerSeeTheFrontLeave(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfigWith("drain_delay_sec = 10", w.demoServer("demo"))
+	w.write("status.txt", "working")
+	w.write("other.txt", "hello")
+	inst := w.startServe(config)
+	c := inst.client(t)
+	eventually(t, "/readyz 200", func() bool { status, _ := inst.readyz(t); return status == http.StatusOK })
+	answered := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := c.call(ctx, "wait_for", readFileWait(w.path("status.txt"), nil), "")
+		if err != nil {
+			answered <- "error: " + err.Error()
+			return
+		}
+		answered <- resultText(res)
+	}()
+	eventually(t, "the wait to sample the probe", func() bool { return w.calls("status.txt") >= 1 })
+
+	require.NoError(t, inst.cmd.Process.Signal(syscall.SIGTERM))
+	var failed []string
+	eventually(t, "/readyz 503 draining", func() bool {
+		var status int
+		status, failed = inst.readyz(t)
+		return status == http.StatusServiceUnavailable
+	})
+	assert.Equal(t, []string{"draining"}, failed)
+	// Withdrawn, yet still taking calls: a new one is answered, and the
+	// call in flight has not been cut.
+	res, err := inst.client(t).call(context.Background(), "read_file", map[string]any{"path": w.path("other.txt")}, "")
+	require.NoError(t, err, "a new call while readiness is withdrawn")
+	assert.False(t, res.IsError, resultText(res))
+	select {
+	case msg := <-answered:
+		t.Fatalf("the call in flight was answered before the drain delay passed: %s", msg)
+	default:
+	}
+	msg := <-answered
+	assert.Contains(t, msg, "Call again with the same arguments")
+	<-inst.done
+	assert.Equal(t, 0, inst.cmd.ProcessState.ExitCode(), inst.log.String())
+	assert.Contains(t, inst.log.String(), "readiness withdrawn; taking calls until the drain")
 }
