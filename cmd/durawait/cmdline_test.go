@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,7 +29,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 
 // visible are the commands `durawait help` lists: every command durawait
 // had before its commands became a table.
-var visible = []string{"serve", "worker", "front", "status", "stop", "temporal-env", "waits", "version"}
+var visible = []string{"serve", "worker", "front", "status", "stop", "health", "temporal-env", "waits", "version"}
 
 func TestHelpListsEveryCommandOfTheTable(t *testing.T) {
 	var names []string
@@ -234,4 +237,26 @@ func TestExitStatusOfAnError(t *testing.T) {
 	errOut.Reset()
 	assert.Equal(t, 1, exitCode(io.ErrUnexpectedEOF, &errOut))
 	assert.Equal(t, "durawait: unexpected EOF\n", errOut.String())
+}
+
+// durawait health exits 0 when /healthz (or /readyz) answers 200, and 1
+// when it answers otherwise or nobody answers.
+func TestHealthAsksTheListener(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+	}))
+	defer srv.Close()
+	code, out, _ := runCLI(t, "health", "--url", srv.URL)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `/healthz 200 {"path":"/healthz"}`)
+	status = http.StatusServiceUnavailable
+	code, out, errOut := runCLI(t, "health", "--url", srv.URL, "--ready")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "/readyz 503")
+	assert.Contains(t, errOut, "answered 503")
+	srv.Close()
+	code, _, _ = runCLI(t, "health", "--url", srv.URL)
+	assert.Equal(t, 1, code, "nobody answers")
 }

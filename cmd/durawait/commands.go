@@ -37,6 +37,8 @@ func commands() []command {
 			setup: withConfig(func(ctx context.Context, cfg config.Config, inv invocation) error {
 				return runStop(ctx, cfg, inv.stdout)
 			})},
+		{name: "health", summary: "ask a running durawait's /healthz (or /readyz): exit 0 when it answers 200 (for HEALTHCHECK and exec probes)",
+			setup: healthCommand},
 		{name: "temporal-env", summary: "print the environment that points the Temporal CLI (or a split front / worker) at the data dir's engine",
 			setup: withConfig(func(_ context.Context, cfg config.Config, inv invocation) error {
 				return runTemporalEnv(cfg, inv.stdout)
