@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
+.PHONY: all build release images run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
 
 all: build
 
@@ -97,6 +97,16 @@ vet:
 	$(GO) vet ./...
 
 # CROSS_TARGETS: the GOOS/GOARCH pairs `make cross` builds and vets.
+## release: the stripped, static release binary (no symbol table or DWARF:
+## 160 MB instead of 226 MB), into bin/release/, as the images build it
+release:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/release/durawait ./cmd/durawait
+
+## images: the front and worker images, tagged with the version (and latest)
+images:
+	docker build -f deploy/docker/Dockerfile --target front --build-arg VERSION=$(VERSION) -t durawait-front:$(VERSION) -t durawait-front:latest .
+	docker build -f deploy/docker/Dockerfile --target worker --build-arg VERSION=$(VERSION) -t durawait-worker:$(VERSION) -t durawait-worker:latest .
+
 CROSS_TARGETS := darwin/arm64 linux/arm64
 
 ## cross: build and vet every package for CROSS_TARGETS (the Linux-only
