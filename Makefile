@@ -96,7 +96,6 @@ deploy-check:
 vet:
 	$(GO) vet ./...
 
-# CROSS_TARGETS: the GOOS/GOARCH pairs `make cross` builds and vets.
 ## release: the stripped, static release binary (no symbol table or DWARF:
 ## 160 MB instead of 226 MB), into bin/release/, as the images build it
 release:
@@ -107,6 +106,7 @@ images:
 	docker build -f deploy/docker/Dockerfile --target front --build-arg VERSION=$(VERSION) -t durawait-front:$(VERSION) -t durawait-front:latest .
 	docker build -f deploy/docker/Dockerfile --target worker --build-arg VERSION=$(VERSION) -t durawait-worker:$(VERSION) -t durawait-worker:latest .
 
+# CROSS_TARGETS: the GOOS/GOARCH pairs `make cross` builds and vets.
 CROSS_TARGETS := darwin/arm64 linux/arm64
 
 ## cross: build and vet every package for CROSS_TARGETS (the Linux-only

@@ -168,6 +168,10 @@ func notTheCallers(id, principal, what string) error {
 // principal's invocation.
 const ErrTypeNotTheCallers = "NotTheCallers"
 
+// ErrTypeNotFollowed: the run's host does not follow its CLI now (AgentLive);
+// the wait answers without the live fields.
+const ErrTypeNotFollowed = "NotFollowed"
+
 // takeCancel reads one cancel signal from c (which holds one) and reports
 // whether it stops the run: not when its principal is not the invocation's
 // (a signal cannot answer its sender, so the refusal is logged, naming the

@@ -5,7 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/durawait/durawait/internal/readiness"
@@ -82,15 +85,30 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	// drain_delay_sec new calls are still taken, so a load balancer's
 	// probe sees the front leave before its calls are cut.
 	p.ready.SetDraining()
-	if delay := time.Duration(p.cfg.DrainDelaySec) * time.Second; delay > 0 {
+	if delay := time.Duration(p.cfg.DrainDelaySec) * time.Second; delay > 0 && !p.roles.daemon {
+		// (Not the stdio daemon: no load balancer reads its /readyz.)
 		p.logger.Info("readiness withdrawn; taking calls until the drain", "drain_delay", delay)
-		time.Sleep(delay)
+		awaitDrainDelay(delay)
 	}
 	// Answer the calls in flight, then close the listener; the steps' stops
 	// then stop the worker and close the Temporal client.
 	drainFront(p.front, p.logger)
 	p.http.shutdown()
 	return nil
+}
+
+// awaitDrainDelay waits out drain_delay_sec, or until a second SIGTERM
+// or interrupt says to drain now.
+func awaitDrainDelay(delay time.Duration) {
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-again:
+	}
 }
 
 // markReady marks the process ready, once everything it serves is in

@@ -15,7 +15,6 @@ import (
 	"github.com/durawait/durawait/internal/engine"
 	"github.com/durawait/durawait/internal/enginecreds"
 	"github.com/durawait/durawait/internal/namespace"
-	"github.com/durawait/durawait/internal/sdklogs"
 	"github.com/durawait/durawait/mcpfront"
 	"github.com/durawait/durawait/workflows"
 )
@@ -100,8 +99,7 @@ func (p *process) dialTemporal(ctx context.Context) (func(), error) {
 			return nil, fmt.Errorf("connect to the embedded engine: %w", err)
 		}
 	}
-	// The SDK's lines, with the activity errors that are answers at DEBUG.
-	opts.Logger = sdklog.NewStructuredLogger(slog.New(sdklogs.New(p.logger.Handler())).With("component", "temporal-sdk"))
+	opts.Logger = sdklog.NewStructuredLogger(p.logger.With("component", "temporal-sdk"))
 	// Tells the front end whether a call started its wait or attached.
 	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(mcpfront.StartReporter))
 	tc, err := client.DialContext(ctx, p.instrumented(opts))

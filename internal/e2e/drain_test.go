@@ -115,7 +115,9 @@ func TestADrainDelayLetsALoadBalancerSeeTheFrontLeave(t *testing.T) {
 	assert.Equal(t, []string{"draining"}, failed)
 	// Withdrawn, yet still taking calls: a new one is answered, and the
 	// call in flight has not been cut.
-	res, err := inst.client(t).call(context.Background(), "read_file", map[string]any{"path": w.path("other.txt")}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	res, err := inst.client(t).call(ctx, "read_file", map[string]any{"path": w.path("other.txt")}, "")
 	require.NoError(t, err, "a new call while readiness is withdrawn")
 	assert.False(t, res.IsError, resultText(res))
 	select {

@@ -18,9 +18,9 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// WriteTable writes the list as a table: ID, run (its first 8
-// characters: an identical call made again after a wait ended is a new run
-// of the same ID), tool, state, caller, started, how long it ran (or has
+// WriteTable writes the list as a table: ID, run (its last 8 characters:
+// an identical call made again after a wait ended is a new run of the same
+// ID), tool, state, caller, started, how long it ran (or has
 // run, at now), summary.
 func WriteTable(w io.Writer, ws []Wait, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -36,11 +36,12 @@ func WriteTable(w io.Writer, ws []Wait, now time.Time) error {
 	return tw.Flush()
 }
 
-// shortRun is a run ID's first 8 characters, enough to tell the runs of
-// one ID apart.
+// shortRun is a run ID's last 8 characters, enough to tell the runs of
+// one ID apart: run IDs are UUIDv7, whose first characters are the start
+// time's top bits (the same for a minute), and whose last are random.
 func shortRun(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		return id[len(id)-8:]
 	}
 	return id
 }
@@ -106,29 +107,25 @@ func WriteDetail(w io.Writer, d Detail) error {
 // Go duration (nanoseconds in JSON).
 var durationFields = map[string]bool{"max_run": true, "answer_wait": true, "window": true, "within": true, "lease": true, "max_wait": true}
 
-// humanDurations is v (decoded JSON) with each duration field written for
-// a person ("6h00m" for 21600000000000); v itself is not changed. --json
-// keeps the numbers.
+// humanDurations is v (a workflow input, decoded JSON) with each of its
+// own duration fields written for a person ("6h00m" for 21600000000000);
+// only the input's top level, never what a caller gave (a probe's
+// arguments may have a "window" of their own). v itself is not changed;
+// --json keeps the numbers.
 func humanDurations(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if n, ok := e.(float64); ok && durationFields[k] {
-				out[k] = Human(time.Duration(n))
-				continue
-			}
-			out[k] = humanDurations(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = humanDurations(e)
-		}
-		return out
+	in, ok := v.(map[string]any)
+	if !ok {
+		return v
 	}
-	return v
+	out := make(map[string]any, len(in))
+	for k, e := range in {
+		if n, ok := e.(float64); ok && durationFields[k] {
+			out[k] = Human(time.Duration(n))
+			continue
+		}
+		out[k] = e
+	}
+	return out
 }
 
 // printable is s with every C0 and C1 control character (ESC and the

@@ -48,17 +48,17 @@ func TestTableAndDetail(t *testing.T) {
 	var b bytes.Buffer
 	ended := started.Add(3*time.Minute + 5*time.Second)
 	require.NoError(t, WriteTable(&b, []Wait{
-		{ID: "wait_for/abc", RunID: "01a24b6b-b847-707c", Tool: "wait_for", State: "running", Started: started,
+		{ID: "wait_for/abc", RunID: "01a24b6b-b847-707c-905e-d2774b15c39a", Tool: "wait_for", State: "running", Started: started,
 			Summary: "wait_for read_file until matches /READY/\n(every 1s)"},
-		{ID: "wait_for/abc", RunID: "01a24a00-0000-7000", Tool: "wait_for", State: "timeout", Started: started, Closed: &ended},
+		{ID: "wait_for/abc", RunID: "01a24b6b-c000-7000-8000-00000a1b2c3d", Tool: "wait_for", State: "timeout", Started: started, Closed: &ended},
 	}, started.Add(42*time.Second)))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 3)
 	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "SUMMARY"}, strings.Fields(lines[0]))
 	assert.Contains(t, lines[1], "wait_for/abc")
-	assert.Contains(t, lines[1], "01a24b6b ", "the run tells an identical call's runs apart")
+	assert.Contains(t, lines[1], "4b15c39a ", "the run (its random end) tells an identical call's runs apart")
 	assert.Contains(t, lines[1], "running 42s")
-	assert.Contains(t, lines[2], "01a24a00 ")
+	assert.Contains(t, lines[2], "0a1b2c3d ", "runs started in the same minute differ")
 	assert.Contains(t, lines[2], " 3m05s ")
 	assert.Contains(t, lines[1], " - ", "no caller is a dash")
 	assert.Contains(t, lines[1], "until matches /READY/ (every 1s)", "the summary on one line")
@@ -67,13 +67,13 @@ func TestTableAndDetail(t *testing.T) {
 	closed := started.Add(3 * time.Second)
 	require.NoError(t, WriteDetail(&b, Detail{
 		Wait:      Wait{ID: "wait_for/abc", State: "canceled", Started: started, Closed: &closed},
-		Arguments: map[string]any{"spec": map[string]any{"poll_sec": 1}, "max_run": float64(6 * time.Hour)},
+		Arguments: map[string]any{"spec": map[string]any{"poll_sec": 1, "args": map[string]any{"window": 60}}, "max_run": float64(6 * time.Hour)},
 		Changes: []Change{{Time: started, What: "started"},
 			{Time: closed, What: "cancel requested", Identity: "durawait-waits:ops@host"}},
 		Failure: "canceled",
 	}))
 	out := b.String()
-	for _, want := range []string{"wait:     wait_for/abc", "closed:", "(after 3s)", `"poll_sec": 1`, `"max_run": "6h00m"`, "cancel requested (by durawait-waits:ops@host)", "result: canceled"} {
+	for _, want := range []string{"wait:     wait_for/abc", "closed:", "(after 3s)", `"poll_sec": 1`, `"max_run": "6h00m"`, "cancel requested (by durawait-waits:ops@host)", "result: canceled", `"window": 60`} {
 		assert.Contains(t, out, want)
 	}
 }

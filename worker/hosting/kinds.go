@@ -179,8 +179,10 @@ func (r *Runtime) LoopAnswer(ctx context.Context, in workflows.LoopRef) (any, er
 	end, ok := r.loops.collect(ctx, key)
 	switch {
 	case !ok:
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the loop of %s left no answer on this worker", in.WorkflowID), workflows.ErrTypeNoLoopAnswer, nil)
+		// An answer, not a fault: benign (logged at DEBUG, no failure
+		// counted).
+		return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("the loop of %s left no answer on this worker", in.WorkflowID),
+			workflows.ErrTypeNoLoopAnswer, temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 	case end.err != nil:
 		return nil, temporal.NewNonRetryableApplicationError("the loop failed", workflows.ErrTypeLoopFailed, end.err)
 	}
@@ -201,8 +203,10 @@ func (r *Runtime) AgentLive(_ context.Context, in workflows.AgentLiveInput) (wor
 	}
 	live, ok := r.opts.Agents.Live(in.InvocationID)
 	if !ok {
-		// An answer, not a fault: the wait answers without the live fields.
-		return workflows.AgentLive{}, temporal.NewApplicationError("the run does not follow its CLI on this worker now", "NotFollowed")
+		// An answer, not a fault (benign: the SDK logs it at DEBUG and
+		// counts no failure): the wait answers without the live fields.
+		return workflows.AgentLive{}, temporal.NewApplicationErrorWithOptions("the run does not follow its CLI on this worker now",
+			workflows.ErrTypeNotFollowed, temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	return live, nil
 }
