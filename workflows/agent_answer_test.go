@@ -64,11 +64,12 @@ func TestAnAnswerStartsTheRunsNextTurn(t *testing.T) {
 		})
 		env.SignalWorkflow(AgentBlockerSignal, AgentBlocker{AgentError: AgentError{Code: BlockerQuestion, Message: "which branch?"}})
 	}, time.Minute)
-	var wait, notResumable, empty, unseen, answered, again updateOutcome
+	var wait, notResumable, empty, unseen, wrongTurn, answered, again updateOutcome
 	updateAt(env, 2*time.Minute, AgentWaitUpdate, AgentWaitRequest{Window: 5 * time.Minute}, &wait)
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerQuestion, Answer: "main", Window: time.Minute}, &notResumable)
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "  ", Window: time.Minute}, &empty)
 	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerAuth, Answer: "x", Window: time.Minute}, &unseen)
+	updateAt(env, 3*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Key: "permission_denied@3", Answer: "x", Window: time.Minute}, &wrongTurn)
 	updateAt(env, 4*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "yes, write it", Window: 20 * time.Minute}, &answered)
 	updateAt(env, 5*time.Minute, AgentAnswerUpdate, AgentAnswerRequest{Code: BlockerPermission, Answer: "again", Window: time.Minute}, &again)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
@@ -85,6 +86,8 @@ func TestAnAnswerStartsTheRunsNextTurn(t *testing.T) {
 	assert.Contains(t, empty.refused.Error(), "answer: required")
 	require.Error(t, unseen.refused)
 	assert.Contains(t, unseen.refused.Error(), "no auth_failed blocker")
+	require.Error(t, wrongTurn.refused, "an answer meant for another turn's blocker")
+	assert.Contains(t, wrongTurn.refused.Error(), "key: the blocker permission_denied@3 was answered")
 
 	require.True(t, answered.done, "answered: %v", answered.refused)
 	assert.Equal(t, AgentReasonFinished, answered.answer.Reason, "the answer waits again, until the run's end")
