@@ -109,6 +109,26 @@ func (f *Front) agentUpdateOutcome(ctx context.Context, workflowID, updateID str
 	return resp.GetOutcome(), true, nil
 }
 
+// agentUpdate reads an update of a wait_agent task: running while it has
+// no outcome; else its answer, or perr, the update's own failure (or a
+// result that cannot be read). err is a failure to look it up; an unknown
+// update reads as an unknown task.
+func (f *Front) agentUpdate(ctx context.Context, ref taskRef, updateID string) (w workflows.AgentWaitAnswer, running bool, perr, err error) {
+	outcome, found, err := f.agentUpdateOutcome(ctx, ref.workflowID, updateID)
+	switch {
+	case err != nil:
+		return w, false, nil, taskLookupError(ref, err)
+	case !found:
+		return w, false, nil, taskLookupError(ref, &serviceerror.NotFound{Message: "update " + updateID + " not found"})
+	case outcome == nil:
+		return w, true, nil, nil
+	}
+	if failure := outcome.GetFailure(); failure != nil {
+		return w, false, errors.New(failure.GetMessage()), nil
+	}
+	return w, false, converter.GetDefaultDataConverter().FromPayloads(outcome.GetSuccess(), &w), nil
+}
+
 // extAgentTask is a wait_agent task's state as the extension carries it,
 // following its chain of updates; and the blocker it waits an answer for,
 // when input_required.
@@ -117,21 +137,12 @@ func (f *Front) extAgentTask(ctx context.Context, ref taskRef, resultType mcp.Re
 	task := newTask(ref, created, created, f.taskTTL(ctx))
 	upd := ref.updateID
 	for range maxAnswerChain {
-		outcome, found, err := f.agentUpdateOutcome(ctx, ref.workflowID, upd)
+		w, running, perr, err := f.agentUpdate(ctx, ref, upd)
 		switch {
 		case err != nil:
-			return extTask{}, nil, taskLookupError(ref, err)
-		case !found:
-			return extTask{}, nil, taskLookupError(ref, &serviceerror.NotFound{Message: "update " + upd + " not found"})
-		case outcome == nil:
+			return extTask{}, nil, err
+		case running:
 			return f.extTaskOf(task, nil, resultType), nil, nil
-		}
-		var w workflows.AgentWaitAnswer
-		var perr error
-		if failure := outcome.GetFailure(); failure != nil {
-			perr = errors.New(failure.GetMessage())
-		} else {
-			perr = converter.GetDefaultDataConverter().FromPayloads(outcome.GetSuccess(), &w)
 		}
 		task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 		if perr == nil && w.Answerable && w.Error != nil {

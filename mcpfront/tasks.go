@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
@@ -297,24 +296,14 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 func (f *Front) agentTaskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.CallToolResult, error) {
 	created := agentTaskCreated(ref.updateID)
 	task := newTask(ref, created, created, f.taskTTL(ctx))
-	outcome, found, err := f.agentUpdateOutcome(ctx, ref.workflowID, ref.updateID)
+	w, running, perr, err := f.agentUpdate(ctx, ref, ref.updateID)
 	switch {
 	case err != nil:
-		return mcp.Task{}, nil, taskLookupError(ref, err)
-	case !found:
-		return mcp.Task{}, nil, taskLookupError(ref, &serviceerror.NotFound{Message: "update " + ref.updateID + " not found"})
-	}
-	if outcome == nil {
+		return mcp.Task{}, nil, err
+	case running:
 		return task, nil, nil
 	}
-	var payload workflows.InvocationPayload
-	var perr error
-	if failure := outcome.GetFailure(); failure != nil {
-		perr = errors.New(failure.GetMessage())
-	} else {
-		perr = converter.GetDefaultDataConverter().FromPayloads(outcome.GetSuccess(), &payload)
-	}
-	answer := f.agentAnswer(ctx, ref.workflowID, payload, perr)
+	answer := f.agentAnswer(ctx, ref.workflowID, w.InvocationPayload, perr)
 	task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	setTerminal(&task, answer)
 	return task, answer, nil
