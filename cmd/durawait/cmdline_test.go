@@ -259,4 +259,7 @@ func TestHealthAsksTheListener(t *testing.T) {
 	srv.Close()
 	code, _, _ = runCLI(t, "health", "--url", srv.URL)
 	assert.Equal(t, 1, code, "nobody answers")
+	code, _, errOut = runCLI(t, "health", "--url", "127.0.0.1:8765")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--url: \"127.0.0.1:8765\" is not an http(s) URL")
 }

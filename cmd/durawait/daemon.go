@@ -138,17 +138,23 @@ func alive(pid int) bool {
 func healthy(ctx context.Context, mcpURL string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(mcpURL, "/mcp")+"/healthz", nil)
-	if err != nil {
-		return false
-	}
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	resp, err := probe(ctx, strings.TrimSuffix(mcpURL, "/mcp")+"/healthz")
 	if err != nil {
 		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// probe GETs one of durawait's own health endpoints at url directly: no
+// proxy from the environment, no connection kept.
+func probe(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	return (&http.Client{Transport: tr}).Do(req)
 }
 
 // pause waits a little before the next look, or returns ctx's error.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 )
@@ -24,13 +25,12 @@ func healthCommand(fs *flag.FlagSet) action {
 			path = "/readyz"
 		}
 		url := strings.TrimSuffix(*base, "/") + path
+		if u, err := neturl.Parse(url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErrorf("--url: %q is not an http(s) URL of a durawait listener", *base)
+		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return usageErrorf("--url: %v", err)
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := probe(ctx, url)
 		if err != nil {
 			return fmt.Errorf("%s: %w", url, err)
 		}
