@@ -26,6 +26,9 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 	offStack(func() {
 		f.waitSettled(ctx, w.id)
 		run, err = f.start(context.WithValue(ctx, startReportKey{}, report), w)
+		if err == nil && f.opts.Host != "" && f.opts.ExpectLoop != nil {
+			f.opts.ExpectLoop(run.GetID(), run.GetRunID())
+		}
 	})
 	if err != nil {
 		unsubscribe()

@@ -291,3 +291,24 @@ func TestNoEventIsLostBetweenTheStartAndTheSubscription(t *testing.T) {
 	require.NoError(t, got.err)
 	assert.Equal(t, outcome, got.result)
 }
+
+// A front with a worker in its process tells that worker's host of each
+// wait it starts there, once Temporal took the start (and before the
+// call blocks on its answer): the host's restart finds the wait's loop
+// before visibility lists it. A front with no host of its own tells none.
+func TestAFrontTellsItsHostOfEachWaitItStartsThere(t *testing.T) {
+	for _, host := range []string{"h", ""} {
+		d := newDance()
+		var expected []string
+		d.front.opts.Host = host
+		d.front.opts.ExpectLoop = func(workflowID, runID string) { expected = append(expected, workflowID+"/"+runID) }
+		run, _, unsubscribe, err := d.front.startOrAttach(testContext(t), danceWait)
+		require.NoError(t, err)
+		unsubscribe()
+		if host == "" {
+			assert.Empty(t, expected)
+			continue
+		}
+		assert.Equal(t, []string{run.GetID() + "/" + run.GetRunID()}, expected)
+	}
+}

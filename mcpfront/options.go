@@ -37,6 +37,11 @@ type Options struct {
 	// (durawait serve): the waits this front starts run their loops there,
 	// with no host to pick.
 	Host string
+	// ExpectLoop, when set with Host, is told each wait this front starts
+	// or attaches to on Host, as soon as Temporal took the start: the
+	// host's restart then finds its loop even before visibility lists the
+	// wait (hosting.Runtime.ExpectLoop).
+	ExpectLoop func(workflowID, runID string)
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions

@@ -91,7 +91,7 @@ func New(opts Options) (*Workers, error) {
 		// The host claims of new invocations: only agent hosts poll this
 		// queue.
 		claims := sdkworker.New(opts.Client, workflows.AgentClaimQueue(opts.TaskQueue), sdkworker.Options{})
-		claims.RegisterActivityWithOptions(opts.Agents.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
+		claims.RegisterActivityWithOptions(host.ClaimAgentHost, activity.RegisterOptions{Name: workflows.ClaimAgentHostActivity})
 		ws.workers = append(ws.workers, claims)
 	}
 	if opts.TmuxQueue != "" {

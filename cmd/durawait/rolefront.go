@@ -28,18 +28,21 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 	var feed mcpfront.EventFeed
 	var workers mcpfront.Workers = mcpfront.TemporalWorkers{Client: p.temporal, TaskQueue: cfg.TaskQueue}
 	var host string
+	var expectLoop func(workflowID, runID string)
 	if p.roles.worker {
 		feed = p.worker.hub
 		workers = worker.Local{Downstream: p.worker.downstream}
 		host = p.worker.host
+		expectLoop = p.worker.hostRuntime.ExpectLoop
 	}
 	front := mcpfront.New(mcpfront.Options{
-		Temporal:  p.temporal,
-		Namespace: cfg.Namespace,
-		TaskQueue: cfg.TaskQueue,
-		Workers:   workers,
-		Events:    feed,
-		Host:      host,
+		Temporal:   p.temporal,
+		Namespace:  cfg.Namespace,
+		TaskQueue:  cfg.TaskQueue,
+		Workers:    workers,
+		Events:     feed,
+		Host:       host,
+		ExpectLoop: expectLoop,
 		Agents: mcpfront.AgentOptions{
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
 			WaitWindow: cfg.Agents.WaitWindow(),

@@ -22,9 +22,11 @@ import (
 // which a front end in the same process reaches directly.
 type workerSide struct {
 	// host is the worker's host (its waits' loops run there).
-	host       string
-	manager    *downstream.Manager
-	downstream *activities.Downstream
+	host string
+	// hostRuntime runs the host's loops.
+	hostRuntime *hosting.Runtime
+	manager     *downstream.Manager
+	downstream  *activities.Downstream
 	// hub is the in-process feed of what the activities observe.
 	hub *samplehub.Hub
 }
@@ -103,6 +105,7 @@ func (p *process) startWorkerSide(ctx context.Context, started *stops) (*workerS
 		return nil, err
 	}
 	started.add(w.Stop)
+	side.hostRuntime = w.Host()
 
 	publisher := worker.NewCatalogPublisher(p.temporal, cfg.TaskQueue, side.downstream.Catalog, logger.With("component", "catalog"))
 	side.manager.OnChanged(publisher.Changed)

@@ -3,6 +3,7 @@ package hosting
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ const journalTTL = 15 * time.Minute
 // prunes.
 type loopJournal struct {
 	files *runFiles
+	// expected are the waits whose loop this host is to run and may not
+	// yet run (see expect).
+	expected *runFiles
 	// mu orders the rewrites of an entry (a record, a blocker) with its
 	// removal.
 	mu sync.Mutex
@@ -74,7 +78,59 @@ func newLoopJournal(dir string) (*loopJournal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hosting: open the loop journal: %w", err)
 	}
-	return &loopJournal{files: files}, nil
+	expected, err := openRunFiles(filepath.Join(dir, expectedFolder))
+	if err != nil {
+		return nil, fmt.Errorf("hosting: open the loop journal: %w", err)
+	}
+	return &loopJournal{files: files, expected: expected}, nil
+}
+
+// expectedFolder is the journal's folder of expected loops (expect).
+const expectedFolder = "expected"
+
+// expectedEntry is a run whose loop this host is to run.
+type expectedEntry struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+}
+
+// expect notes a run whose loop this host is to run, as soon as the host
+// learns of it (its front started it, or it picked or claimed this host
+// for it): before its loop's activity is scheduled, so before that
+// activity can be handed to a poll of this process that a kill then
+// loses. A restart looks each one up in Temporal directly (Runtime.sweep)
+// until visibility lists it: a restarted engine's visibility can trail
+// its last writes by tens of seconds (the full soak on ddcdb74: a wait
+// begun 0.2 s before a kill went unlisted by three processes in a row,
+// and answered 30 s past its bound).
+func (j *loopJournal) expect(key loopKey) error {
+	if err := j.expected.write(key, expectedEntry{WorkflowID: key.workflowID, RunID: key.runID}); err != nil {
+		return fmt.Errorf("note an expected loop: %w", err)
+	}
+	return nil
+}
+
+// unexpect forgets an expected loop: visibility lists its run, its loop
+// runs here (journaled), or its run ended.
+func (j *loopJournal) unexpect(key loopKey) { j.expected.remove(key) }
+
+// expectedKeys are the runs whose loops are expected; unreadable files
+// are skipped (pruneExpected removes them once old).
+func (j *loopJournal) expectedKeys() ([]loopKey, error) {
+	var out []loopKey
+	err := j.expected.each(func(body []byte) {
+		var e expectedEntry
+		if json.Unmarshal(body, &e) == nil && e.WorkflowID != "" && e.RunID != "" {
+			out = append(out, loopKey{e.WorkflowID, e.RunID})
+		}
+	})
+	return out, err
+}
+
+// pruneExpected removes the expected loops noted before now - journalTTL:
+// visibility lists a run long before.
+func (j *loopJournal) pruneExpected(now time.Time) {
+	j.expected.prune(now, journalTTL, func([]byte) bool { return false })
 }
 
 // put journals a loop that starts.

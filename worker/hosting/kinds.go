@@ -212,11 +212,53 @@ func (r *Runtime) AgentLive(_ context.Context, in workflows.AgentLiveInput) (wor
 }
 
 // PickHost names this worker's own host (the local activity a wait_for
-// asks when its front named none).
-func (r *Runtime) PickHost(context.Context) (string, error) { return r.opts.Host, nil }
+// asks when its front named none), and expects the wait's loop here.
+func (r *Runtime) PickHost(ctx context.Context) (string, error) {
+	r.expectFrom(ctx)
+	return r.opts.Host, nil
+}
 
-// ClaimPaneHost answers a wait_for_text's claim with this worker's host.
-func (r *Runtime) ClaimPaneHost(context.Context) (string, error) { return r.opts.Host, nil }
+// ClaimPaneHost answers a wait_for_text's claim with this worker's host,
+// and expects the wait's loop here.
+func (r *Runtime) ClaimPaneHost(ctx context.Context) (string, error) {
+	r.expectFrom(ctx)
+	return r.opts.Host, nil
+}
+
+// ClaimAgentHost answers an agent invocation's claim with this worker's
+// host (its agent runner's claim), and expects the invocation's run here.
+func (r *Runtime) ClaimAgentHost(ctx context.Context) (workflows.AgentHostClaim, error) {
+	if r.opts.Agents == nil {
+		return workflows.AgentHostClaim{}, errors.New("this worker runs no agents")
+	}
+	r.expectFrom(ctx)
+	return r.opts.Agents.ClaimAgentHost(ctx)
+}
+
+// ExpectLoop notes that the run of a wait the front in this process just
+// started (naming this worker's host) is to run its loop here: a restart
+// finds it in Temporal before visibility lists it (see loopJournal.expect).
+func (r *Runtime) ExpectLoop(workflowID, runID string) {
+	r.expect(loopKey{workflowID, runID})
+}
+
+// expectFrom expects the loop of the workflow run an activity (a pick or
+// a claim of this host) belongs to.
+func (r *Runtime) expectFrom(ctx context.Context) {
+	info := activity.GetInfo(ctx)
+	r.expect(loopKey{info.WorkflowExecution.ID, info.WorkflowExecution.RunID})
+}
+
+// expect notes an expected loop in the journal (none without one).
+func (r *Runtime) expect(key loopKey) {
+	j := r.loops.journal
+	if j == nil || key.workflowID == "" || key.runID == "" {
+		return
+	}
+	if err := j.expect(key); err != nil {
+		r.logger.Warn("could not note an expected loop; a restart finds its wait through visibility only", "workflow", key.workflowID, "error", err)
+	}
+}
 
 // recordProbe records what a probe loop's resumption needs as its
 // activity's heartbeat details, trying until Temporal takes it (see

@@ -27,8 +27,10 @@ const resumeParallelism = 8
 // it: the wait was terminated, or timed out while its host was down; an
 // agent's CLI then stops with its invocation). Only a loop scheduled
 // before this worker began to poll the host's queue is resumed at once: a
-// later one reaches it through the queue. It reports whether it could
-// list the host's waits and resume every one it had to.
+// later one reaches it through the queue. The own host's sweep also looks
+// up, in Temporal directly, the waits its journal expects a loop of that
+// visibility does not list yet (loopJournal.expect). It reports whether
+// it could list the host's waits and resume every one it had to.
 func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	host := t.host
 	running, err := r.runningWaits(ctx, host)
@@ -39,23 +41,35 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 		return false
 	}
 	seen := map[loopKey]bool{}
-	sem := make(chan struct{}, resumeParallelism)
-	var wg sync.WaitGroup
-	resumed := 0
-	var failed atomic.Int32
+	var look []loopKey
 	for _, e := range running {
 		key := loopKey{e.GetWorkflowId(), e.GetRunId()}
 		seen[key] = true
-		if r.loops.has(key) {
-			continue
+		if !r.loops.has(key) {
+			look = append(look, key)
 		}
-		resumed++
+	}
+	expected := map[loopKey]bool{}
+	if t.own {
+		for _, key := range r.expectedUnlisted(seen) {
+			expected[key] = true
+			look = append(look, key)
+		}
+	}
+	sem := make(chan struct{}, resumeParallelism)
+	var wg sync.WaitGroup
+	var resumed, failed atomic.Int32
+	for _, key := range look {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := r.resume(ctx, host, key, t.since)
+			how, err := r.resume(ctx, host, key, t.since)
 			var bad undecodable
 			switch {
+			case err == nil && how == resumeStarted:
+				resumed.Add(1)
+			case err == nil && expected[key] && (how == resumeElsewhere || how == resumeNone && r.closed(ctx, key)):
+				r.loops.journal.unexpect(key) // not this host's loop, or its run ended
 			case err == nil || ctx.Err() != nil:
 			case errors.As(err, &bad):
 				r.logger.Error("cannot resume a wait's loop: its input is unreadable", "workflow", key.workflowID, "error", err)
@@ -66,11 +80,12 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 		})
 	}
 	wg.Wait()
-	if resumed > 0 {
-		r.logger.Info("resumed the loops of a host's waits", "of", host, "waits", len(running), "resumed", resumed-int(failed.Load()), "failed", failed.Load())
+	if resumed.Load() > 0 || failed.Load() > 0 {
+		r.logger.Info("resumed the loops of a host's waits", "of", host, "waits", len(running), "expected", len(expected),
+			"looked_up", len(look), "resumed", resumed.Load(), "failed", failed.Load())
 	}
 	for _, ref := range r.loops.of(host) {
-		if !seen[ref.key()] && r.closed(ctx, ref.key()) {
+		if !seen[ref.key()] && !expected[ref.key()] && r.closed(ctx, ref.key()) {
 			r.loops.stop(ref.key())
 		}
 	}
@@ -81,9 +96,35 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 		}
 		if j := r.loops.journal; j != nil {
 			j.prune(time.Now(), func(k loopKey) bool { return seen[k] || r.loops.has(k) })
+			j.pruneExpected(time.Now())
 		}
 	}
 	return failed.Load() == 0
+}
+
+// expectedUnlisted are the runs the journal expects a loop of on the own
+// host that visibility does not list (seen) and that run no loop here;
+// the others are forgotten: visibility lists them now, or their loop runs
+// here and is journaled.
+func (r *Runtime) expectedUnlisted(seen map[loopKey]bool) []loopKey {
+	j := r.loops.journal
+	if j == nil {
+		return nil
+	}
+	keys, err := j.expectedKeys()
+	if err != nil {
+		r.logger.Warn("could not read the expected loops; the host's waits are found through visibility only", "error", err)
+		return nil
+	}
+	var out []loopKey
+	for _, key := range keys {
+		if seen[key] || r.loops.has(key) {
+			j.unexpect(key)
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
 }
 
 // reapOrphans stops the agent CLIs that run on under this host's spool
@@ -241,21 +282,39 @@ func (u undecodable) Unwrap() error { return u.error }
 // heartbeat nothing retries it), and the next sweep resumes it.
 const queueDelivery = 10 * time.Second
 
+// resumeOutcome is what resume did.
+type resumeOutcome int
+
+const (
+	// resumeNone: the run has no open loop (between loops, or ended).
+	resumeNone resumeOutcome = iota
+	// resumeStarted: the loop runs here now.
+	resumeStarted
+	// resumeQueued: the loop was scheduled lately, after this worker began
+	// to poll the host's queue, which brings it (queueDelivery).
+	resumeQueued
+	// resumeElsewhere: the loop is on another host's queue.
+	resumeElsewhere
+	// resumeCannot: this worker cannot run the loop (a pane or an agent of
+	// another machine): the host's own worker resumes it.
+	resumeCannot
+)
+
 // resume starts the loop of a wait of host that runs no loop here, from
 // what Temporal recorded: its loop activity's input, and what a probe
-// loop recorded (workflows.ProbeRecord); unless the loop was scheduled after held (this
-// worker got the host's lease then) and lately: the host's queue brings it
-// here (see queueDelivery).
-func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held time.Time) error {
+// loop recorded (workflows.ProbeRecord); unless the loop was scheduled
+// after held (this worker got the host's lease then) and lately: the
+// host's queue brings it here (see queueDelivery).
+func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held time.Time) (resumeOutcome, error) {
 	p, err := r.pendingLoopOf(ctx, key)
 	if err != nil || p == nil {
-		return err
+		return resumeNone, err
 	}
 	if !p.scheduled.Before(held) && time.Since(p.scheduled) < queueDelivery {
-		return nil
+		return resumeQueued, nil
 	}
 	if p.taskQueue != workflows.HostQueue(r.opts.TaskQueue, host) {
-		return nil // not on this host's queue (moved, or not yet)
+		return resumeElsewhere, nil // not on this host's queue (moved, or not yet)
 	}
 	ref := loopRef{WorkflowID: key.workflowID, RunID: key.runID, ActivityID: p.activityID, Host: host}
 	if p.cancelRequested {
@@ -266,31 +325,35 @@ func (r *Runtime) resume(ctx context.Context, host string, key loopKey, held tim
 	case workflows.PollProbeActivityName:
 		var in workflows.PollInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return undecodable{fmt.Errorf("decode the probe loop's input: %w", err)}
+			return resumeNone, undecodable{fmt.Errorf("decode the probe loop's input: %w", err)}
 		}
 		record, err := r.probeRecord(ctx, key, p.activityID)
 		if err != nil {
-			return err
+			return resumeNone, err
 		}
 		r.startProbe(ctx, ref, in, &record, false)
 	case workflows.WatchPaneActivityName:
 		var in workflows.WatchPaneInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return undecodable{fmt.Errorf("decode the pane watch's input: %w", err)}
+			return resumeNone, undecodable{fmt.Errorf("decode the pane watch's input: %w", err)}
 		}
-		if r.canWatch(in) {
-			r.startWatch(ctx, ref, in, false)
+		if !r.canWatch(in) {
+			return resumeCannot, nil
 		}
+		r.startWatch(ctx, ref, in, false)
 	case workflows.RunAgentActivityName:
 		var in workflows.RunAgentInput
 		if err := dc.FromPayloads(p.input, &in); err != nil {
-			return undecodable{fmt.Errorf("decode the agent run's input: %w", err)}
+			return resumeNone, undecodable{fmt.Errorf("decode the agent run's input: %w", err)}
 		}
-		if r.canFollow(in) {
-			r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers, Turns: p.turns}, false)
+		if !r.canFollow(in) {
+			return resumeCannot, nil
 		}
+		r.startAgent(ctx, ref, activities.AgentRun{Input: in, Signalled: p.blockers, Turns: p.turns}, false)
+	default:
+		return resumeNone, nil
 	}
-	return nil
+	return resumeStarted, nil
 }
 
 // probeRecord is what a probe loop recorded (its activity's heartbeat

@@ -93,6 +93,9 @@ func (f *runFiles) prune(now time.Time, ttl time.Duration, keep func(body []byte
 		return
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue // a folder of its own (the journal's expected loops)
+		}
 		info, err := e.Info()
 		if err != nil {
 			continue
