@@ -3,7 +3,8 @@
 # container engine or a cluster.
 #
 #   - the compose file, with Debian's docker-compose (`config -q`);
-#   - every kustomization: the base and each overlay, with `kubectl kustomize`;
+#   - every kustomization: the base, each overlay, and each component on the
+#     base, with `kubectl kustomize`;
 #   - the systemd unit, with `systemd-analyze verify`, and its sysusers file,
 #     with `systemd-sysusers` (Debian's systemd package; .ci/run installs it,
 #     and a machine without them fails the check rather than skip it).
@@ -34,6 +35,18 @@ for dir in deploy/k8s/base deploy/k8s/overlays/*/; do
 	dir=${dir%/}
 	echo "== kubectl kustomize $dir"
 	kubectl kustomize "$dir" >/dev/null || fail "$dir does not render"
+done
+
+# Each component, on the base (as an overlay uses it), from a scratch
+# kustomization beside them: kustomize takes relative paths only.
+for dir in deploy/k8s/components/*/; do
+	name=$(basename "$dir")
+	echo "== kubectl kustomize: the base with components/$name"
+	scratch=$(mktemp -d -p deploy/k8s .check-XXXXXX)
+	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\ncomponents:\n  - ../components/%s\n' \
+		"$name" >"$scratch/kustomization.yaml"
+	kubectl kustomize "$scratch" >/dev/null || fail "components/$name does not render on the base"
+	rm -rf "$scratch"
 done
 
 for tool in systemd-analyze systemd-sysusers; do
