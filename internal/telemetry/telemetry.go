@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
@@ -28,7 +29,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -125,13 +125,16 @@ func New(ctx context.Context, opts Options) (*Providers, error) {
 	}
 
 	registry := prometheus.NewRegistry()
+	// The process's own: go_* (goroutines, GC, memory) and process_* (CPU,
+	// resident memory, open files), as every Go service exposes them.
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	promReader, err := otelprom.New(otelprom.WithRegisterer(registry))
 	if err != nil {
 		_ = p.Shutdown(ctx)
 		return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
 	}
 	p.prometheus = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
-	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader), sdkmetric.WithView(temporalSDKHistograms)}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promReader), sdkmetric.WithView(temporalSDKStreams)}
 	if settings.Metrics.On() {
 		reader, err := newMetricReader(ctx, settings.Metrics, console)
 		if err != nil {
@@ -215,16 +218,31 @@ func newMetricReader(ctx context.Context, signal Signal, console io.Writer) (sdk
 	return r, nil
 }
 
-// temporalSDKHistograms gives the Temporal SDK's histograms (its timers,
-// recorded in seconds: request and task latencies) second-scale buckets;
-// the default boundaries {0, 5, 10, 25, ..., 10000} are made for
-// milliseconds and would put nearly every latency in the first bucket.
-var temporalSDKHistograms = sdkmetric.NewView(
-	sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentation.Scope{Name: TemporalSDKScope}},
-	sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
-		Boundaries: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
-	}},
-)
+// temporalSDKBuckets are the bucket boundaries of the Temporal SDK's
+// histograms (its timers, recorded in seconds: request and task
+// latencies): the default boundaries {0, 5, 10, 25, ..., 10000} are made
+// for milliseconds and would put nearly every latency in the first bucket.
+var temporalSDKBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// temporalSDKStreams shapes the instruments of the Temporal SDK
+// (TemporalSDKScope): second-scale buckets for its histograms
+// (temporalSDKBuckets), and a description for every instrument, which the
+// SDK makes with none: the Prometheus exposition's help text, without
+// which `promtool check metrics` fails ("no help text"). One view for
+// both: an instrument two views match is exported twice.
+func temporalSDKStreams(i sdkmetric.Instrument) (sdkmetric.Stream, bool) {
+	if i.Scope.Name != TemporalSDKScope {
+		return sdkmetric.Stream{}, false
+	}
+	s := sdkmetric.Stream{Name: i.Name, Description: i.Description, Unit: i.Unit}
+	if s.Description == "" {
+		s.Description = "Temporal SDK metric " + i.Name + " (https://docs.temporal.io/references/sdk-metrics)"
+	}
+	if i.Kind == sdkmetric.InstrumentKindHistogram {
+		s.Aggregation = sdkmetric.AggregationExplicitBucketHistogram{Boundaries: temporalSDKBuckets}
+	}
+	return s, true
+}
 
 // errorLogInterval is how often OpenTelemetry's errors are logged at most.
 const errorLogInterval = time.Minute
