@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -36,6 +40,8 @@ type laggingEngine struct {
 	listed    []loopKey
 	histories map[loopKey][]*historypb.HistoryEvent
 	closed    map[loopKey]bool
+	// forgotten are the workflows past their retention (NotFound).
+	forgotten map[string]bool
 }
 
 func (e *laggingEngine) ListWorkflow(context.Context, *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
@@ -59,6 +65,9 @@ func (e *laggingEngine) GetWorkflowHistory(_ context.Context, workflowID, runID 
 func (e *laggingEngine) DescribeWorkflowExecution(_ context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.forgotten[workflowID] {
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}
 	status := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	if e.closed[loopKey{workflowID, runID}] {
 		status = enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
@@ -210,4 +219,28 @@ func TestTheJournalsPruneKeepsItsFolderOfExpectedLoops(t *testing.T) {
 	keys, err = j.expectedKeys()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "an expectation older than the journal's TTL is pruned")
+}
+
+// The own host's sweep removes the spool of an agent invocation whose CLI
+// ended once Temporal no longer keeps the invocation (its retention
+// passed), and keeps one Temporal still knows.
+func TestASweepRemovesTheSpoolOfAnInvocationPastItsRetention(t *testing.T) {
+	spool := t.TempDir()
+	forgotten, kept := "agent/"+strings.Repeat("a", 32), "agent/"+strings.Repeat("b", 32)
+	for _, id := range []string{forgotten, kept} {
+		dir := filepath.Join(spool, strings.ReplaceAll(id, "/", "_"))
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "invocation"), []byte(id), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "exit"), []byte("0"), 0o600))
+	}
+	engine := &laggingEngine{histories: map[loopKey][]*historypb.HistoryEvent{}, forgotten: map[string]bool{forgotten: true}}
+	r, err := New(Options{
+		Client: engine, Namespace: "default", TaskQueue: "q", Host: "h", Instance: "h-1", Machine: "m",
+		Poller: &activities.Poller{}, Agents: &activities.AgentRunner{SpoolDir: spool},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	require.True(t, r.sweep(context.Background(), sweepTarget{host: "h", own: true, since: time.Now()}))
+	assert.NoDirExists(t, filepath.Join(spool, "agent_"+strings.Repeat("a", 32)))
+	assert.DirExists(t, filepath.Join(spool, "agent_"+strings.Repeat("b", 32)))
 }

@@ -91,6 +91,7 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	}
 	if t.own {
 		r.reapOrphans(ctx)
+		r.pruneSpools(ctx)
 		if files := r.loops.files; files != nil {
 			files.prune(time.Now(), func(k loopKey) bool { return seen[k] })
 		}

@@ -104,6 +104,8 @@ type Runtime struct {
 	// progress is each probe loop's latest progress, by loopKey (what an
 	// operator's look reads: ProbeState).
 	progress sync.Map
+	// spoolsPruned is when pruneSpools last looked (under mu).
+	spoolsPruned time.Time
 }
 
 // New returns the host of a worker; Start runs it.
