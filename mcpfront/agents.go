@@ -88,6 +88,8 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		return bad, nil
 	}
 	principal := mcpwire.PrincipalFrom(ctx)
+	target := workflows.AgentTarget(spec)
+	noteTarget(ctx, target)
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: f.opts.TaskQueue,
@@ -102,7 +104,7 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 		StaticDetails:            workflows.AgentDetails(spec, int(f.opts.Agents.MaxRun/time.Second)),
 		Memo:                     principalMemo(agentMemo(spec), principal),
 		TypedSearchAttributes: f.startAttributes(ctx, &req, workflows.ToolStartAgent,
-			workflows.KeyAgentProvider.ValueSet(workflows.KeywordValue(spec.Provider))),
+			workflows.KeyAgentProvider.ValueSet(workflows.KeywordValue(spec.Provider)), workflows.KeyTarget.ValueSet(target)),
 	}
 	err := f.starts.do(ctx, func(ctx context.Context) error {
 		_, err := f.opts.Temporal.ExecuteWorkflow(ctx, opts, workflows.AgentWorkflowName,
@@ -338,16 +340,28 @@ func (f *Front) finalPayload(ctx context.Context, id string) (workflows.Invocati
 	if desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return workflows.InvocationPayload{}, errRunningUnanswered
 	}
-	var payload workflows.InvocationPayload
-	if err := f.opts.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &payload); err != nil {
+	payload, err := invocationResult(ctx, f.opts.Temporal.GetWorkflow(ctx, id, ""))
+	if err != nil {
 		if isCanceled(err) {
-			// An operator cancelled it through Temporal (cancel_agent
-			// ends it as Completed, with its payload).
+			// An operator cancelled it through Temporal (a cancel_agent's
+			// Canceled carries its payload).
 			return f.cancelledInvocation(ctx, id, err), nil
 		}
 		return workflows.InvocationPayload{}, fmt.Errorf("the invocation's workflow ended without a result: %v", workflowErrorMessage(err))
 	}
 	return payload, nil
+}
+
+// invocationResult is the final payload of an invocation's closed run:
+// its result, or what its Canceled (cancel_agent) or Failed (a failed
+// agent) close carries (workflows.InvocationFromError).
+func invocationResult(ctx context.Context, run client.WorkflowRun) (workflows.InvocationPayload, error) {
+	var payload workflows.InvocationPayload
+	err := getResult(ctx, run, &payload)
+	if carried, ok := workflows.InvocationFromError(err); ok {
+		return carried, nil
+	}
+	return payload, err
 }
 
 func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -370,8 +384,8 @@ func (f *Front) handleCancelAgent(ctx context.Context, req mcp.CallToolRequest) 
 	}
 	wctx, cancel := context.WithTimeout(ctx, f.opts.Agents.CancelWait)
 	defer cancel()
-	var payload workflows.InvocationPayload
-	if err := f.opts.Temporal.GetWorkflow(wctx, id, "").Get(wctx, &payload); err != nil {
+	payload, err := invocationResult(wctx, f.opts.Temporal.GetWorkflow(wctx, id, ""))
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -80,6 +80,9 @@ type toolCall struct {
 	started   bool
 	waitID    string
 	waitStart string
+	// target is what the call's wait waits for (workflows.WaitForTarget
+	// and its kin), once its handler parsed it.
+	target string
 }
 
 type toolCallKey struct{}
@@ -87,6 +90,18 @@ type toolCallKey struct{}
 func callFrom(ctx context.Context) *toolCall {
 	c, _ := ctx.Value(toolCallKey{}).(*toolCall)
 	return c
+}
+
+// noteTarget records what the call's wait waits for: on its span
+// (durawait.target), its events and its wait's log line. Its handler
+// notes it before the wait starts.
+func noteTarget(ctx context.Context, target string) {
+	noteAttributes(ctx, attrTarget.String(target))
+	if c := callFrom(ctx); c != nil {
+		c.mu.Lock()
+		c.target = target
+		c.mu.Unlock()
+	}
 }
 
 // noteWait records the wait a call started (how: waitStarted) or attached
@@ -251,7 +266,7 @@ func (c *toolCall) event(typ string) callevents.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return callevents.Event{
-		Type: typ, Tool: c.spec.name, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart,
+		Type: typ, Tool: c.spec.name, CallID: c.id, WaitID: c.waitID, WaitStart: c.waitStart, Target: c.target,
 		Principal: workflows.CallerValue(c.who.Principal), Owner: c.who.Principal,
 		Session: mcpwire.SessionOf(c.who.Session), Client: c.client,
 	}
@@ -267,7 +282,7 @@ func (c *toolCall) publish(ev callevents.Event) {
 func (c *toolCall) logAttrs() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id,
+	return []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id, "target", c.target,
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.Principal), "client", c.client, "session", mcpwire.SessionOf(c.who.Session))}
 }
 

@@ -42,6 +42,11 @@ type Options struct {
 	// host's restart then finds its loop even before visibility lists the
 	// wait (hosting.Runtime.ExpectLoop).
 	ExpectLoop func(workflowID, runID string)
+	// HideProbeArgValues shows a wait_for's probe arguments by name only
+	// (name=…) wherever operators read them: its target (DurawaitTarget,
+	// /events, spans, log lines), summary, details and memo. The workflow's
+	// input in its history still holds them (docs/temporal-ui.md).
+	HideProbeArgValues bool
 	// Agents configures the agent tools; they are listed when providers are
 	// configured.
 	Agents AgentOptions

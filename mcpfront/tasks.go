@@ -371,8 +371,7 @@ func (f *Front) textRunAnswer(ctx context.Context, ref taskRef) *mcp.CallToolRes
 // agentRunAnswer is wait_agent's answer from the closed invocation run
 // ref: its final payload.
 func (f *Front) agentRunAnswer(ctx context.Context, ref taskRef) *mcp.CallToolResult {
-	var payload workflows.InvocationPayload
-	err := getResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID), &payload)
+	payload, err := invocationResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID))
 	if isCanceled(err) {
 		return structuredResult(f.cancelledInvocation(ctx, ref.workflowID, err))
 	}

@@ -44,6 +44,7 @@ const (
 const (
 	attrWaitCondition = attribute.Key("wait_condition")
 	attrProbeTool     = attribute.Key("probe_tool")
+	attrTarget        = attribute.Key("durawait.target")
 	attrPollCount     = attribute.Key("poll_count")
 	attrStopReason    = attribute.Key("stop_reason")
 	attrElapsedMs     = attribute.Key("elapsed_ms")

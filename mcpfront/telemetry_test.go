@@ -115,6 +115,8 @@ func TestWaitForSpanHasExactlyTheContractsAttributes(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"wait_condition": "not_matches", "probe_tool": "k8s.kubectl_get",
 		"poll_count": int64(5), "stop_reason": "matched", "elapsed_ms": int64(4200),
+		// durawait's own, beside the contract's: what the wait waits for.
+		"durawait.target": "k8s.kubectl_get x=1 not_matches Terminating",
 	}, attrs(span))
 	assert.Equal(t, trace.SpanKindServer, span.SpanKind(), "no parent: the call's span is a server span")
 	assert.Equal(t, codes.Unset, span.Status().Code)
@@ -126,6 +128,7 @@ func TestWaitForSpanHasExactlyTheContractsAttributes(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"wait_condition": "quiet_for_sec", "probe_tool": "demo.clock",
 		"poll_count": int64(1), "stop_reason": "timeout", "elapsed_ms": int64(0),
+		"durawait.target": "demo.clock quiet_for_sec 2",
 	}, attrs(r.lastSpan(t, "wait_for")), "the probe as resolved, as the probe's span and DurawaitProbeTool name it")
 }
 
@@ -140,7 +143,7 @@ func TestACancelledWaitForIsCancelledNotFailed(t *testing.T) {
 	span := r.lastSpan(t, "wait_for")
 	assert.Equal(t, map[string]any{
 		"wait_condition": "matches", "probe_tool": "demo.clock", "poll_count": int64(0), "stop_reason": "failed",
-		"elapsed_ms": int64(12000), "cancelled_by": "operator-alice",
+		"elapsed_ms": int64(12000), "cancelled_by": "operator-alice", "durawait.target": "demo.clock matches x",
 	}, attrs(span))
 	assert.Equal(t, "the tool answered with isError: cancelled", span.Status().Description)
 	assert.Equal(t, map[string]float64{"outcome=cancelled,tool=wait_for": 1}, metricPoints(t, r.reader, MetricWaitsEnded))
@@ -202,13 +205,14 @@ func TestWaitForTextSpanHasItsAttributes(t *testing.T) {
 	_, err := r.call(t, context.Background(), "wait_for_text", args, nil, answerWith(structuredResult(&workflows.TextWaitResult{
 		Matched: true, Source: "output", Text: "READY", Target: workflows.PaneTarget{PaneID: "%3", Generation: "g1"}})))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"pane": "%3", "matched": true, "source": "output"}, attrs(r.lastSpan(t, "wait_for_text")))
+	target := `tmux pane %3 contains "READY"`
+	assert.Equal(t, map[string]any{"pane": "%3", "matched": true, "source": "output", "durawait.target": target}, attrs(r.lastSpan(t, "wait_for_text")))
 
 	_, err = r.call(t, context.Background(), "wait_for_text", args, nil,
 		answerWith(textError(workflows.TextWaitError{Code: workflows.TextErrPaneNotFound, Message: "no pane %3", Effects: "none"})))
 	require.NoError(t, err)
 	span := r.lastSpan(t, "wait_for_text")
-	assert.Equal(t, map[string]any{"pane": "%3"}, attrs(span))
+	assert.Equal(t, map[string]any{"pane": "%3", "durawait.target": target}, attrs(span))
 	assert.Equal(t, codes.Error, span.Status().Code)
 }
 

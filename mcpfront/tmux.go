@@ -129,6 +129,8 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		return sharedWait{}, textError(workflows.TextWaitError{Code: workflows.TextErrInvalidArguments, Message: err.Error(), Effects: "none"})
 	}
 	noteAttributes(ctx, attrPane.String(spec.Target.PaneID))
+	target := workflows.TextWaitTarget(spec)
+	noteTarget(ctx, target)
 	queue, bad := f.tmuxHostQueue()
 	if bad != nil {
 		return sharedWait{}, textError(*bad)
@@ -141,7 +143,7 @@ func (f *Front) prepareWaitForText(ctx context.Context, req mcp.CallToolRequest)
 		summary: workflows.TextWaitSummary(spec, maxWaitSec),
 		details: workflows.TextWaitDetails(spec, maxWaitSec),
 		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitForText, append(f.hostAttribute(), workflows.StartedRunning(),
-			workflows.KeyPane.ValueSet(workflows.KeywordValue(spec.Target.PaneID)))...),
+			workflows.KeyTarget.ValueSet(target))...),
 		workflow: workflows.WaitForTextWorkflowName,
 		// With a worker in this process, the catalog (and so the tmux
 		// queue) is that worker's: it watches the pane, with no claim.

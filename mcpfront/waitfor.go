@@ -84,14 +84,17 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		return sharedWait{}, mcp.NewToolResultError("wait_for: " + err.Error())
 	}
 	noteAttributes(ctx, attrWaitCondition.String(string(spec.Until.Kind)), attrProbeTool.String(spec.Probe.Tool))
+	hide := f.opts.HideProbeArgValues
+	target := workflows.WaitForTarget(spec, hide)
+	noteTarget(ctx, target)
 	principal := mcpwire.PrincipalFrom(ctx)
 	return sharedWait{
 		id:      spec.WorkflowID(principal),
-		summary: workflows.WaitForSummary(spec),
-		details: workflows.WaitForDetails(spec),
-		memo:    principalMemo(workflows.WaitForMemo(spec), principal),
+		summary: workflows.WaitForSummary(spec, hide),
+		details: workflows.WaitForDetails(spec, hide),
+		memo:    principalMemo(workflows.WaitForMemo(spec, hide), principal),
 		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitFor, append(f.hostAttribute(), workflows.StartedRunning(),
-			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)))...),
+			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)), workflows.KeyTarget.ValueSet(target))...),
 		workflow:   workflows.WaitForWorkflowName,
 		input:      workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
 		pollMs:     int64(spec.PollSec) * 1000,

@@ -298,6 +298,9 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		}
 		setState(ctx, state, KeyAgentStatus.ValueSet(string(status)))
 	}
+	if err == nil {
+		err = closeError(ctx, p)
+	}
 	return p, err
 }
 

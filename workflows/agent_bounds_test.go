@@ -52,7 +52,20 @@ func runAgentInvocation(t *testing.T, env *testsuite.TestWorkflowEnvironment, ma
 	in := agentInput
 	in.MaxRun = maxRun
 	env.ExecuteWorkflow(AgentWorkflowName, in)
+	return closedPayload(t, env)
+}
+
+// closedPayload is the final payload of the invocation env ran to its
+// end, whichever way it closed (closeError): Completed with it as its
+// result, Canceled (cancel_agent) or Failed (a failed agent) carrying it.
+func closedPayload(t *testing.T, env *testsuite.TestWorkflowEnvironment) InvocationPayload {
+	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
+	if err := env.GetWorkflowError(); err != nil {
+		final, ok := InvocationFromError(err)
+		require.True(t, ok, "the invocation closed with no payload: %v", err)
+		return final
+	}
 	var final InvocationPayload
 	require.NoError(t, env.GetWorkflowResult(&final))
 	return final
@@ -111,10 +124,7 @@ func TestFinalFromMapsEachEnd(t *testing.T) {
 func invocationResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) InvocationPayload {
 	t.Helper()
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
-	return final
+	return closedPayload(t, env)
 }
 
 // runAgentSucceeds stands in for a CLI run that succeeds at once.
@@ -158,9 +168,7 @@ func TestAnUnclaimedInvocationEndsFailedNamingTheCause(t *testing.T) {
 			u := recordUpserts(env)
 			env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
-			require.True(t, env.IsWorkflowCompleted())
-			var final InvocationPayload
-			require.NoError(t, env.GetWorkflowResult(&final), "it completes: wait_agent reads its payload")
+			final := closedPayload(t, env)
 			assert.Equal(t, AgentFailed, final.Status)
 			assert.Equal(t, AgentReasonFinished, final.Reason)
 			require.NotNil(t, final.Error)

@@ -243,9 +243,9 @@ func TestCancelStopsTheRun(t *testing.T) {
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 	assert.Equal(t, HostQueue("default-test-taskqueue", "h1"), stopQueue, "the run's host was asked to stop the CLI")
 
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, env.GetWorkflowError(), &canceled, "cancel_agent closes the invocation Canceled")
+	final := closedPayload(t, env)
 	assert.Equal(t, AgentCancelled, final.Status)
 	assert.Equal(t, AgentReasonFinished, final.Reason)
 	assert.Nil(t, final.Error)
@@ -256,8 +256,10 @@ func TestALostRunnerEndsFailedWithACode(t *testing.T) {
 	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).
 		Return(AgentFinal{}, temporal.NewNonRetryableApplicationError("cwd \"/srv/x\" resolves outside the allowed roots", ErrTypeAgentInvalidCwd, nil))
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	var failed *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &failed, "a failed agent closes the invocation Failed")
+	assert.Equal(t, ErrTypeAgentFailed, failed.Type())
+	final := closedPayload(t, env)
 	assert.Equal(t, AgentFailed, final.Status)
 	require.NotNil(t, final.Error)
 	assert.Equal(t, ErrCodeStart, final.Error.Code)
@@ -371,9 +373,7 @@ func TestTheOwnersCancelStopsTheRun(t *testing.T) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, AgentCancelRequest{Principal: "alice"}) }, 30*time.Second)
 	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
 
-	require.True(t, env.IsWorkflowCompleted())
-	var final InvocationPayload
-	require.NoError(t, env.GetWorkflowResult(&final))
+	final := closedPayload(t, env)
 	assert.Equal(t, AgentCancelled, final.Status)
 	assert.Less(t, final.ElapsedMs, int64(time.Hour/time.Millisecond), "stopped at alice's cancel, not at the run's end")
 }

@@ -35,12 +35,14 @@ const (
 	// SearchAttrAgentStatus is an agent invocation's status (AgentStatus:
 	// running, succeeded, failed, blocked, cancelled).
 	SearchAttrAgentStatus = "DurawaitAgentStatus"
-	// SearchAttrPane is wait_for_text's tmux pane.
-	SearchAttrPane = "DurawaitPane"
 	// SearchAttrHost is the host whose queue runs the wait's loop (see
 	// HostLease): its holder finds the wait by it after a restart or a
 	// move. A host's lease workflow carries its host's name too.
 	SearchAttrHost = "DurawaitHost"
+	// SearchAttrTarget is what the wait waits for, in one short line (see
+	// WaitForTarget, TextWaitTarget, AgentTarget): the column an operator
+	// adds to the Temporal UI's list.
+	SearchAttrTarget = "DurawaitTarget"
 )
 
 // SearchAttributes lists every search attribute durawait upserts, with its
@@ -54,11 +56,20 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 }
 
 // SearchAttributeNames are the search attributes in the order docs and
-// messages list them.
+// messages list them. They are ten, all Keyword: the most a namespace on a
+// SQL visibility store (the embedded engine's SQLite, PostgreSQL, MySQL)
+// may have (docs/temporal-ui.md); a wait_for_text's pane is its target's
+// start (`DurawaitTarget STARTS_WITH "tmux pane %3 "`).
 var SearchAttributeNames = []string{
 	SearchAttrTool, SearchAttrState, SearchAttrProbeTool, SearchAttrCaller, SearchAttrClient,
-	SearchAttrSession, SearchAttrAgentProvider, SearchAttrAgentStatus, SearchAttrPane, SearchAttrHost,
+	SearchAttrSession, SearchAttrAgentProvider, SearchAttrAgentStatus, SearchAttrHost, SearchAttrTarget,
 }
+
+// RetiredSearchAttributes are attributes earlier commits set and durawait
+// no longer does: the embedded engine's namespace drops them, freeing
+// their Keyword column (DurawaitPane: a wait_for_text's pane starts its
+// DurawaitTarget).
+var RetiredSearchAttributes = []string{"DurawaitPane"}
 
 // The typed keys of the search attributes.
 var (
@@ -70,8 +81,8 @@ var (
 	KeySession       = temporal.NewSearchAttributeKeyKeyword(SearchAttrSession)
 	KeyAgentProvider = temporal.NewSearchAttributeKeyKeyword(SearchAttrAgentProvider)
 	KeyAgentStatus   = temporal.NewSearchAttributeKeyKeyword(SearchAttrAgentStatus)
-	KeyPane          = temporal.NewSearchAttributeKeyKeyword(SearchAttrPane)
 	KeyHost          = temporal.NewSearchAttributeKeyKeyword(SearchAttrHost)
+	KeyTarget        = temporal.NewSearchAttributeKeyKeyword(SearchAttrTarget)
 )
 
 // WaitState is the value of SearchAttrState.

@@ -57,7 +57,7 @@ func recordUpserts(env *testsuite.TestWorkflowEnvironment) *upserts {
 
 func TestSearchAttributesAreKeywordsWithTheSharedNames(t *testing.T) {
 	want := []string{"DurawaitTool", "DurawaitState", "DurawaitProbeTool", "DurawaitCaller", "DurawaitClient",
-		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitPane", "DurawaitHost"}
+		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitHost", "DurawaitTarget"}
 	assert.Equal(t, want, SearchAttributeNames)
 	attrs := SearchAttributes()
 	assert.Len(t, attrs, len(want))
@@ -158,7 +158,9 @@ func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
 		env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).
 			Return(AgentFinal{}, temporal.NewNonRetryableApplicationError("no such cwd", ErrTypeAgentInvalidCwd, nil))
 		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-		require.NoError(t, env.GetWorkflowError(), "a failed run completes, so wait_agent reads its payload")
+		var failed *temporal.ApplicationError
+		require.ErrorAs(t, env.GetWorkflowError(), &failed, "a failed run closes Failed, its payload in the failure's details")
+		assert.Equal(t, AgentFailed, closedPayload(t, env).Status)
 		assert.Equal(t, []string{"running", "failed"}, u.states)
 		assert.Equal(t, []string{"running", "failed"}, u.agentStatuses)
 	})
@@ -186,7 +188,9 @@ func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
 			Return(AgentFinal{}, temporal.NewCanceledError(AgentFinal{}))
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentCancelSignal, nil) }, 30*time.Second)
 		env.ExecuteWorkflow(AgentWorkflowName, agentInput)
-		require.NoError(t, env.GetWorkflowError())
+		var canceled *temporal.CanceledError
+		require.ErrorAs(t, env.GetWorkflowError(), &canceled, "cancel_agent closes it Canceled, its payload in the details")
+		assert.Equal(t, AgentCancelled, closedPayload(t, env).Status)
 		assert.Equal(t, []string{"running", "cancelled"}, u.states)
 		assert.Equal(t, []string{"running", "cancelled"}, u.agentStatuses)
 	})
@@ -195,15 +199,16 @@ func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
 func TestWaitForSummaryReadsAsASentenceWithinTheCap(t *testing.T) {
 	spec := WaitForSpec{Probe: Probe{Tool: "k8s.kubectl_get", Args: []byte(`{"name":"web"}`)},
 		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 300}
-	assert.Equal(t, `wait_for kubectl_get until matches "Running" (every 2 s, ≤300 s)`, WaitForSummary(spec))
+	assert.Equal(t, `wait_for kubectl_get name=web until matches "Running" (every 2 s, ≤300 s)`, WaitForSummary(spec, false))
+	assert.Equal(t, `wait_for kubectl_get name=… until matches "Running" (every 2 s, ≤300 s)`, WaitForSummary(spec, true))
 
 	quiet := spec
 	quiet.Until = Until{Kind: ConditionQuietForSec, QuietForSec: 30}
-	assert.Equal(t, `wait_for kubectl_get until quiet for 30 s (every 2 s, ≤300 s)`, WaitForSummary(quiet))
+	assert.Equal(t, `wait_for kubectl_get name=web until quiet for 30 s (every 2 s, ≤300 s)`, WaitForSummary(quiet, false))
 
 	long := spec
 	long.Until = Until{Kind: ConditionNotMatches, Pattern: strings.Repeat("é|Pending\n", 400), FailPattern: "Crash"}
-	s := WaitForSummary(long)
+	s := WaitForSummary(long, false)
 	assert.LessOrEqual(t, len(s), MaxSummaryBytes)
 	assert.True(t, utf8.ValidString(s), "cut on a rune boundary")
 	assert.NotContains(t, s, "\n", "one line")
@@ -225,12 +230,12 @@ func TestWaitForSummaryReadsAsASentenceWithinTheCap(t *testing.T) {
 func TestMemosUseTheToolsOwnArgumentNames(t *testing.T) {
 	spec := WaitForSpec{Probe: Probe{Tool: "k8s.kubectl_get", Args: []byte(`{"name":"web"}`)},
 		Until: Until{Kind: ConditionMatches, Pattern: "Running", FailPattern: "Crash"}, PollSec: 2, MaxWaitSec: 120}
-	got, err := json.Marshal(WaitForMemo(spec))
+	got, err := json.Marshal(WaitForMemo(spec, false))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"probe":{"tool":"k8s.kubectl_get","args":{"name":"web"}},
 		"until":{"matches":"Running","fail_matches":"Crash"},"poll_sec":2,"max_wait_sec":120}`, string(got))
-	assert.Contains(t, WaitForDetails(spec), "```json\n")
-	assert.Contains(t, WaitForDetails(spec), `"matches": "Running"`)
+	assert.Contains(t, WaitForDetails(spec, false), "```json\n")
+	assert.Contains(t, WaitForDetails(spec, false), `"matches": "Running"`)
 
 	text, err := json.Marshal(TextWaitMemo(TextWaitSpec{Target: PaneTarget{PaneID: "%3", Generation: "g1"}, Text: "ready"}, 60))
 	require.NoError(t, err)
@@ -268,7 +273,7 @@ func TestDetailsFitTemporalsLimit(t *testing.T) {
 
 	args, err := json.Marshal(map[string]string{"blob": strings.Repeat("é", 40000)})
 	require.NoError(t, err)
-	d = WaitForDetails(WaitForSpec{Probe: Probe{Tool: "k8s.get", Args: args}, Until: Until{Kind: ConditionMatches, Pattern: "x"}, PollSec: 1, MaxWaitSec: 9})
+	d = WaitForDetails(WaitForSpec{Probe: Probe{Tool: "k8s.get", Args: args}, Until: Until{Kind: ConditionMatches, Pattern: "x"}, PollSec: 1, MaxWaitSec: 9}, false)
 	assert.LessOrEqual(t, encodedLen(d), limit)
 	assert.Contains(t, d, "Cut to fit")
 
@@ -300,7 +305,7 @@ func TestASummaryIsOneLine(t *testing.T) {
 func TestASummaryKeepsItsBoundsAfterALongHead(t *testing.T) {
 	spec := WaitForSpec{Probe: Probe{Tool: "k8s." + strings.Repeat("t", 195)},
 		Until: Until{Kind: ConditionMatches, Pattern: "Running"}, PollSec: 2, MaxWaitSec: 300}
-	s := WaitForSummary(spec)
+	s := WaitForSummary(spec, false)
 	assert.LessOrEqual(t, len(s), MaxSummaryBytes)
 	assert.True(t, strings.HasSuffix(s, `(every 2 s, ≤300 s)`), s)
 	assert.True(t, utf8.ValidString(s))

@@ -63,14 +63,18 @@ func (u Until) condition() (name, value string) {
 }
 
 // WaitForSummary is a wait_for's line in the workflow list, e.g.
-// `wait_for kubectl_get until matches "Running" (every 2 s, ≤300 s)`, at
-// most MaxSummaryBytes (a long regex is cut, the bounds stay).
-func WaitForSummary(s WaitForSpec) string {
+// `wait_for kubectl_get name=web until matches "Running" (every 2 s, ≤300
+// s)`, at most MaxSummaryBytes (a long regex is cut, the bounds stay); the
+// probe's arguments as ProbeArgsLine shows them (hideValues: names only).
+func WaitForSummary(s WaitForSpec, hideValues bool) string {
 	bounds := fmt.Sprintf(" (every %d s, ≤%d s)", s.PollSec, s.MaxWaitSec)
 	if s.Until.FailPattern != "" {
 		bounds = ", fail_matches set" + bounds
 	}
 	head := "wait_for " + shortTool(s.Probe.Tool) + " until "
+	if args := ProbeArgsLine(s.Probe.Args, hideValues); args != "" {
+		head = "wait_for " + shortTool(s.Probe.Tool) + " " + args + " until "
+	}
 	if s.Until.Kind == ConditionQuietForSec {
 		return TruncateUTF8(oneLine(fmt.Sprintf("%squiet for %d s%s", head, s.Until.QuietForSec, bounds)), MaxSummaryBytes)
 	}
@@ -83,15 +87,17 @@ func PollSummary(s WaitForSpec) string {
 		s.Probe.Tool, s.PollSec, s.Until.Kind, s.MaxWaitSec)), MaxSummaryBytes)
 }
 
-// WaitForDetails is a wait_for's StaticDetails: the whole call in Markdown.
-func WaitForDetails(s WaitForSpec) string {
-	return markdownDetails(ToolWaitFor, fmt.Sprintf("Probe %s every %d s, at most %d s.", codeSpan(s.Probe.Tool), s.PollSec, s.MaxWaitSec), WaitForMemo(s))
+// WaitForDetails is a wait_for's StaticDetails: the whole call in Markdown
+// (hideValues: the probe's argument values as "…").
+func WaitForDetails(s WaitForSpec, hideValues bool) string {
+	return markdownDetails(ToolWaitFor, fmt.Sprintf("Probe %s every %d s, at most %d s.", codeSpan(s.Probe.Tool), s.PollSec, s.MaxWaitSec), WaitForMemo(s, hideValues))
 }
 
 // WaitForMemo is a wait_for's memo: its arguments in the tool's own names
 // (probe.tool, probe.args, until.matches / not_matches / quiet_for_sec /
-// fail_matches, poll_sec, max_wait_sec in seconds).
-func WaitForMemo(s WaitForSpec) map[string]any {
+// fail_matches, poll_sec, max_wait_sec in seconds); with hideValues, each
+// of probe.args' values is "…".
+func WaitForMemo(s WaitForSpec, hideValues bool) map[string]any {
 	until := map[string]any{}
 	name, _ := s.Until.condition()
 	if s.Until.Kind == ConditionQuietForSec {
@@ -105,6 +111,9 @@ func WaitForMemo(s WaitForSpec) map[string]any {
 	args := s.Probe.Args
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
+	}
+	if hideValues {
+		args = maskArgValues(args)
 	}
 	return map[string]any{
 		"probe":        map[string]any{"tool": s.Probe.Tool, "args": args},

@@ -43,6 +43,8 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 		Events:     feed,
 		Host:       host,
 		ExpectLoop: expectLoop,
+		// What operators read of a wait_for's probe arguments.
+		HideProbeArgValues: cfg.HideProbeArgValues,
 		Agents: mcpfront.AgentOptions{
 			Limits:     workflows.AgentLimits{Providers: cfg.Agents.ProviderNames(), AllowedRoots: cfg.Agents.AllowedRoots},
 			WaitWindow: cfg.Agents.WaitWindow(),

@@ -163,7 +163,7 @@ func (p *process) prepareNamespace(ctx context.Context) (func(), error) {
 	}
 	if err := namespace.PrepareEmbedded(ctx, services, namespace.EmbeddedOptions{
 		Namespace: p.cfg.Namespace, SearchAttributes: workflows.SearchAttributes(),
-		Names: workflows.SearchAttributeNames, Retention: p.cfg.Retention(),
+		Names: workflows.SearchAttributeNames, Retired: workflows.RetiredSearchAttributes, Retention: p.cfg.Retention(),
 	}); err != nil {
 		return nil, fmt.Errorf("embedded engine: %w", err)
 	}

@@ -46,6 +46,9 @@ type Event struct {
 	// call waits on an existing one such as wait_agent's invocation), or
 	// "started_or_attached" when Temporal's answer did not say.
 	WaitStart string `json:"wait_start,omitempty"`
+	// Target is what the call's wait waits for, in one short line (the
+	// wait's DurawaitTarget), when the call has a wait of its own.
+	Target string `json:"target,omitempty"`
 	// Principal is the caller's principal as the logs and DurawaitCaller
 	// name it: "anonymous" for the local user.
 	Principal string `json:"principal,omitempty"`

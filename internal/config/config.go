@@ -69,6 +69,9 @@ type Config struct {
 	// carried by GET /events to this many characters (a marker says how
 	// many were cut).
 	EventResultMaxLen int `toml:"tool_result_max_length"`
+	// HideProbeArgValues shows a wait_for's probe arguments by name only
+	// in what operators read (its target, summary, details and memo).
+	HideProbeArgValues bool `toml:"hide_probe_arg_values"`
 	// DaemonIdleExitMin is how long the background daemon that stdio
 	// sessions share stays up with no client connected and no wait running;
 	// 0 keeps it up until `durawait stop`.

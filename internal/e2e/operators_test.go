@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // toolEvent is one event of GET /events (docs/operations.md).
@@ -25,6 +27,7 @@ type toolEvent struct {
 	CallID     string  `json:"call_id"`
 	WaitID     string  `json:"wait_id"`
 	WaitStart  string  `json:"wait_start"`
+	Target     string  `json:"target"`
 	Principal  string  `json:"principal"`
 	Session    string  `json:"session"`
 	Client     string  `json:"client"`
@@ -161,6 +164,12 @@ func TestOpsEventsFollowACallPerPrincipal(t *testing.T) {
 	assert.Equal(t, "started", started.WaitStart, "the first call started the wait")
 	require.True(t, strings.HasPrefix(started.WaitID, "wait_for/"), started.WaitID)
 	require.NotEmpty(t, started.CallID)
+	pathArg, err := json.Marshal(map[string]string{"path": w.path("status")})
+	require.NoError(t, err)
+	assert.Equal(t, workflows.WaitForTarget(workflows.WaitForSpec{
+		Probe: workflows.Probe{Tool: "demo.read_file", Args: pathArg},
+		Until: workflows.Until{Kind: workflows.ConditionMatches, Pattern: "READY"},
+	}, false), started.Target, "the event says what the wait waits for")
 
 	// A second identical call of alice's attaches to the same wait.
 	sample := all.next()

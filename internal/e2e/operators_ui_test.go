@@ -22,6 +22,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // sdkConverterFromPayload decodes a payload Temporal stored (a memo field,
@@ -205,7 +207,10 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 			{`DurawaitTool = "wait_for" AND DurawaitState = "running" AND ExecutionStatus = "Running"`, []string{waitForID}}, // the saved view
 			{`DurawaitProbeTool = "demo.read_file" AND DurawaitState = "running"`, []string{waitForID}},
 			{`DurawaitTool = "wait_for_text" AND DurawaitState = "running"`, []string{textID}},
-			{fmt.Sprintf(`DurawaitPane = %q`, pane.PaneID), []string{textID}},
+			{fmt.Sprintf(`DurawaitTarget STARTS_WITH %q`, "tmux pane "+pane.PaneID+" "), []string{textID}},             // a pane's waits
+			{`DurawaitTarget STARTS_WITH "demo.read_file path=" AND ExecutionStatus = "Running"`, []string{waitForID}}, // by target
+			{fmt.Sprintf(`DurawaitTarget = %q`, workflows.TextWaitTarget(workflows.TextWaitSpec{Target: workflows.PaneTarget{PaneID: pane.PaneID}, Text: "NEVER-PRINTED-42"})), []string{textID}},
+			{`DurawaitTarget STARTS_WITH "agent fake in "`, []string{agentID}},
 			{`DurawaitTool = "start_agent" AND DurawaitState = "running"`, []string{agentID}},
 			{`DurawaitAgentProvider = "fake" AND DurawaitAgentStatus = "running"`, []string{agentID}},
 			{fmt.Sprintf(`DurawaitSession = %q`, session), []string{agentID}},

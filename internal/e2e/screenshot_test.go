@@ -18,8 +18,9 @@ import (
 	"github.com/durawait/durawait/internal/webui"
 )
 
-// screenshotEnv names the folder TestUIScreenshot writes its PNG files to;
-// the test is skipped when it is unset (`make screenshot` sets it).
+// screenshotEnv names the folder TestUIScreenshot writes its PNG files to
+// (`make screenshot` sets it to docs/img); unset, they go to a temporary
+// folder and only the test's assertions count.
 const screenshotEnv = "DURAWAIT_SCREENSHOTS"
 
 // operatorQuery is the saved view docs/temporal-ui.md recommends: every
@@ -32,18 +33,21 @@ const operatorViewName = "Waiting now"
 // operatorColumns are the list columns of the screenshot, in the UI's own
 // format: the operator's search attributes beside the usual ones.
 var operatorColumns = []map[string]string{
-	{"label": "Status"}, {"label": "Workflow ID"}, {"label": "DurawaitTool"}, {"label": "DurawaitProbeTool"},
-	{"label": "DurawaitState"}, {"label": "DurawaitCaller"}, {"label": "DurawaitClient"}, {"label": "Start"},
+	{"label": "Status"}, {"label": "Workflow ID"}, {"label": "DurawaitTool"}, {"label": "DurawaitTarget"},
+	{"label": "DurawaitState"}, {"label": "DurawaitCaller"}, {"label": "Start"},
 }
 
 // TestUIScreenshot takes the README's picture of the operator's view: a real
 // `durawait serve` with its embedded Temporal UI, a few waits running, and
 // the UI's workflow list filtered by the operator's saved query, rendered by
-// headless Chromium (driven by playwright-core, internal/e2e/uishot).
+// headless Chromium (driven by playwright-core, internal/e2e/uishot). The
+// list shows what each wait waits for (its DurawaitTarget column: the test
+// waits for one wait's target text on the page), and a wait's page its
+// summary with the probe's arguments.
 func TestUIScreenshot(t *testing.T) {
 	dir := os.Getenv(screenshotEnv)
 	if dir == "" {
-		t.Skipf("set %s to the folder to write the PNG files to (make screenshot)", screenshotEnv)
+		dir = t.TempDir()
 	}
 	chromium, err := exec.LookPath("chromium")
 	require.NoError(t, err, "headless Chromium is needed (apt-get install -y chromium)")
@@ -118,6 +122,10 @@ func TestUIScreenshot(t *testing.T) {
 	ui := "http://" + uiAddr + "/namespaces/default/workflows"
 	// Each page is opened through its login link, as a person would.
 	login = "&" + webui.TokenParam + "=" + token
-	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName)+login, running[2])
-	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/user-metadata?"+login[1:], running[0])
+	// One wait's target, as its DurawaitTarget column shows it (its file's
+	// path is cut in the middle when long: the condition is the tail).
+	shoot("operator-view.png", ui+"?query="+url.QueryEscape(operatorQuery)+"&savedQuery="+url.QueryEscape(operatorViewName)+login,
+		`matches build #\d+ passed`)
+	// A wait's summary names its probe's arguments: its file, pending-<n>.
+	shoot("wait-detail.png", ui+"/"+url.PathEscape(running[0])+"/"+url.PathEscape(runIDs[0])+"/user-metadata?"+login[1:], "/pending-")
 }

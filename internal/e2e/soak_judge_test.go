@@ -559,6 +559,12 @@ func (j *judge) readHistory(r *soakRun) {
 			f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
 			r.failure, r.failureType = f.GetMessage(), f.GetApplicationFailureInfo().GetType()
+			if r.failureType == workflows.ErrTypeAgentFailed {
+				// A failed agent's invocation: its final payload.
+				for _, p := range f.GetApplicationFailureInfo().GetDetails().GetPayloads() {
+					r.result += string(p.GetData())
+				}
+			}
 			for c := f.GetCause(); c != nil; c = c.GetCause() {
 				r.failure += "; cause: " + c.GetMessage()
 				if typ := c.GetApplicationFailureInfo().GetType(); typ != "" {
@@ -571,6 +577,10 @@ func (j *judge) readHistory(r *soakRun) {
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
+			// A cancel_agent's invocation: its final payload.
+			for _, p := range ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails().GetPayloads() {
+				r.result += string(p.GetData())
+			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
 		}
@@ -1028,8 +1038,8 @@ func (j *judge) judgeAgent(sw *soakWait, answer string, r *soakRun) {
 		return p.Error.Code
 	}
 	switch {
-	case r.status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED || json.Unmarshal([]byte(r.result), &rec) != nil:
-		j.fail(ruleNotItsRun, sw, "answered %s, but its invocation did not complete with a result%s", shortText(answer, 300), j.evidence(sw, []*soakRun{r}))
+	case !closedWithPayload(r) || json.Unmarshal([]byte(r.result), &rec) != nil:
+		j.fail(ruleNotItsRun, sw, "answered %s, but its invocation did not close with a result%s", shortText(answer, 300), j.evidence(sw, []*soakRun{r}))
 	case got.Status != rec.Status || got.output() != rec.output() || code(got) != code(rec):
 		j.fail(ruleNotItsRun, sw, "answered %s, its invocation completed with %s%s", shortText(answer, 300), shortText(r.result, 300), j.evidence(sw, []*soakRun{r}))
 	}
@@ -1350,4 +1360,19 @@ func p99d(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*99/100)].Round(time.Millisecond)
+}
+
+// closedWithPayload reports whether an agent invocation's run closed with
+// its final payload: Completed (succeeded, blocked), Failed as a failed
+// agent, or Canceled by cancel_agent (workflows.InvocationFromError).
+func closedWithPayload(r *soakRun) bool {
+	switch r.status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return true
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return r.failureType == workflows.ErrTypeAgentFailed
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return r.result != ""
+	}
+	return false
 }

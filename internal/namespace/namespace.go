@@ -188,6 +188,10 @@ type EmbeddedOptions struct {
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// Names lists SearchAttributes' names in order.
 	Names []string
+	// Retired are search attributes durawait no longer sets: removed from
+	// the namespace when it has them, before the missing ones are added
+	// (a SQL visibility store holds ten Keyword attributes at most).
+	Retired []string
 	// Retention of closed workflows; unchanged when zero.
 	Retention time.Duration
 	// Poll is how often a just-registered search attribute is looked for
@@ -209,6 +213,9 @@ func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
 	}
 	missing := g.Missing
 	if len(missing) > 0 {
+		if err := removeRetired(ctx, s.Operator, o.Namespace, o.Retired); err != nil {
+			return err
+		}
 		add := map[string]enumspb.IndexedValueType{}
 		for _, name := range missing {
 			add[name] = o.SearchAttributes[name]
@@ -224,6 +231,31 @@ func PrepareEmbedded(ctx context.Context, s Services, o EmbeddedOptions) error {
 	}
 	if o.Retention > 0 {
 		return setRetention(ctx, s.Workflow, o.Namespace, o.Retention)
+	}
+	return nil
+}
+
+// removeRetired removes from the namespace the retired search attributes
+// it has.
+func removeRetired(ctx context.Context, op operatorservice.OperatorServiceClient, ns string, retired []string) error {
+	if len(retired) == 0 {
+		return nil
+	}
+	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return fmt.Errorf("list the search attributes of namespace %q: %w", ns, err)
+	}
+	var remove []string
+	for _, name := range retired {
+		if _, ok := have.GetCustomAttributes()[name]; ok {
+			remove = append(remove, name)
+		}
+	}
+	if len(remove) == 0 {
+		return nil
+	}
+	if _, err := op.RemoveSearchAttributes(ctx, &operatorservice.RemoveSearchAttributesRequest{Namespace: ns, SearchAttributes: remove}); err != nil {
+		return fmt.Errorf("remove the retired search attributes %s from namespace %q: %w", strings.Join(remove, ", "), ns, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ const (
 	AttrCaller    = workflows.SearchAttrCaller
 	AttrClient    = workflows.SearchAttrClient
 	AttrSession   = workflows.SearchAttrSession
+	AttrTarget    = workflows.SearchAttrTarget
 )
 
 // toolOfID is the tool a workflow ID belongs to, from its prefix ("" when

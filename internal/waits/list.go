@@ -35,7 +35,9 @@ type Wait struct {
 	Caller  string     `json:"caller,omitempty"`
 	Started time.Time  `json:"started"`
 	Closed  *time.Time `json:"closed,omitempty"`
-	Summary string     `json:"summary,omitempty"`
+	// Target is what the wait waits for (AttrTarget), in one short line.
+	Target  string `json:"target,omitempty"`
+	Summary string `json:"summary,omitempty"`
 }
 
 // ListOptions filter `durawait waits list`.
@@ -172,6 +174,7 @@ func waitOf(info *workflowpb.WorkflowExecutionInfo) Wait {
 		Tool:    attrs[AttrTool],
 		State:   attrs[AttrState],
 		Caller:  attrs[AttrCaller],
+		Target:  attrs[AttrTarget],
 		Started: info.GetStartTime().AsTime(),
 	}
 	if w.Tool == "" {

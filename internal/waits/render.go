@@ -21,17 +21,22 @@ func WriteJSON(w io.Writer, v any) error {
 // WriteTable writes the list as a table: ID, run (its last 8 characters:
 // an identical call made again after a wait ended is a new run of the same
 // ID), tool, state, caller, started, how long it ran (or has
-// run, at now), summary.
+// run, at now), and what it waits for (its target; its summary when it has
+// none: a wait started before targets were recorded).
 func WriteTable(w io.Writer, ws []Wait, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRUN\tTOOL\tSTATE\tCALLER\tSTARTED\tDURATION\tSUMMARY")
+	fmt.Fprintln(tw, "ID\tRUN\tTOOL\tSTATE\tCALLER\tSTARTED\tDURATION\tTARGET")
 	for _, x := range ws {
 		took := "running " + Human(now.Sub(x.Started))
 		if x.Closed != nil {
 			took = Human(x.Closed.Sub(x.Started))
 		}
+		target := x.Target
+		if target == "" {
+			target = x.Summary
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(x.ID), dash(field(shortRun(x.RunID))), dash(field(x.Tool)), dash(field(x.State)),
-			dash(field(x.Caller)), x.Started.Local().Format(time.DateTime), took, dash(oneLine(x.Summary, 80)))
+			dash(field(x.Caller)), x.Started.Local().Format(time.DateTime), took, dash(oneLine(target, 80)))
 	}
 	return tw.Flush()
 }

@@ -206,12 +206,17 @@ func (d *Detail) apply(ev *historypb.HistoryEvent) {
 		d.Result = decodeAll(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult())
 		add("completed", "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-		d.Failure = ev.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
+		failure := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
+		d.Failure = failure.GetMessage()
+		if app := failure.GetApplicationFailureInfo(); app.GetType() == workflows.ErrTypeAgentFailed {
+			d.Result = decodeAll(app.GetDetails()) // a failed agent's final payload
+		}
 		add("failed: "+d.Failure, "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
 		d.Failure = "canceled"
 		if details := decodeAll(ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails()); details != nil {
-			d.Failure = fmt.Sprintf("canceled: %v", details)
+			// A cancel_agent's invocation carries its final payload.
+			d.Result = details
 		}
 		add(d.Failure, "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:

@@ -50,18 +50,20 @@ func TestTableAndDetail(t *testing.T) {
 	require.NoError(t, WriteTable(&b, []Wait{
 		{ID: "wait_for/abc", RunID: "01a24b6b-b847-707c-905e-d2774b15c39a", Tool: "wait_for", State: "running", Started: started,
 			Summary: "wait_for read_file until matches /READY/\n(every 1s)"},
-		{ID: "wait_for/abc", RunID: "01a24b6b-c000-7000-8000-00000a1b2c3d", Tool: "wait_for", State: "timeout", Started: started, Closed: &ended},
+		{ID: "wait_for/abc", RunID: "01a24b6b-c000-7000-8000-00000a1b2c3d", Tool: "wait_for", State: "timeout", Started: started, Closed: &ended,
+			Target: "demo.read_file path=build/status matches ^SUCCESS", Summary: "not shown: the target is"},
 	}, started.Add(42*time.Second)))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 3)
-	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "SUMMARY"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "TARGET"}, strings.Fields(lines[0]))
+	assert.True(t, strings.HasSuffix(lines[2], "demo.read_file path=build/status matches ^SUCCESS"), "what the wait waits for: %s", lines[2])
 	assert.Contains(t, lines[1], "wait_for/abc")
 	assert.Contains(t, lines[1], "4b15c39a ", "the run (its random end) tells an identical call's runs apart")
 	assert.Contains(t, lines[1], "running 42s")
 	assert.Contains(t, lines[2], "0a1b2c3d ", "runs started in the same minute differ")
 	assert.Contains(t, lines[2], " 3m05s ")
 	assert.Contains(t, lines[1], " - ", "no caller is a dash")
-	assert.Contains(t, lines[1], "until matches /READY/ (every 1s)", "the summary on one line")
+	assert.Contains(t, lines[1], "until matches /READY/ (every 1s)", "with no target (a wait from before targets), the summary on one line")
 
 	b.Reset()
 	closed := started.Add(3 * time.Second)

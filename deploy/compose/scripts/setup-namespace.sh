@@ -36,6 +36,6 @@ temporal operator search-attribute create --namespace "$ns" --name DurawaitClien
 temporal operator search-attribute create --namespace "$ns" --name DurawaitSession --type Keyword
 temporal operator search-attribute create --namespace "$ns" --name DurawaitAgentProvider --type Keyword
 temporal operator search-attribute create --namespace "$ns" --name DurawaitAgentStatus --type Keyword
-temporal operator search-attribute create --namespace "$ns" --name DurawaitPane --type Keyword
 temporal operator search-attribute create --namespace "$ns" --name DurawaitHost --type Keyword
+temporal operator search-attribute create --namespace "$ns" --name DurawaitTarget --type Keyword
 echo "namespace $ns has durawait's search attributes"
