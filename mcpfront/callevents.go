@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/grpc"
 
@@ -83,6 +84,22 @@ type toolCall struct {
 	// target is what the call's wait waits for (workflows.WaitForTarget
 	// and its kin), once its handler parsed it.
 	target string
+	// traceID is the call's trace (its span's, or the caller's W3C
+	// traceparent), for its log lines; "" when it has none.
+	traceID string
+}
+
+// noteTrace records the trace of ctx's span on the call, once.
+func (c *toolCall) noteTrace(ctx context.Context) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.HasTraceID() {
+		return
+	}
+	c.mu.Lock()
+	if c.traceID == "" {
+		c.traceID = sc.TraceID().String()
+	}
+	c.mu.Unlock()
 }
 
 type toolCallKey struct{}
@@ -114,6 +131,7 @@ func noteWait(ctx context.Context, waitID, how string) {
 	if c == nil {
 		return
 	}
+	c.noteTrace(ctx)
 	c.mu.Lock()
 	if c.waitID != "" {
 		c.mu.Unlock()
@@ -159,6 +177,7 @@ func (c *toolCall) startOnce() {
 // end publishes the ended event with the (truncated) result, and logs the
 // end of a call that had a wait.
 func (c *toolCall) end(ctx context.Context, res *mcp.CallToolResult, err error) {
+	c.noteTrace(ctx)
 	outcome := callOutcome(ctx, c.spec, res, err)
 	switch {
 	case err != nil:
@@ -282,8 +301,12 @@ func (c *toolCall) publish(ev callevents.Event) {
 func (c *toolCall) logAttrs() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id, "target", c.target,
+	attrs := []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id, "target", c.target,
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.Principal), "client", c.client, "session", mcpwire.SessionOf(c.who.Session))}
+	if c.traceID != "" {
+		attrs = append(attrs, "trace_id", c.traceID)
+	}
+	return attrs
 }
 
 func newCallID() string {

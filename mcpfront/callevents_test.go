@@ -18,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -631,4 +633,36 @@ func TestHostCheckAgainstDNSRebinding(t *testing.T) {
 		}
 	}
 	assert.Equal(t, http.StatusOK, status(authed.URL, "/events", "durawait.example.com"), "with authentication any Host is fine")
+}
+
+// A wait's log lines carry its call's trace ID, so a line leads to the
+// call's trace in the tracing backend.
+func TestWaitLogLinesCarryTheCallsTraceID(t *testing.T) {
+	tc, feed := newFakeTemporal(), samplehub.New()
+	tc.onStart = func(run *fakeRun) {
+		feed.Observe(run.id, workflows.WaitForResult{Reason: workflows.WaitReasonMatched, Condition: workflows.ConditionMatches,
+			LastObservation: "READY", Samples: 1, EffectiveMaxWaitSec: 60})
+	}
+	logs := &lockedBuffer{}
+	spans := tracetest.NewSpanRecorder()
+	f := New(Options{
+		Temporal: tc, Events: feed, TaskQueue: "q",
+		Workers:   fakeDownstream{order: []string{"demo"}, tools: map[string][]string{"demo": {"read_file"}}},
+		Logger:    slog.New(jsonLogs(logs)),
+		Telemetry: Telemetry{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))},
+	})
+	callTool(t, f, "alice", "wait_for", waitForArgs)
+
+	require.NotEmpty(t, spans.Ended())
+	want := spans.Ended()[len(spans.Ended())-1].SpanContext().TraceID().String()
+	var traced int
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		if m["tool"] == "wait_for" {
+			assert.Equal(t, want, m["trace_id"], line)
+			traced++
+		}
+	}
+	assert.Equal(t, 2, traced, "the wait's start and end lines: %s", logs.String())
 }
