@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -281,6 +282,26 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	assert.Equal(t, 1.0, metrics.value(`durawait_downstream_available`, `server="demo"`))
 	assert.True(t, metrics.has("temporal_"), "the Temporal SDK's metrics go through the same provider")
 	assert.True(t, metrics.has("http_server_"), "otelhttp's metrics of the /mcp requests")
+	assert.True(t, metrics.has("go_goroutines"), "the Go runtime's metrics")
+	assert.True(t, metrics.has("process_resident_memory_bytes"), "the process's metrics")
+	promtoolCheck(t, "http://"+inst.http+"/metrics")
+}
+
+// promtoolCheck runs `promtool check metrics` (Debian's prometheus package)
+// on a scrape of url: every metric has help text and a sound name.
+func promtoolCheck(t *testing.T, url string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	require.NoError(t, err, "promtool is needed (apt-get install -y prometheus)")
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics:\n%s", out)
 }
 
 // promMetrics is a scrape of a Prometheus text exposition.
