@@ -5,7 +5,7 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build release images run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
+.PHONY: all build release release-noengine images run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
 
 all: build
 
@@ -24,6 +24,8 @@ run: build
 ## is what CI needs; `make fuzz` explores beyond the seeds.
 test: fmt-check vet tools
 	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) vet -tags noengine ./cmd/durawait/
+	$(GO) test -count=1 -tags noengine ./cmd/durawait/
 
 # TEMPORAL_CLI_VERSION: the Temporal CLI the end-to-end tests start a dev
 # server with (v1.5.1: later releases do not build from the module proxy).
@@ -100,6 +102,12 @@ vet:
 ## 160 MB instead of 226 MB), into bin/release/, as the images build it
 release:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/release/durawait ./cmd/durawait
+
+## release-noengine: the same without the embedded Temporal engine, for
+## `durawait front` and `durawait worker` on a cluster (what the images
+## ship), into bin/release/durawait-noengine; see docs/deploy.md
+release-noengine:
+	CGO_ENABLED=0 $(GO) build -tags noengine -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/release/durawait-noengine ./cmd/durawait
 
 ## images: the front and worker images, tagged with the version (and latest)
 images:

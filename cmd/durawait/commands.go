@@ -54,7 +54,11 @@ func commands() []command {
 		{name: "version", aliases: []string{"--version"}, summary: "print the version",
 			setup: func(*flag.FlagSet) action {
 				return func(_ context.Context, inv invocation) error {
-					fmt.Fprintln(inv.stdout, "durawait", version)
+					if hasEmbeddedEngine {
+						fmt.Fprintln(inv.stdout, "durawait", version)
+					} else {
+						fmt.Fprintln(inv.stdout, "durawait", version, "(no embedded engine: front and worker on a Temporal cluster)")
+					}
 					return nil
 				}
 			}},

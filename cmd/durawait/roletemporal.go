@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc"
 
-	"github.com/durawait/durawait/internal/datadir"
-	"github.com/durawait/durawait/internal/engine"
 	"github.com/durawait/durawait/internal/enginecreds"
 	"github.com/durawait/durawait/internal/namespace"
 	"github.com/durawait/durawait/mcpfront"
@@ -25,60 +21,6 @@ import (
 type temporalTarget struct {
 	addr  string
 	creds enginecreds.Files
-}
-
-// startEngine starts the embedded Temporal engine (serve without
-// --temporal), after taking the data dir's lock, and fills p.target. It
-// records the MCP URL of listenHTTP, if any, in the lock file.
-func (p *process) startEngine(context.Context) (func(), error) {
-	if !p.roles.engine {
-		return nil, nil
-	}
-	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL(), Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC()}
-	if p.roles.daemon {
-		owner.Log = datadir.LogPath(p.cfg.DataDir)
-	}
-	lock, err := datadir.Acquire(p.cfg.DataDir, owner)
-	if err != nil {
-		return nil, err
-	}
-	spans := p.engineSpans()
-	eng, err := engine.Start(engine.Options{
-		DataDir:   p.cfg.DataDir,
-		Port:      p.cfg.EnginePort,
-		UIPort:    p.cfg.UIPort,
-		Namespace: p.cfg.Namespace,
-		// A new namespace is created with them; prepareNamespace adds
-		// them to one an earlier release created.
-		SearchAttributes: workflows.SearchAttributes(),
-		Retention:        p.cfg.Retention(),
-		// The SDK's workflow cache is the process's: the engine's own
-		// workers create it (see startWorker).
-		WorkflowCacheSize: workflowCacheSize,
-		Logger:            p.logger,
-		LogLevel:          max(p.level, slog.LevelWarn),
-		SpanExporter:      spans,
-		// Its billable actions, on /metrics (durawait.engine.actions).
-		MeterProvider: p.engineMeters(),
-	})
-	if err != nil {
-		// An engine that did not start does not shut its exporter down.
-		shutdownExporter(spans, p.logger)
-		lock.Release()
-		return nil, explainEngineStart(err)
-	}
-	stop := func() { eng.Stop(); lock.Release() }
-	owner.Engine = eng.Addr()
-	owner.UI = eng.UILoginURL()
-	if err := lock.Update(owner); err != nil {
-		stop()
-		return nil, err
-	}
-	p.target = temporalTarget{addr: eng.Addr(), creds: eng.Credentials()}
-	// The UI's link holds its login token (good until the next start):
-	// `durawait status` prints it too.
-	p.logger.Info("embedded Temporal engine started", "addr", p.target.addr, "ui", orDisabled(eng.UILoginURL()), "data_dir", p.cfg.DataDir)
-	return stop, nil
 }
 
 // dialTemporal connects the process's Temporal client to p.target and

@@ -19,6 +19,9 @@ import (
 // fails the step before any engine starts, fills nothing, and leaves the
 // holder's record alone.
 func TestStartEngineLeavesADataDirInUseAlone(t *testing.T) {
+	if !hasEmbeddedEngine {
+		t.Skip("a build without the embedded engine (engine_none_test.go)")
+	}
 	p := newProcess(roles{engine: true, worker: true, front: true}, stepConfig(t, "--engine-port", "0", "--ui-port", "0"), io.Discard)
 	require.NoError(t, p.checkRoles("serve"))
 	other, err := datadir.Acquire(p.cfg.DataDir, datadir.Owner{PID: 4242, HTTP: "http://127.0.0.1:1/mcp", StartedAt: time.Now()})
