@@ -29,7 +29,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 
 // visible are the commands `durawait help` lists: every command durawait
 // had before its commands became a table.
-var visible = []string{"serve", "worker", "front", "status", "stop", "health", "temporal-env", "waits", "version"}
+var visible = []string{"serve", "worker", "front", "status", "stop", "backup", "health", "temporal-env", "waits", "version"}
 
 func TestHelpListsEveryCommandOfTheTable(t *testing.T) {
 	var names []string

@@ -37,6 +37,8 @@ func commands() []command {
 			setup: withConfig(func(ctx context.Context, cfg config.Config, inv invocation) error {
 				return runStop(ctx, cfg, inv.stdout)
 			})},
+		{name: "backup", summary: "copy the data dir (the embedded engine's database as of one moment, and the rest) to --to DIR, while durawait runs or not",
+			setup: backupCommand},
 		{name: "health", summary: "ask a running durawait's /healthz (or /readyz): exit 0 when it answers 200 (for HEALTHCHECK and exec probes)",
 			setup: healthCommand},
 		{name: "temporal-env", summary: "print the environment that points the Temporal CLI (or a split front / worker) at the data dir's engine",

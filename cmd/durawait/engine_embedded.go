@@ -100,3 +100,7 @@ func explainEngineStart(err error) error {
 	}
 	return fmt.Errorf("%s", msg)
 }
+
+// backupDatabase writes a consistent copy of the data dir's engine
+// database to to (engine.BackupDatabase).
+func backupDatabase(dataDir, to string) error { return engine.BackupDatabase(dataDir, to) }

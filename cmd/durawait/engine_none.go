@@ -26,3 +26,6 @@ func (p *process) startEngine(context.Context) (func(), error) {
 
 // explainEngineStart passes err unchanged: no engine starts here.
 func explainEngineStart(err error) error { return err }
+
+// backupDatabase refuses: this build cannot read the engine's database.
+func backupDatabase(string, string) error { return errNoEngine }

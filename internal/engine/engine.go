@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -316,7 +315,7 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 	if err := os.Chmod(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: make data dir %s private (0700): %w", opts.DataDir, err)
 	}
-	file := filepath.Join(opts.DataDir, "temporal.db")
+	file := DatabaseFile(opts.DataDir)
 	conf := &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
 		DatabaseName: file,
@@ -327,10 +326,15 @@ func prepareDatabase(opts Options) (*config.SQL, error) {
 			"busy_timeout": "10000",
 		},
 	}
-	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+	_, err := os.Stat(file)
+	fresh := errors.Is(err, os.ErrNotExist)
+	if fresh {
 		if err := sqliteschema.SetupSchema(conf); err != nil {
 			return nil, damaged(file, fmt.Errorf("engine: create schema in %s: %w", file, err))
 		}
+	}
+	if err := ensureSchema(conf, fresh, opts.Logger); err != nil {
+		return nil, damaged(file, err)
 	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
 	if err != nil {
