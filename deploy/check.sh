@@ -43,6 +43,7 @@ for dir in deploy/k8s/components/*/; do
 	name=$(basename "$dir")
 	echo "== kubectl kustomize: the base with components/$name"
 	scratch=$(mktemp -d -p deploy/k8s .check-XXXXXX)
+	trap 'rm -rf "$scratch"' EXIT
 	printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\ncomponents:\n  - ../components/%s\n' \
 		"$name" >"$scratch/kustomization.yaml"
 	kubectl kustomize "$scratch" >/dev/null || fail "components/$name does not render on the base"

@@ -301,8 +301,11 @@ func (c *toolCall) publish(ev callevents.Event) {
 func (c *toolCall) logAttrs() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	attrs := []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id, "target", c.target,
+	attrs := []any{"tool", c.spec.name, "wait_id", c.waitID, "call_id", c.id,
 		slog.Group("caller", "principal", workflows.CallerValue(c.who.Principal), "client", c.client, "session", mcpwire.SessionOf(c.who.Session))}
+	if c.target != "" {
+		attrs = append(attrs, "target", c.target)
+	}
 	if c.traceID != "" {
 		attrs = append(attrs, "trace_id", c.traceID)
 	}

@@ -283,13 +283,29 @@ func (f *Front) taskState(ctx context.Context, ref taskRef) (mcp.Task, *mcp.Call
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return task, nil, nil
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		// The tool's own cancelled result, naming who cancelled.
-		task.Status, task.StatusMessage = mcp.TaskStatusCancelled, "the wait was cancelled"
-		return task, f.runAnswer(ctx, ref), nil
+		if !f.closedByCancelAgent(ctx, ref) {
+			// The tool's own cancelled result, naming who cancelled.
+			task.Status, task.StatusMessage = mcp.TaskStatusCancelled, "the wait was cancelled"
+			return task, f.runAnswer(ctx, ref), nil
+		}
+		// An invocation cancel_agent closed: the task's wait answered with
+		// the invocation's final payload, as it did when such a close was
+		// Completed.
 	}
 	answer := f.runAnswer(ctx, ref)
 	setTerminal(&task, answer)
 	return task, answer, nil
+}
+
+// closedByCancelAgent reports whether the Canceled run ref is an agent
+// invocation cancel_agent closed (its close carries its final payload),
+// not one an operator cancelled.
+func (f *Front) closedByCancelAgent(ctx context.Context, ref taskRef) bool {
+	if !strings.HasPrefix(ref.workflowID, workflows.AgentIDPrefix) {
+		return false
+	}
+	_, err := invocationResult(ctx, f.opts.Temporal.GetWorkflow(ctx, ref.workflowID, ref.runID))
+	return err == nil
 }
 
 // agentTaskState reads the state of a wait_agent task from its update.

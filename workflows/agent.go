@@ -286,6 +286,7 @@ func (s *agentState) live(ctx workflow.Context) (AgentLive, bool) {
 func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationPayload, error) {
 	st := &agentState{started: workflow.Now(ctx), declined: map[string]bool{}, offered: map[string]bool{}, answered: workflow.NewBufferedChannel(ctx, 1)}
 	st.deadline = st.started.Add(in.MaxRun)
+	honest := closesHonestly(ctx)
 	setState(ctx, StateRunning, KeyAgentStatus.ValueSet(string(AgentRunning)))
 	p, err := agentInvocation(ctx, in, st)
 	if !st.endUpserted {
@@ -299,7 +300,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 		setState(ctx, state, KeyAgentStatus.ValueSet(string(status)))
 	}
 	if err == nil {
-		err = closeError(ctx, p)
+		err = closeError(p, honest)
 	}
 	return p, err
 }

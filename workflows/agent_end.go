@@ -20,18 +20,24 @@ import (
 const ErrTypeAgentFailed = "AgentFailed"
 
 // honestStatusChange is the GetVersion change ID of honest closing
-// statuses: a run that began before it (no marker in its history) closes
-// Completed, as it did.
+// statuses, asked at the invocation's start: a run that began before it
+// (no marker in its history) closes Completed, as it did, whenever it
+// ends.
 const honestStatusChange = "honest-close-status"
 
-// closeError is the error an invocation that ended with p closes with:
-// CanceledError for a cancel_agent, an ApplicationError of type
-// ErrTypeAgentFailed for a failed agent, nil otherwise; each carries p.
-func closeError(ctx workflow.Context, p InvocationPayload) error {
-	if p.Status != AgentCancelled && p.Status != AgentFailed {
-		return nil
-	}
-	if workflow.GetVersion(ctx, honestStatusChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+// closesHonestly reports whether the invocation closes Canceled or Failed
+// when its agent was cancelled or failed (closeError): every invocation
+// begun since honestStatusChange. Asked once, at the start.
+func closesHonestly(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, honestStatusChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// closeError is the error an invocation that ended with p closes with,
+// when it closes honestly: CanceledError for a cancel_agent, an
+// ApplicationError of type ErrTypeAgentFailed for a failed agent, nil
+// otherwise; each carries p.
+func closeError(p InvocationPayload, honest bool) error {
+	if !honest || p.Status != AgentCancelled && p.Status != AgentFailed {
 		return nil
 	}
 	if p.Status == AgentCancelled {

@@ -40,7 +40,7 @@ func notCopied(name string) bool {
 	case "temporal.db", "temporal.db-wal", "temporal.db-shm", "durawait.lock", "host.lock":
 		return true
 	}
-	return strings.HasPrefix(name, "temporal.db.before-") || strings.HasSuffix(name, ".tmp")
+	return strings.HasPrefix(name, "temporal.db.schema-") || strings.HasSuffix(name, ".tmp")
 }
 
 // runBackup copies cfg's data dir to to: the engine's database as of one
@@ -55,19 +55,40 @@ func runBackup(cfg config.Config, to string, stdout io.Writer) error {
 	if _, err := os.Stat(to); err == nil {
 		return fmt.Errorf("backup: --to %s already exists: name a new folder", to)
 	}
+	if inside(to, from) {
+		return fmt.Errorf("backup: --to %s is inside the data dir %s: name a folder outside it", to, from)
+	}
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		return fmt.Errorf("backup: make %s: %w", to, err)
 	}
-	if err := backupDatabase(from, filepath.Join(to, "temporal.db")); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	files, err := copyTree(from, to)
+	files, err := backupInto(from, to)
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		_ = os.RemoveAll(to) // no half backup left to be taken for a whole one
+		return fmt.Errorf("backup: %w (nothing was left in %s)", err, to)
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s: the engine's database and %d other files\n", from, to, files)
 	fmt.Fprintf(stdout, "to restore: stop durawait, put %s in place of %s (or point data_dir at it), start durawait\n", to, from)
 	return nil
+}
+
+// backupInto copies the data dir from into the folder to: the database,
+// then the rest (copyTree).
+func backupInto(from, to string) (int, error) {
+	if err := backupDatabase(from, filepath.Join(to, "temporal.db")); err != nil {
+		return 0, err
+	}
+	return copyTree(from, to)
+}
+
+// inside reports whether path is dir or inside it.
+func inside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
 }
 
 // copyTree copies the regular files and folders under from (but those

@@ -561,8 +561,8 @@ func (j *judge) readHistory(r *soakRun) {
 			r.failure, r.failureType = f.GetMessage(), f.GetApplicationFailureInfo().GetType()
 			if r.failureType == workflows.ErrTypeAgentFailed {
 				// A failed agent's invocation: its final payload.
-				for _, p := range f.GetApplicationFailureInfo().GetDetails().GetPayloads() {
-					r.result += string(p.GetData())
+				if details := f.GetApplicationFailureInfo().GetDetails().GetPayloads(); len(details) > 0 {
+					r.result = string(details[0].GetData())
 				}
 			}
 			for c := f.GetCause(); c != nil; c = c.GetCause() {
@@ -577,9 +577,10 @@ func (j *judge) readHistory(r *soakRun) {
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
-			// A cancel_agent's invocation: its final payload.
-			for _, p := range ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails().GetPayloads() {
-				r.result += string(p.GetData())
+			// A cancel_agent's invocation: its final payload (the first
+			// detail; a marker follows it).
+			if details := ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails().GetPayloads(); len(details) > 0 {
+				r.result = string(details[0].GetData())
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 			r.closed, r.status = at, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	stdsql "database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,9 +39,9 @@ const schemaDBName = "temporal"
 // (go.temporal.io/server/schema: sqlite/v3/temporal/versioned/v0.N).
 const schemaDir = "sqlite/v3/temporal"
 
-// BackupSuffix ends the name of the copy of the database taken before its
-// schema is updated: temporal.db.before-<version>-<time>.
-const BackupSuffix = ".before-"
+// BackupSuffix follows the database's name in the name of the copy taken
+// before its schema is updated: temporal.db.schema-<its version then>-<time>.
+const BackupSuffix = ".schema-"
 
 // ensureSchema records the schema version of a database SetupSchema just
 // created (fresh), or brings an existing one to sqliteschema.Version. A
@@ -56,6 +57,10 @@ func ensureSchema(conf *config.SQL, fresh bool, logger *slog.Logger) error {
 	db := schemaDB{admin: admin}
 	defer db.Close()
 	current, err := db.ReadSchemaVersion()
+	if errors.Is(err, stdsql.ErrNoRows) {
+		// Its tables made, its version not written (a kill in between).
+		err = errNoRecord
+	}
 	if !fresh && isMissingTable(err) {
 		// No record: a database from before it, unless its schema is gone
 		// (damaged: see damaged), which is left as it is.
@@ -79,7 +84,7 @@ func ensureSchema(conf *config.SQL, fresh bool, logger *slog.Logger) error {
 		return fmt.Errorf("engine: the database's schema is version %s, newer than this durawait's Temporal server knows (%s): a newer durawait wrote this data dir; run that one, or restore a backup this one wrote",
 			current, sqliteschema.Version)
 	}
-	backup := conf.DatabaseName + BackupSuffix + sqliteschema.Version + "-" + time.Now().UTC().Format("20060102T150405")
+	backup := conf.DatabaseName + BackupSuffix + current + "-" + time.Now().UTC().Format("20060102T150405")
 	if err := vacuumInto(conf.DatabaseName, backup); err != nil {
 		return fmt.Errorf("engine: back the database up before its schema update: %w", err)
 	}
@@ -113,9 +118,15 @@ func (d schemaDB) WriteSchemaUpdateLog(oldVersion, newVersion, manifestMD5, desc
 func (d schemaDB) Close()       { _ = d.admin.Close() }
 func (d schemaDB) Type() string { return "sql" }
 
+// errNoRecord stands for a schema_version table with no row.
+var errNoRecord = errors.New("no such table row: schema_version")
+
 // isMissingTable reports whether err is SQLite's "no such table" (the
-// schema_version table of a database created before the record).
-func isMissingTable(err error) bool { return err != nil && strings.Contains(err.Error(), "no such table") }
+// schema_version table of a database created before the record), or a
+// table with no record (errNoRecord).
+func isMissingTable(err error) bool {
+	return errors.Is(err, errNoRecord) || err != nil && strings.Contains(err.Error(), "no such table")
+}
 
 // isTableExists reports whether err is SQLite's "table ... already exists".
 func isTableExists(err error) bool { return err != nil && strings.Contains(err.Error(), "already exists") }

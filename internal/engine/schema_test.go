@@ -89,6 +89,10 @@ func TestANewerDatabaseIsRefusedAndAnUnrecordedOneTakenAsCurrent(t *testing.T) {
 	exec(t, conf, "DROP TABLE schema_version", "DROP TABLE schema_update_history")
 	require.NoError(t, ensureSchema(conf, false, quiet()))
 	assert.Equal(t, sqliteschema.Version, schemaVersion(t, conf))
+
+	exec(t, conf, "DELETE FROM schema_version")
+	require.NoError(t, ensureSchema(conf, false, quiet()), "a table without its row (a kill between the two) is no record")
+	assert.Equal(t, sqliteschema.Version, schemaVersion(t, conf))
 }
 
 // A backup of a database is a consistent copy, taken while it is open.

@@ -34,7 +34,7 @@ func (h handler) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		a = rename(a)
-		if v, ok := h.given[a.Key]; !ok || !v.Equal(a.Value) {
+		if !repeats(h.given, a) {
 			out.AddAttrs(a)
 		}
 		return true
@@ -60,6 +60,17 @@ func (h handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h handler) WithGroup(name string) slog.Handler {
 	return handler{next: h.next.WithGroup(Snake(name))}
+}
+
+// repeats reports whether a repeats, key and value, an attribute given
+// With. Values of kind Any are never taken for repeats: Value.Equal
+// compares them with ==, which panics on a slice or a map.
+func repeats(given map[string]slog.Value, a slog.Attr) bool {
+	v, ok := given[a.Key]
+	if !ok || v.Kind() == slog.KindAny || a.Value.Kind() == slog.KindAny {
+		return false
+	}
+	return v.Equal(a.Value)
 }
 
 // rename is a with its key, and its group's keys, in snake_case.

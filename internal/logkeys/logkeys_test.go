@@ -47,3 +47,12 @@ func TestARepeatedFieldIsWrittenOnce(t *testing.T) {
 	assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte(`"run_id"`)), out.String())
 	assert.Equal(t, 2, bytes.Count(out.Bytes(), []byte(`"attempt"`)), "another value stays: %s", out.String())
 }
+
+// Values a == cannot compare (a slice, a map) under a repeated key are
+// written, never compared.
+func TestUncomparableValuesAreNeverCompared(t *testing.T) {
+	var out bytes.Buffer
+	logger := slog.New(New(slog.NewJSONHandler(&out, nil))).With("tags", []string{"a"})
+	assert.NotPanics(t, func() { logger.Info("line", "tags", []string{"a"}) })
+	assert.Equal(t, 2, bytes.Count(out.Bytes(), []byte(`"tags"`)), out.String())
+}

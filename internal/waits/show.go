@@ -208,15 +208,16 @@ func (d *Detail) apply(ev *historypb.HistoryEvent) {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
 		failure := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
 		d.Failure = failure.GetMessage()
-		if app := failure.GetApplicationFailureInfo(); app.GetType() == workflows.ErrTypeAgentFailed {
-			d.Result = decodeAll(app.GetDetails()) // a failed agent's final payload
+		if app := failure.GetApplicationFailureInfo(); app.GetType() == workflows.ErrTypeAgentFailed && len(app.GetDetails().GetPayloads()) > 0 {
+			d.Result = decode(app.GetDetails().GetPayloads()[0]) // a failed agent's final payload
 		}
 		add("failed: "+d.Failure, "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
 		d.Failure = "canceled"
-		if details := decodeAll(ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails()); details != nil {
-			// A cancel_agent's invocation carries its final payload.
-			d.Result = details
+		if details := ev.GetWorkflowExecutionCanceledEventAttributes().GetDetails().GetPayloads(); len(details) > 0 {
+			// An invocation carries its final payload first (a
+			// cancel_agent's close, then its marker).
+			d.Result = decode(details[0])
 		}
 		add(d.Failure, "")
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:

@@ -110,6 +110,12 @@ func (j *loopJournal) expect(key loopKey) error {
 	return nil
 }
 
+// has reports whether the journal has a loop of the run.
+func (j *loopJournal) has(key loopKey) bool {
+	var e journalEntry
+	return j.files.read(key, &e) && e.key() == key
+}
+
 // unexpect forgets an expected loop: visibility lists its run, its loop
 // runs here (journaled), or its run ended.
 func (j *loopJournal) unexpect(key loopKey) { j.expected.remove(key) }

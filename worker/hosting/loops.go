@@ -264,6 +264,7 @@ func (l *loops) awaitConfirmed(lp *runningLoop) bool {
 func (l *loops) forgetJournaled(key loopKey) {
 	if l.journal != nil {
 		l.journal.remove(key)
+		l.journal.unexpect(key) // its end is Temporal's: no sweep need look for it
 	}
 }
 

@@ -68,8 +68,9 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 			switch {
 			case err == nil && how == resumeStarted:
 				resumed.Add(1)
-			case err == nil && expected[key] && (how == resumeElsewhere || how == resumeNone && r.closed(ctx, key)):
-				r.loops.journal.unexpect(key) // not this host's loop, or its run ended
+			case err == nil && expected[key] && (how == resumeElsewhere || how == resumeNone && r.closed(ctx, key)),
+				err != nil && expected[key] && gone(err):
+				r.loops.journal.unexpect(key) // not this host's loop, its run ended, or Temporal has none
 			case err == nil || ctx.Err() != nil:
 			case errors.As(err, &bad):
 				r.logger.Error("cannot resume a wait's loop: its input is unreadable", "workflow", key.workflowID, "error", err)
@@ -91,7 +92,9 @@ func (r *Runtime) sweep(ctx context.Context, t sweepTarget) bool {
 	}
 	if t.own {
 		r.reapOrphans(ctx)
-		r.pruneSpools(ctx)
+		// Off the sweep: a Describe per spooled invocation must not delay
+		// the early sweeps after a restart.
+		r.wg.Go(func() { r.pruneSpools(ctx) })
 		if files := r.loops.files; files != nil {
 			files.prune(time.Now(), func(k loopKey) bool { return seen[k] })
 		}
@@ -119,7 +122,7 @@ func (r *Runtime) expectedUnlisted(seen map[loopKey]bool) []loopKey {
 	}
 	var out []loopKey
 	for _, key := range keys {
-		if seen[key] || r.loops.has(key) {
+		if seen[key] || r.loops.has(key) && j.has(key) {
 			j.unexpect(key)
 			continue
 		}
@@ -246,6 +249,10 @@ func (r *Runtime) pendingLoopOf(ctx context.Context, key loopKey) (*pendingLoop,
 			delete(open, ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId())
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
 			delete(open, ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+			return nil, nil // the run ended (terminated, say, with its loop open): nothing to resume
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			a := ev.GetWorkflowExecutionSignaledEventAttributes()
 			if a.GetSignalName() == workflows.AgentBlockerSignal {
