@@ -176,6 +176,8 @@ func TestAgentInvocationShowsItsStatusAsItChanges(t *testing.T) {
 		var p InvocationPayload
 		require.True(t, canceled.HasDetails())
 		require.NoError(t, canceled.Details(&p), "the payload rides in the details")
+		_, byCancelAgent := InvocationFromError(env.GetWorkflowError())
+		assert.False(t, byCancelAgent, "an operator's cancel is told apart from cancel_agent's: its callers learn who cancelled")
 		assert.Equal(t, AgentCancelled, p.Status)
 		assert.Equal(t, AgentReasonFinished, p.Reason)
 		assert.Equal(t, []string{"running", "cancelled"}, u.states)

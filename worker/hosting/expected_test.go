@@ -59,6 +59,9 @@ func (e *laggingEngine) ListWorkflow(context.Context, *workflowservice.ListWorkf
 func (e *laggingEngine) GetWorkflowHistory(_ context.Context, workflowID, runID string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.forgotten[workflowID] {
+		return &eventIterator{err: serviceerror.NewNotFound("workflow not found")}
+	}
 	return &eventIterator{events: e.histories[loopKey{workflowID, runID}]}
 }
 
@@ -77,11 +80,17 @@ func (e *laggingEngine) DescribeWorkflowExecution(_ context.Context, workflowID,
 	}, nil
 }
 
-type eventIterator struct{ events []*historypb.HistoryEvent }
+type eventIterator struct {
+	events []*historypb.HistoryEvent
+	err    error
+}
 
-func (it *eventIterator) HasNext() bool { return len(it.events) > 0 }
+func (it *eventIterator) HasNext() bool { return len(it.events) > 0 || it.err != nil }
 
 func (it *eventIterator) Next() (*historypb.HistoryEvent, error) {
+	if it.err != nil {
+		return nil, it.err
+	}
 	if len(it.events) == 0 {
 		return nil, errors.New("no more events")
 	}
@@ -204,6 +213,33 @@ func TestAnExpectationEndsWhenVisibilityListsTheWaitOrItsRunEnds(t *testing.T) {
 	assert.Equal(t, []loopKey{notYet}, keys)
 }
 
+// A noted wait that ended with its loop open (an operator terminated it
+// while its host was down) is not resumed, and its note is forgotten; so
+// is a note Temporal has no run for (past retention, a restored backup's).
+func TestANoteOfAnEndedOrUnknownRunIsForgottenNotResumed(t *testing.T) {
+	dir := t.TempDir()
+	terminated := loopKey{"wait_for/terminated", "run-1"}
+	unknown := loopKey{"wait_for/unknown", "run-2"}
+	history := scheduledProbeLoop(t, "h", time.Now().Add(-time.Minute))
+	history = append(history, &historypb.HistoryEvent{EventId: 6, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		EventTime: timestamppb.Now()})
+	engine := &laggingEngine{
+		histories: map[loopKey][]*historypb.HistoryEvent{terminated: history},
+		closed:    map[loopKey]bool{terminated: true},
+		forgotten: map[string]bool{unknown.workflowID: true},
+	}
+	prober := callingProber{calls: make(chan string, 1)}
+	r := hostOnLaggingEngine(t, engine, dir, prober)
+	r.ExpectLoop(terminated.workflowID, terminated.runID)
+	r.ExpectLoop(unknown.workflowID, unknown.runID)
+	require.True(t, r.sweep(context.Background(), sweepTarget{host: "h", own: true, since: time.Now()}),
+		"a run Temporal does not know is no failure to sweep again for")
+	assert.False(t, r.loops.has(terminated), "an ended run's loop is not resumed")
+	keys, err := r.loops.journal.expectedKeys()
+	require.NoError(t, err)
+	assert.Empty(t, keys)
+}
+
 // The journal's folder of expected loops survives the journal's prune of
 // old entries.
 func TestTheJournalsPruneKeepsItsFolderOfExpectedLoops(t *testing.T) {
@@ -241,6 +277,7 @@ func TestASweepRemovesTheSpoolOfAnInvocationPastItsRetention(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.True(t, r.sweep(context.Background(), sweepTarget{host: "h", own: true, since: time.Now()}))
+	r.wg.Wait() // the prune runs beside the sweep
 	assert.NoDirExists(t, filepath.Join(spool, "agent_"+strings.Repeat("a", 32)))
 	assert.DirExists(t, filepath.Join(spool, "agent_"+strings.Repeat("b", 32)))
 }
