@@ -81,7 +81,7 @@ func argValue(raw json.RawMessage) string {
 		if json.Unmarshal(raw, &s) != nil {
 			return hiddenValue
 		}
-		s = cutMiddle(oneLine(s), maxArgValueBytes)
+		s = CutMiddle(oneLine(s), maxArgValueBytes)
 		if s == "" || strings.ContainsAny(s, " \"=") {
 			return strconv.Quote(s)
 		}
@@ -90,9 +90,10 @@ func argValue(raw json.RawMessage) string {
 	return TruncateUTF8(oneLine(string(raw)), maxArgValueBytes) // a number, true, false, null
 }
 
-// cutMiddle cuts s to at most max bytes by putting "…" in its middle, on
-// rune boundaries: a path's file name and a URL's host both stay.
-func cutMiddle(s string, max int) string {
+// CutMiddle cuts s to at most max bytes by putting "…" in its middle, on
+// rune boundaries: a path's file name and a URL's host both stay, and a
+// target's condition.
+func CutMiddle(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

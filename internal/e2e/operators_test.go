@@ -393,7 +393,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 
 	// list --running --tool wait_for finds it (JSON and table).
 	type row struct {
-		ID, Tool, State, Summary string
+		ID, Tool, State, Summary, Target string
 	}
 	var rows []row
 	eventually(t, "the running wait listed", func() bool {
@@ -407,10 +407,14 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	assert.True(t, strings.HasPrefix(id, "wait_for/"), id)
 	assert.Equal(t, "wait_for", rows[0].Tool)
 	assert.Equal(t, "running", rows[0].State)
-	assert.Contains(t, rows[0].Summary, `wait_for read_file until matches "READY"`)
+	assert.Contains(t, rows[0].Summary, `/job until matches "READY"`)
+	assert.True(t, strings.HasPrefix(rows[0].Target, "demo.read_file path="), "what it waits for: %s", rows[0].Target)
+	assert.True(t, strings.HasSuffix(rows[0].Target, "/job matches READY"), rows[0].Target)
 	table, errOut, ok := w.waits("list", "--data-dir", w.path("data"), "--running")
 	require.True(t, ok, errOut)
-	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "SUMMARY"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
+	assert.Equal(t, []string{"ID", "RUN", "TOOL", "STATE", "CALLER", "STARTED", "DURATION", "TARGET"}, strings.Fields(strings.SplitN(table, "\n", 2)[0]))
+	assert.Contains(t, table, "demo.read_file path=", "the table's TARGET column")
+	assert.Contains(t, table, "/job matches READY", "a long target is cut in its middle: its condition stays")
 	assert.Contains(t, table, id)
 	assert.Contains(t, table, "running ", "how long it has run")
 	// --state and --since narrow the list.

@@ -209,7 +209,7 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 			{`DurawaitTool = "wait_for_text" AND DurawaitState = "running"`, []string{textID}},
 			{fmt.Sprintf(`DurawaitTarget STARTS_WITH %q`, "tmux pane "+pane.PaneID+" "), []string{textID}},             // a pane's waits
 			{`DurawaitTarget STARTS_WITH "demo.read_file path=" AND ExecutionStatus = "Running"`, []string{waitForID}}, // by target
-			{fmt.Sprintf(`DurawaitTarget = %q`, workflows.TextWaitTarget(workflows.TextWaitSpec{Target: workflows.PaneTarget{PaneID: pane.PaneID}, Text: "NEVER-PRINTED-42"})), []string{textID}},
+			{fmt.Sprintf(`DurawaitTarget = %q`, waitForTarget(t, w.path("job"))), []string{waitForID}}, // one wait by its target
 			{`DurawaitTarget STARTS_WITH "agent fake in "`, []string{agentID}},
 			{`DurawaitTool = "start_agent" AND DurawaitState = "running"`, []string{agentID}},
 			{`DurawaitAgentProvider = "fake" AND DurawaitAgentStatus = "running"`, []string{agentID}},
@@ -233,7 +233,8 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		var summary, details string
 		require.NoError(t, sdkConverterFromPayload(meta.GetSummary(), &summary))
 		require.NoError(t, sdkConverterFromPayload(meta.GetDetails(), &details))
-		assert.Equal(t, `wait_for read_file until matches "READY" (every 1 s, ≤60 s)`, summary)
+		assert.True(t, strings.HasPrefix(summary, `wait_for read_file path=`), "the probe's arguments: %s", summary)
+		assert.True(t, strings.HasSuffix(summary, `/job until matches "READY" (every 1 s, ≤60 s)`), summary)
 		assert.Contains(t, details, `"matches": "READY"`)
 		var until map[string]any
 		require.NoError(t, sdkConverterFromPayload(desc.WorkflowExecutionInfo.GetMemo().GetFields()["until"], &until))
@@ -345,4 +346,15 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 48.0, desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration().Hours())
 	})
+}
+
+// waitForTarget is the target of readFileWait(path) on the demo server.
+func waitForTarget(t *testing.T, path string) string {
+	t.Helper()
+	args, err := json.Marshal(map[string]string{"path": path})
+	require.NoError(t, err)
+	return workflows.WaitForTarget(workflows.WaitForSpec{
+		Probe: workflows.Probe{Tool: "demo.read_file", Args: args},
+		Until: workflows.Until{Kind: workflows.ConditionMatches, Pattern: "READY"},
+	}, false)
 }

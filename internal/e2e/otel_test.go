@@ -239,7 +239,8 @@ func TestOTelTraceRunsFromTheCallerIntoTheProbeCall(t *testing.T) {
 	// One probe, one name in the trace: the tool span names the probe as
 	// resolved (the call said read_file), as the probe span does.
 	assert.Equal(t, map[string]any{"wait_condition": "matches", "probe_tool": "demo.read_file",
-		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5), "wait_start": "started"}, spanAttrs(tool))
+		"poll_count": int64(first.Samples), "stop_reason": "matched", "elapsed_ms": int64(first.ElapsedSec*1000 + 0.5), "wait_start": "started",
+		"durawait.target": waitForTarget(t, w.path("a"))}, spanAttrs(tool))
 	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, chain[0].Kind, "the probe call is a client span")
 	assert.Equal(t, spanAttrs(tool)["probe_tool"], spanAttrs(chain[0])["probe_tool"], "the tool span and the probe span name the probe alike")
 	// The downstream server got the probe span's context in _meta.

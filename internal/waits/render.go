@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/durawait/durawait/workflows"
 )
 
 // WriteJSON writes v as indented JSON, for scripts (--json).
@@ -31,15 +33,20 @@ func WriteTable(w io.Writer, ws []Wait, now time.Time) error {
 		if x.Closed != nil {
 			took = Human(x.Closed.Sub(x.Started))
 		}
-		target := x.Target
-		if target == "" {
-			target = x.Summary
+		// A target is cut in its middle (its condition, at the end, stays);
+		// a summary at its end (its bounds go first).
+		target := workflows.CutMiddle(oneLine(x.Target, len(x.Target)+1), targetWidth)
+		if x.Target == "" {
+			target = oneLine(x.Summary, 80)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(x.ID), dash(field(shortRun(x.RunID))), dash(field(x.Tool)), dash(field(x.State)),
-			dash(field(x.Caller)), x.Started.Local().Format(time.DateTime), took, dash(oneLine(target, 80)))
+			dash(field(x.Caller)), x.Started.Local().Format(time.DateTime), took, dash(target))
 	}
 	return tw.Flush()
 }
+
+// targetWidth bounds the TARGET column, in bytes.
+const targetWidth = 100
 
 // shortRun is a run ID's last 8 characters, enough to tell the runs of
 // one ID apart: run IDs are UUIDv7, whose first characters are the start

@@ -18,6 +18,22 @@ const storage = {
   "saved-workflow-queries": { [namespace]: JSON.parse(views) },
 };
 
+// waitForText waits until text is visible in the page or in one of its
+// frames: the UI renders a workflow's summary and details (Markdown) in a
+// sandboxed iframe, which the page's own locators do not search.
+async function waitForText(page, text, timeout) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      if (await frame.getByText(text, { exact: false }).first().isVisible().catch(() => false)) {
+        return;
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`timed out after ${timeout} ms waiting for ${JSON.stringify(text)} in the page and its frames`);
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox"],
@@ -37,7 +53,7 @@ try {
   page.on("requestfailed", (r) => trouble.push(`failed ${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
   await page.goto(url, { waitUntil: "load" });
   try {
-    await page.getByText(text, { exact: false }).first().waitFor({ timeout: 30000 });
+    await waitForText(page, text, 30000);
   } catch (err) {
     await page.screenshot({ path: out }).catch(() => {});
     console.error(`the page never showed ${text} (its picture is in ${out}); what it met:\n${trouble.join("\n")}`);
