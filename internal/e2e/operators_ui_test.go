@@ -209,7 +209,7 @@ func TestOperatorsFindEveryWaitAndSeeHonestStates(t *testing.T) {
 			{`DurawaitTool = "wait_for_text" AND DurawaitState = "running"`, []string{textID}},
 			{fmt.Sprintf(`DurawaitTarget STARTS_WITH %q`, "tmux pane "+pane.PaneID+" "), []string{textID}},             // a pane's waits
 			{`DurawaitTarget STARTS_WITH "demo.read_file path=" AND ExecutionStatus = "Running"`, []string{waitForID}}, // by target
-			{fmt.Sprintf(`DurawaitTarget = %q`, waitForTarget(t, w.path("job"))), []string{waitForID}}, // one wait by its target
+			{fmt.Sprintf(`DurawaitTarget = %q`, waitForTarget(t, w.path("job"))), []string{waitForID}},                 // one wait by its target
 			{`DurawaitTarget STARTS_WITH "agent fake in "`, []string{agentID}},
 			{`DurawaitTool = "start_agent" AND DurawaitState = "running"`, []string{agentID}},
 			{`DurawaitAgentProvider = "fake" AND DurawaitAgentStatus = "running"`, []string{agentID}},

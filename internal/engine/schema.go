@@ -129,7 +129,9 @@ func isMissingTable(err error) bool {
 }
 
 // isTableExists reports whether err is SQLite's "table ... already exists".
-func isTableExists(err error) bool { return err != nil && strings.Contains(err.Error(), "already exists") }
+func isTableExists(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "already exists")
+}
 
 // compareVersions compares two dotted schema versions ("0.9" < "0.11").
 func compareVersions(a, b string) int {
