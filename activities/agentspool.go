@@ -85,8 +85,9 @@ func (r *AgentRunner) RemoveSpool(invocationID string) (int, error) {
 
 // ofInvocation reports whether the spool folder name is one of the
 // invocation whose first turn's folder is named base: base itself, or
-// base followed by a dot (a turn, a run set aside). Bases have one length
-// (spoolName of an ID of one shape), so no base is another's prefix.
+// base followed by a dot (a turn, a run set aside). A base (spoolName of
+// agent/<hex> or agent/<owner tag>/<hex>) holds no dot, so no other
+// invocation's folder starts with base and a dot.
 func ofInvocation(name, base string) bool {
 	return name == base || strings.HasPrefix(name, base+".")
 }

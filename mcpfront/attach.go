@@ -26,7 +26,9 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 	offStack(func() {
 		f.waitSettled(ctx, w.id)
 		run, err = f.start(context.WithValue(ctx, startReportKey{}, report), w)
-		if err == nil && f.opts.Host != "" && f.opts.ExpectLoop != nil {
+		// Only a start has a loop not scheduled yet (an attach finds the
+		// wait noted, or long listed).
+		if err == nil && f.opts.Host != "" && f.opts.ExpectLoop != nil && report.how() != waitAttached {
 			f.opts.ExpectLoop(run.GetID(), run.GetRunID())
 		}
 	})

@@ -292,23 +292,47 @@ func TestNoEventIsLostBetweenTheStartAndTheSubscription(t *testing.T) {
 	assert.Equal(t, outcome, got.result)
 }
 
+// reportingTemporal is fakeTemporal telling the start report whether
+// each ExecuteWorkflow started the run or attached, as StartReporter does
+// from Temporal's answer.
+type reportingTemporal struct{ *fakeTemporal }
+
+func (c reportingTemporal) ExecuteWorkflow(ctx context.Context, opts client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	c.mu.Lock()
+	existing := c.runs[opts.ID]
+	c.mu.Unlock()
+	run, err := c.fakeTemporal.ExecuteWorkflow(ctx, opts, wf, args...)
+	if r, ok := ctx.Value(startReportKey{}).(*startReport); ok && err == nil {
+		r.mu.Lock()
+		r.seen, r.started = true, existing != run
+		r.mu.Unlock()
+	}
+	return run, err
+}
+
 // A front with a worker in its process tells that worker's host of each
 // wait it starts there, once Temporal took the start (and before the
 // call blocks on its answer): the host's restart finds the wait's loop
-// before visibility lists it. A front with no host of its own tells none.
+// before visibility lists it. A call that attaches to a running wait tells
+// nothing (the wait was noted at its start); a front with no host of its
+// own tells none.
 func TestAFrontTellsItsHostOfEachWaitItStartsThere(t *testing.T) {
 	for _, host := range []string{"h", ""} {
 		d := newDance()
+		f := New(Options{Temporal: reportingTemporal{d.temporal}, Events: d.hub, TaskQueue: "q", Workers: fakeDownstream{}, Host: host})
 		var expected []string
-		d.front.opts.Host = host
-		d.front.opts.ExpectLoop = func(workflowID, runID string) { expected = append(expected, workflowID+"/"+runID) }
-		run, _, unsubscribe, err := d.front.startOrAttach(testContext(t), danceWait)
+		f.opts.ExpectLoop = func(workflowID, runID string) { expected = append(expected, workflowID+"/"+runID) }
+		run, _, unsubscribe, err := f.startOrAttach(testContext(t), danceWait)
 		require.NoError(t, err)
 		unsubscribe()
+		again, _, unsubscribe, err := f.startOrAttach(testContext(t), danceWait)
+		require.NoError(t, err)
+		unsubscribe()
+		require.Equal(t, run.GetRunID(), again.GetRunID(), "the second call attached")
 		if host == "" {
 			assert.Empty(t, expected)
 			continue
 		}
-		assert.Equal(t, []string{run.GetID() + "/" + run.GetRunID()}, expected)
+		assert.Equal(t, []string{run.GetID() + "/" + run.GetRunID()}, expected, "the start only")
 	}
 }

@@ -38,7 +38,7 @@ type Options struct {
 	// with no host to pick.
 	Host string
 	// ExpectLoop, when set with Host, is told each wait this front starts
-	// or attaches to on Host, as soon as Temporal took the start: the
+	// on Host (not one it attaches to), as soon as Temporal took the start: the
 	// host's restart then finds its loop even before visibility lists the
 	// wait (hosting.Runtime.ExpectLoop).
 	ExpectLoop func(workflowID, runID string)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/workflows"
 )
 
 // backupCommand is `durawait backup --to DIR`: a consistent copy of a data
@@ -55,7 +56,7 @@ func runBackup(cfg config.Config, to string, stdout io.Writer) error {
 	if _, err := os.Stat(to); err == nil {
 		return fmt.Errorf("backup: --to %s already exists: name a new folder", to)
 	}
-	if inside(to, from) {
+	if absTo, err := filepath.Abs(to); err == nil && workflows.InsideRoot(absTo, mustAbs(from)) {
 		return fmt.Errorf("backup: --to %s is inside the data dir %s: name a folder outside it", to, from)
 	}
 	if err := os.MkdirAll(to, 0o700); err != nil {
@@ -80,15 +81,12 @@ func backupInto(from, to string) (int, error) {
 	return copyTree(from, to)
 }
 
-// inside reports whether path is dir or inside it.
-func inside(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
-	if err1 != nil || err2 != nil {
-		return false
+// mustAbs is dir made absolute (as it is when it cannot be).
+func mustAbs(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
 	}
-	rel, err := filepath.Rel(d, p)
-	return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
+	return dir
 }
 
 // copyTree copies the regular files and folders under from (but those

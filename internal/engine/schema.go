@@ -50,7 +50,7 @@ const BackupSuffix = ".schema-"
 // used (the pinned server has not moved since). An update is preceded by
 // a backup of the database beside it.
 func ensureSchema(conf *config.SQL, fresh bool, logger *slog.Logger) error {
-	admin, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	admin, err := openAdmin(conf)
 	if err != nil {
 		return fmt.Errorf("engine: open the database to check its schema: %w", err)
 	}
@@ -95,6 +95,12 @@ func ensureSchema(conf *config.SQL, fresh bool, logger *slog.Logger) error {
 		return fmt.Errorf("engine: update the database schema from %s to %s (the database before it is %s): %w", current, sqliteschema.Version, backup, err)
 	}
 	return nil
+}
+
+// openAdmin opens the SQLite database of conf for statements of its own
+// (schema, VACUUM), outside the engine's connections.
+func openAdmin(conf *config.SQL) (sqlplugin.AdminDB, error) {
+	return sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
 }
 
 // schemaDB is the database as temporal-sql-tool's update task reads and
@@ -167,7 +173,7 @@ func vacuumInto(file, to string) error {
 	}
 	conf := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: file,
 		ConnectAttributes: map[string]string{"mode": "rw", "journal_mode": "wal", "busy_timeout": "10000"}}
-	admin, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	admin, err := openAdmin(conf)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", file, err)
 	}

@@ -10,12 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/server/common/config"
-	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
-	"go.temporal.io/server/common/persistence/sql"
-	"go.temporal.io/server/common/persistence/sql/sqlplugin"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
-	"go.temporal.io/server/common/resolver"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 )
 
@@ -34,7 +29,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // exec runs statements on the database of conf.
 func exec(t *testing.T, conf *config.SQL, stmts ...string) {
 	t.Helper()
-	admin, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	admin, err := openAdmin(conf)
 	require.NoError(t, err)
 	defer admin.Close()
 	for _, s := range stmts {
@@ -44,7 +39,7 @@ func exec(t *testing.T, conf *config.SQL, stmts ...string) {
 
 func schemaVersion(t *testing.T, conf *config.SQL) string {
 	t.Helper()
-	admin, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	admin, err := openAdmin(conf)
 	require.NoError(t, err)
 	defer admin.Close()
 	v, err := schemaDB{admin: admin}.ReadSchemaVersion()

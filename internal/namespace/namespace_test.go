@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	namespacepb "go.temporal.io/api/namespace/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -175,4 +176,28 @@ func TestSetRetentionSendsOnlyTheRetention(t *testing.T) {
 	require.NotNil(t, ws.update)
 	assert.True(t, proto.Equal(&namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(72 * time.Hour)}, ws.update.GetConfig()),
 		"sent %v", ws.update.GetConfig())
+}
+
+// A data dir of the commit before DurawaitTarget has ten Keyword
+// attributes, DurawaitPane among them: a SQL visibility store's most. At
+// boot the retired one is removed first, so the new one fits.
+func TestARetiredAttributeMakesRoomForTheNewOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kw := enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	common := []string{"DurawaitTool", "DurawaitState", "DurawaitProbeTool", "DurawaitCaller", "DurawaitClient",
+		"DurawaitSession", "DurawaitAgentProvider", "DurawaitAgentStatus", "DurawaitHost"}
+	before, now := map[string]enumspb.IndexedValueType{"DurawaitPane": kw}, map[string]enumspb.IndexedValueType{"DurawaitTarget": kw}
+	for _, name := range common {
+		before[name], now[name] = kw, kw
+	}
+	s, _, stop := startEngine(t, t.TempDir(), before)
+	defer stop()
+
+	nowNames := append(append([]string{}, common...), "DurawaitTarget")
+	require.NoError(t, PrepareEmbedded(ctx, s, EmbeddedOptions{Namespace: "default", SearchAttributes: now, Names: nowNames, Retired: []string{"DurawaitPane"}}))
+	have, err := s.Operator.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, err)
+	assert.NotContains(t, have.GetCustomAttributes(), "DurawaitPane")
+	assert.Equal(t, kw, have.GetCustomAttributes()["DurawaitTarget"])
 }
