@@ -50,6 +50,8 @@ type AgentRunner struct {
 	Observer Observer
 	// CancelGrace is the SIGTERM to SIGKILL delay.
 	CancelGrace time.Duration
+	// MaxOutput caps each output file of a run, in bytes (0: uncapped).
+	MaxOutput int64
 	// PollInterval is how often the spooled output is read when the spool
 	// cannot be watched (with a watch, a run reads it as it changes, and
 	// every watchedPollInterval besides).
@@ -384,13 +386,10 @@ func spooledSession(dir, format string) (session, reply string) {
 		return "", ""
 	}
 	var st agentstream.State
-	b, _ := os.ReadFile(filepath.Join(dir, agentproc.StdoutFile))
 	now := time.Now()
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if line = bytes.TrimRight(line, "\r"); len(line) > 0 {
-			for _, ev := range parser.Parse(line) {
-				st.Apply(ev, now)
-			}
+	for _, line := range agentproc.ReadLines(filepath.Join(dir, agentproc.StdoutFile)) {
+		for _, ev := range parser.Parse(line) {
+			st.Apply(ev, now)
 		}
 	}
 	return st.Live.SessionID, st.Live.Reply
@@ -462,6 +461,7 @@ func (r *AgentRunner) launch(dir, invocationID string, prov AgentProvider, spec 
 	}
 	if err := agentproc.Start(agentproc.Launch{
 		Dir: dir, Argv: argv, Cwd: cwd, Env: agentEnv(os.Environ(), prov), Stdin: stdin, Supervisor: r.Supervisor,
+		MaxOutput: r.MaxOutput,
 	}); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeAgentStartFailed, err)
 	}
@@ -659,20 +659,38 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 		deadline = timer.C
 	}
 
+	// dropping is true past a cut of the output (its cap), until the end
+	// of the line the cut began in.
+	dropping := false
 	feed := func(final bool) {
-		chunk, n := readFrom(filepath.Join(dir, agentproc.StdoutFile), offset)
-		offset += n
-		partial = append(partial, chunk...)
 		for {
-			i := bytes.IndexByte(partial, '\n')
-			if i < 0 {
+			chunk, next, skipped := agentproc.ReadOutput(filepath.Join(dir, agentproc.StdoutFile), offset)
+			if skipped {
+				partial, dropping = partial[:0], true
+			}
+			if next == offset {
 				break
 			}
-			r.apply(parser, &st, partial[:i], &pending)
-			partial = partial[i+1:]
-		}
-		if len(partial) > maxLine {
-			partial = partial[:0]
+			offset = next
+			if dropping {
+				i := bytes.IndexByte(chunk, '\n')
+				if i < 0 {
+					continue
+				}
+				chunk, dropping = chunk[i+1:], false
+			}
+			partial = append(partial, chunk...)
+			for {
+				i := bytes.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+				r.apply(parser, &st, partial[:i], &pending)
+				partial = partial[i+1:]
+			}
+			if len(partial) > maxLine {
+				partial = partial[:0]
+			}
 		}
 		if final && len(bytes.TrimSpace(partial)) > 0 {
 			r.apply(parser, &st, partial, &pending)
@@ -770,20 +788,6 @@ func (r *AgentRunner) signal(ctx context.Context, run AgentRun, pending []workfl
 		}
 	}
 	return left
-}
-
-// readFrom returns what path holds past offset.
-func readFrom(path string, offset int64) ([]byte, int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, 0
-	}
-	b, _ := io.ReadAll(f)
-	return b, int64(len(b))
 }
 
 // readTail returns at most the last n bytes of the file at path ("" when it

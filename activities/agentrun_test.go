@@ -231,3 +231,31 @@ func TestAnAnswerReachesTheRunOnce(t *testing.T) {
 	assert.False(t, isTurnOf("agent_a.lost.20260101T000000", "agent_a"))
 	assert.Equal(t, "/s/agent_a.turn-3", turnDir("/s/agent_a", 3))
 }
+
+// A run whose output was cut to its cap (agentproc's outputcap.go) is
+// read past the cut: its session comes from the head the cut kept, the
+// line the cut began in is dropped (its tail, which reads as a result
+// here, is not one), and the reply is the newest line's.
+func TestARunWhoseOutputWasCutIsReadPastTheCut(t *testing.T) {
+	dir := t.TempDir()
+	head := `{"type":"system","subtype":"init","session_id":"s-cut"}` + "\n"
+	cutLine := `{"type":"assistant","pad":"` + strings.Repeat("x", 5000) + `",` + `{"type":"result","subtype":"success","result":"WRONG"}` + "\n"
+	newest := `{"type":"assistant","message":{"content":[{"type":"text","text":"the newest reply"}]}}` + "\n"
+	from := int64(len(head))
+	to := from + int64(strings.Index(cutLine, `{"type":"result"`))
+	out := head + strings.Repeat("\x00", int(to-from)) + cutLine[to-from:] + newest
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agentproc.StdoutFile), []byte(out), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agentproc.StdoutFile+agentproc.CutSuffix), []byte(strconv.FormatInt(from, 10)+" "+strconv.FormatInt(to, 10)+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agentproc.ExitFile), []byte("0"), 0o600))
+
+	r := &AgentRunner{}
+	final, err, next := r.follow(context.Background(), AgentRun{Input: workflows.RunAgentInput{InvocationID: "agent/cut"}}, 0, dir, preset("claude"), nil)
+	require.NoError(t, err)
+	require.Nil(t, next)
+	assert.Equal(t, "s-cut", final.SessionID, "the head the cut kept names the session")
+	assert.Equal(t, "the newest reply", final.Output)
+
+	session, reply := spooledSession(dir, workflows.AgentFormatClaude)
+	assert.Equal(t, "s-cut", session)
+	assert.Equal(t, "the newest reply", reply)
+}

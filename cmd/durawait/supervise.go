@@ -15,6 +15,7 @@ func superviseCommand(fs *flag.FlagSet) action {
 	dir := fs.String("dir", "", "spool folder of the run")
 	cwd := fs.String("cwd", "", "working directory of the CLI")
 	stdin := fs.String("stdin", "", "file to feed the CLI on stdin")
+	maxOutput := fs.Int64("max-output", 0, "cap in bytes of each output file (0: uncapped)")
 	return func(_ context.Context, inv invocation) error {
 		if *dir == "" {
 			return usageErrorf("--dir is required")
@@ -28,6 +29,6 @@ func superviseCommand(fs *flag.FlagSet) action {
 				return fmt.Errorf("agent-supervise: %w", err)
 			}
 		}
-		return exitWith(agentproc.Supervise(*dir, *cwd, *stdin, argv))
+		return exitWith(agentproc.Supervise(agentproc.Supervision{Dir: *dir, Cwd: *cwd, Stdin: *stdin, MaxOutput: *maxOutput, Argv: argv}))
 	}
 }

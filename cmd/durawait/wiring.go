@@ -46,6 +46,7 @@ func agentRunner(cfg config.Config, tc client.Client, host string, logger *slog.
 		Supervisor:   []string{self, "agent-supervise"},
 		Signals:      tc,
 		CancelGrace:  cfg.Agents.CancelGrace(),
+		MaxOutput:    cfg.Agents.MaxOutput(),
 		Logger:       logger.With("component", "agents"),
 	}, nil
 }

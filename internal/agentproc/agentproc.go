@@ -13,6 +13,8 @@
 //	<dir>/prompt          the prompt, when the CLI reads it on stdin
 //	<dir>/stdout          the CLI's output, as it is written
 //	<dir>/stderr          its error output
+//	<dir>/stdout.cut      where the output was cut to its cap, if it was
+//	                      (outputcap.go); stderr.cut likewise
 //	<dir>/supervisor.pid  the supervisor's pid and start time, written by the
 //	                      supervisor itself, once: its claim on the run
 //	<dir>/cli.pgid        the CLI's process group and its leader's start time
@@ -69,6 +71,9 @@ type Launch struct {
 	// Supervisor is the command that runs Supervise, e.g.
 	// [durawait agent-supervise].
 	Supervisor []string
+	// MaxOutput caps the bytes each output file holds (at least
+	// MinOutputCap; 0: uncapped): past it the supervisor cuts the middle.
+	MaxOutput int64
 }
 
 // Start launches the supervisor detached, and returns once the run's
@@ -86,6 +91,9 @@ func Start(l Launch) error {
 	}
 	args := append([]string{}, l.Supervisor[1:]...)
 	args = append(args, "--dir", l.Dir, "--cwd", l.Cwd)
+	if l.MaxOutput > 0 {
+		args = append(args, "--max-output", strconv.FormatInt(max(l.MaxOutput, MinOutputCap), 10))
+	}
 	if l.Stdin != nil {
 		if err := os.WriteFile(filepath.Join(l.Dir, PromptFile), l.Stdin, 0o600); err != nil {
 			return fmt.Errorf("agentproc: write prompt: %w", err)
@@ -157,14 +165,31 @@ func ReadArgv(dir string) ([]string, error) {
 	return argv, nil
 }
 
-// Supervise runs in the supervisor process: it starts argv in its own
-// process group with output spooled to dir, waits for it, and records its
-// exit status. It returns the status.
+// Supervision is what a supervisor is asked to run (the flags of
+// `durawait agent-supervise`).
+type Supervision struct {
+	// Dir is the run's spool folder.
+	Dir string
+	// Cwd is the CLI's working directory.
+	Cwd string
+	// Stdin, when not empty, is the file fed to the CLI.
+	Stdin string
+	// MaxOutput caps each output file (0: uncapped; see Launch).
+	MaxOutput int64
+	// Argv is the CLI and its arguments.
+	Argv []string
+}
+
+// Supervise runs in the supervisor process: it starts the CLI in its own
+// process group with output spooled to the run's folder, caps that
+// output, waits for the CLI, and records its exit status. It returns the
+// status.
 //
 // It first claims the run: it records its own pid in the folder, which
 // fails when a supervisor already did; then it returns 0 at once, touching
 // nothing (the run is the other's).
-func Supervise(dir, cwd, stdinPath string, argv []string) int {
+func Supervise(s Supervision) int {
+	dir, cwd, stdinPath, argv := s.Dir, s.Cwd, s.Stdin, s.Argv
 	claimed, err := writeOnce(filepath.Join(dir, SupervisorFile), processRecord(os.Getpid()))
 	if err != nil && Started(dir) {
 		return 127 // the run is another supervisor's: leave its folder alone
@@ -213,8 +238,17 @@ func Supervise(dir, cwd, stdinPath string, argv []string) int {
 	if subreaper == nil {
 		go reapZombies(cmd.Process.Pid, stopReaping)
 	}
+	capped := make(chan struct{})
+	if s.MaxOutput > 0 {
+		limit := max(s.MaxOutput, MinOutputCap)
+		caps := []*outputCap{{path: stdout.Name(), limit: limit}, {path: stderr.Name(), limit: limit}}
+		go func() { capOutput(caps, stderr, stopReaping); close(capped) }()
+	} else {
+		close(capped)
+	}
 	err = cmd.Wait()
 	close(stopReaping)
+	<-capped
 	if _, stopErr := os.Stat(filepath.Join(dir, StopFile)); stopErr == nil && subreaper == nil {
 		// A stopped run leaves nothing behind: not even a process that
 		// left the CLI's group (setsid) and so missed Terminate's signals.

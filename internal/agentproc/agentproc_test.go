@@ -21,24 +21,27 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("DURAWAIT_TEST_SUPERVISE") == "1" {
 		args := os.Args[1:]
-		var dir, cwd, stdin string
+		var s Supervision
 		for len(args) > 1 {
 			switch args[0] {
 			case "--dir":
-				dir = args[1]
+				s.Dir = args[1]
 			case "--cwd":
-				cwd = args[1]
+				s.Cwd = args[1]
 			case "--stdin":
-				stdin = args[1]
+				s.Stdin = args[1]
+			case "--max-output":
+				s.MaxOutput, _ = strconv.ParseInt(args[1], 10, 64)
 			}
 			args = args[2:]
 		}
-		argv, err := ReadArgv(dir)
+		argv, err := ReadArgv(s.Dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		os.Exit(Supervise(dir, cwd, stdin, argv))
+		s.Argv = argv
+		os.Exit(Supervise(s))
 	}
 	os.Exit(m.Run())
 }
@@ -194,7 +197,7 @@ func TestASupervisorThatCannotClaimAClaimedRunRecordsNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, SupervisorFile), []byte(strconv.Itoa(os.Getpid())), 0o600))
 	// The claim's temporary file cannot be written: a folder is in its way.
 	require.NoError(t, os.Mkdir(filepath.Join(dir, SupervisorFile+"."+strconv.Itoa(os.Getpid())+".tmp"), 0o700))
-	assert.Equal(t, 127, Supervise(dir, t.TempDir(), "", []string{"true"}))
+	assert.Equal(t, 127, Supervise(Supervision{Dir: dir, Cwd: t.TempDir(), Argv: []string{"true"}}))
 	_, recorded := ExitCode(dir)
 	assert.False(t, recorded, "the other supervisor's run has no exit status")
 }

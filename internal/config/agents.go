@@ -28,6 +28,10 @@ type Agents struct {
 	// for the answer to a blocker a task of the 2026-07-28 tasks extension
 	// was asked (docs/agents.md, "Answering a blocker"); 0: not at all.
 	AnswerWaitSec int `toml:"answer_wait_sec"`
+	// MaxOutputMB caps, in MiB, each output file (stdout, stderr) an
+	// invocation's CLI run spools: past it the head and the newest half
+	// are kept and the middle is cut (docs/agents.md, "Output on disk").
+	MaxOutputMB int `toml:"max_output_mb"`
 	// Providers are the CLIs that may run, by name. Only configured providers
 	// run; a built-in preset fills what a provider leaves out.
 	Providers map[string]AgentProvider `toml:"providers"`
@@ -161,6 +165,9 @@ func (a Agents) MaxRun() time.Duration { return time.Duration(a.MaxRunSec) * tim
 // AnswerWait is how long an ended run stays open for a blocker's answer.
 func (a Agents) AnswerWait() time.Duration { return time.Duration(a.AnswerWaitSec) * time.Second }
 
+// MaxOutput is the cap in bytes of each output file of a CLI run.
+func (a Agents) MaxOutput() int64 { return int64(a.MaxOutputMB) << 20 }
+
 // CancelGrace is the SIGTERM to SIGKILL delay of cancel_agent.
 func (a Agents) CancelGrace() time.Duration { return time.Duration(a.CancelGraceSec) * time.Second }
 
@@ -178,6 +185,9 @@ func (a Agents) validate() []error {
 	}
 	if a.CancelGraceSec < 0 {
 		bad("agents.cancel_grace_sec: must not be negative, got %d", a.CancelGraceSec)
+	}
+	if a.MaxOutputMB < 1 {
+		bad("agents.max_output_mb: must be at least 1 (MiB), got %d", a.MaxOutputMB)
 	}
 	for i, r := range a.AllowedRoots {
 		if !filepath.IsAbs(r) {

@@ -227,7 +227,7 @@ func Default() Config {
 		LogFormat:          "text",
 		EventResultMaxLen:  16384,
 		Host:               Host{LeaseSec: DefaultHostLeaseSec},
-		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10, AnswerWaitSec: 300},
+		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10, AnswerWaitSec: 300, MaxOutputMB: 64},
 		Tmux:               Tmux{WaitMaxSec: 60},
 	}
 }

@@ -62,6 +62,21 @@ const (
 	// next attempt of a wait's first task came 20 to 100 s later, past
 	// the wait's bound (docs/hosts.md, "Bounds").
 	engineWorkflowTaskRetryMaxInterval = time.Second
+	// engineQueueWorkers is how many tasks each history queue (transfer,
+	// timer, visibility) runs at once: 512 by default, sized for a
+	// cluster's database. The embedded engine's SQLite database is one
+	// connection, so tasks past a few only wait for it, and each waits
+	// inside its 3 s deadline: after a restart with a backlog of due
+	// timers, hundreds ran at once, most timed out ("context deadline
+	// exceeded"), and were retried with backoff, so a lost workflow task's
+	// timeout fired tens of seconds late (docs/soak.md, the run on
+	// 2ced506). A task queued in the scheduler instead has no deadline yet.
+	engineQueueWorkers = 16
+	// engineQueueCheckpoint is how often each history queue records how
+	// far it has run (30 s by default). A restarted engine runs again every
+	// task past that mark; under kills every few seconds the 30 s mark
+	// made each restart redo the backlog of the last ones.
+	engineQueueCheckpoint = 3 * time.Second
 )
 
 // Options configure the embedded engine.
@@ -528,9 +543,15 @@ func engineDynamicConfig(opts Options) dynamicconfig.StaticClient {
 		// past that rate every activity and workflow task waits for the
 		// next 50 ms tick, five ticks on an agent's path from exit to
 		// answer.
-		dynamicconfig.TransferProcessorMaxPollRPS.Key():   engineQueuePollRPS,
-		dynamicconfig.TimerProcessorMaxPollRPS.Key():      engineQueuePollRPS,
-		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): engineQueuePollRPS,
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():             engineQueuePollRPS,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():                engineQueuePollRPS,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key():           engineQueuePollRPS,
+		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():   engineQueueWorkers,
+		dynamicconfig.TimerProcessorSchedulerWorkerCount.Key():      engineQueueWorkers,
+		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key(): engineQueueWorkers,
+		dynamicconfig.TransferProcessorUpdateAckInterval.Key():      engineQueueCheckpoint,
+		dynamicconfig.TimerProcessorUpdateAckInterval.Key():         engineQueueCheckpoint,
+		dynamicconfig.VisibilityProcessorUpdateAckInterval.Key():    engineQueueCheckpoint,
 		// A wait's workflow is touched at its start, when its state
 		// changes and at its end: between, its mutable state need not
 		// stay in memory (128,000 by default). Measured at 5,000 open

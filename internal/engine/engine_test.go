@@ -142,7 +142,8 @@ func TestAFatalLineEndsOnlyTheBuild(t *testing.T) {
 // The engine's dynamic configuration is read as the server reads it: a
 // workflow task's later attempts keep the workflow's own task timeout,
 // not one grown by the engine's backoff (whose first step is 5 s; a cap
-// under it turns the growth off), and the other settings convert.
+// under it turns the growth off), and the other settings convert: the
+// queues' workers and checkpoints sized for one SQLite connection.
 func TestTheEnginesDynamicConfigIsReadAsSet(t *testing.T) {
 	c := dynamicconfig.NewCollection(engineDynamicConfig(Options{WorkflowCacheSize: 300}), log.NewNoopLogger())
 	retryMax := dynamicconfig.WorkflowTaskRetryMaxInterval.Get(c)()
@@ -151,4 +152,8 @@ func TestTheEnginesDynamicConfigIsReadAsSet(t *testing.T) {
 	assert.Equal(t, engineHistoryCacheSize, dynamicconfig.HistoryCacheHostLevelMaxSize.Get(c)())
 	assert.Equal(t, engineQueuePollRPS, dynamicconfig.TimerProcessorMaxPollRPS.Get(c)())
 	assert.Equal(t, 300, dynamicconfig.WorkerStickyCacheSize.Get(c)())
+	assert.Equal(t, engineQueueWorkers, dynamicconfig.TimerProcessorSchedulerWorkerCount.Get(c)())
+	assert.Equal(t, engineQueueWorkers, dynamicconfig.TransferProcessorSchedulerWorkerCount.Get(c)())
+	assert.Equal(t, engineQueueCheckpoint, dynamicconfig.TimerProcessorUpdateAckInterval.Get(c)())
+	assert.Equal(t, engineQueueCheckpoint, dynamicconfig.VisibilityProcessorUpdateAckInterval.Get(c)())
 }
