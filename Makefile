@@ -5,18 +5,30 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build release release-noengine images run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
+.PHONY: all help build release release-noengine images run test unit e2e e2e-cluster tools fuzz vet fmt-check cross bench bench-check bench-capacity bench-recovery bench-stalls bench-cluster bench-actions cluster-bins soak screenshot deploy-check clean
 
 all: build
+
+## help: this list of targets (the ## comments above each)
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); split($$0, a, ":"); printf "  make %-18s%s\n", a[1], substr($$0, length(a[1]) + 2); next } /^## / { sub(/^## /, ""); printf "  %-23s%s\n", "", $$0 }' $(MAKEFILE_LIST)
 
 ## build: the durawait binary and the demo probe server, into bin/
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/durawait ./cmd/durawait
 	$(GO) build -o $(BIN)/demoprobe ./cmd/demoprobe
 
-## run: durawait serve with the demo config (MCP at http://127.0.0.1:8765/mcp, UI at http://127.0.0.1:8233)
+# RUN_FLAGS: flags of `make run` beyond the demo config, made from HTTP,
+# ENGINE_PORT, UI_PORT and DATA_DIR given on make's command line (not from
+# the environment, where a DATA_DIR may mean something else), e.g.
+# make run HTTP=127.0.0.1:9000.
+cmdline = $(if $(filter command line,$(origin $(1))),$(2) $($(1)))
+RUN_FLAGS = $(call cmdline,HTTP,--http) $(call cmdline,ENGINE_PORT,--engine-port) $(call cmdline,UI_PORT,--ui-port) $(call cmdline,DATA_DIR,--data-dir)
+
+## run: durawait serve with the demo config (MCP at http://127.0.0.1:8765/mcp, UI at http://127.0.0.1:8233);
+## HTTP=, ENGINE_PORT=, UI_PORT=, DATA_DIR= change them (make run HTTP=127.0.0.1:9000 ENGINE_PORT=0)
 run: build
-	$(BIN)/durawait serve --config deploy/examples/demo.toml
+	$(BIN)/durawait serve --config deploy/examples/demo.toml $(RUN_FLAGS)
 
 ## test: formatting, vet, and every test (unit and end-to-end). Every fuzz
 ## target's seed corpus (the seeds in the test file plus testdata/fuzz, where

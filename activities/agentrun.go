@@ -52,6 +52,10 @@ type AgentRunner struct {
 	CancelGrace time.Duration
 	// MaxOutput caps each output file of a run, in bytes (0: uncapped).
 	MaxOutput int64
+	// UnreachableAfter is how long a CLI may retry its model's API (or
+	// wait for the network), saying nothing else, before it is blocked
+	// (network_unavailable); 0: never.
+	UnreachableAfter time.Duration
 	// PollInterval is how often the spooled output is read when the spool
 	// cannot be watched (with a watch, a run reads it as it changes, and
 	// every watchedPollInterval besides).
@@ -701,6 +705,9 @@ func (r *AgentRunner) follow(ctx context.Context, run AgentRun, turn int, dir st
 	for {
 		code, exited := agentproc.ExitCode(dir)
 		feed(exited)
+		if b := st.Unreachable(time.Now(), r.UnreachableAfter); b != nil && !exited {
+			pending = append(pending, *b)
+		}
 		pending = r.signal(ctx, run, pending, sent, blocker)
 		progress.report(st.Live.Activity, sent, code, exited)
 		r.setLive(id, st.Live)

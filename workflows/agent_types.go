@@ -41,6 +41,9 @@ const (
 	BlockerAuth       = "auth_failed"
 	BlockerRateLimit  = "rate_limited"
 	BlockerBilling    = "billing"
+	// BlockerNetwork: the CLI has been retrying its model's API (or
+	// waiting for the network) for agents.unreachable_after_sec.
+	BlockerNetwork = "network_unavailable"
 )
 
 // Error codes of invocations that failed for other reasons.

@@ -8,7 +8,7 @@ import (
 
 // Names of the catalog workflow, its signal and its query.
 const (
-	CatalogWorkflowName = "DownstreamCatalog"
+	CatalogWorkflowName = InternalTypePrefix + "DownstreamCatalog"
 	CatalogSignalName   = "publish"
 	CatalogQueryName    = "catalog"
 )

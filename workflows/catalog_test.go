@@ -19,6 +19,7 @@ func newCatalogEnv() *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Catalog, workflow.RegisterOptions{Name: CatalogWorkflowName})
+	env.RegisterWorkflowWithOptions(Catalog, workflow.RegisterOptions{Name: LegacyCatalogWorkflowName})
 	return env
 }
 
@@ -63,20 +64,25 @@ func TestCatalogAnswersTheLatestSignal(t *testing.T) {
 }
 
 // After catalogSignalsPerRun signals, the workflow continues as new with
-// the latest catalog, so its history stays short and nothing is lost.
+// the latest catalog, so its history stays short and nothing is lost. A
+// run of an earlier release's type continues under the internal type.
 func TestCatalogContinuesAsNewWithTheLatest(t *testing.T) {
-	env := newCatalogEnv()
-	for i := 1; i <= catalogSignalsPerRun; i++ {
-		env.RegisterDelayedCallback(func() {
-			env.SignalWorkflow(CatalogSignalName, catalogNamed(fmt.Sprint("s", i), ""))
-		}, time.Duration(i)*time.Second)
+	for _, name := range []string{CatalogWorkflowName, LegacyCatalogWorkflowName} {
+		t.Run(name, func(t *testing.T) {
+			env := newCatalogEnv()
+			for i := 1; i <= catalogSignalsPerRun; i++ {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(CatalogSignalName, catalogNamed(fmt.Sprint("s", i), ""))
+				}, time.Duration(i)*time.Second)
+			}
+			env.ExecuteWorkflow(name, DownstreamCatalog{})
+			require.True(t, env.IsWorkflowCompleted())
+			var cont *workflow.ContinueAsNewError
+			require.True(t, errors.As(env.GetWorkflowError(), &cont), "%v", env.GetWorkflowError())
+			assert.Equal(t, InternalTypePrefix+"DownstreamCatalog", cont.WorkflowType.Name)
+			var next DownstreamCatalog
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
+			assert.Equal(t, catalogNamed(fmt.Sprint("s", catalogSignalsPerRun), ""), next)
+		})
 	}
-	env.ExecuteWorkflow(CatalogWorkflowName, DownstreamCatalog{})
-	require.True(t, env.IsWorkflowCompleted())
-	var cont *workflow.ContinueAsNewError
-	require.True(t, errors.As(env.GetWorkflowError(), &cont), "%v", env.GetWorkflowError())
-	assert.Equal(t, CatalogWorkflowName, cont.WorkflowType.Name)
-	var next DownstreamCatalog
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
-	assert.Equal(t, catalogNamed(fmt.Sprint("s", catalogSignalsPerRun), ""), next)
 }

@@ -29,7 +29,7 @@ import (
 
 // Names of the host lease workflow, its activities and its signal.
 const (
-	HostLeaseWorkflowName = "HostLease"
+	HostLeaseWorkflowName = InternalTypePrefix + "HostLease"
 	// HoldLeaseActivityName is the lease itself: scheduled on the holder's
 	// instance queue, it heartbeats while the holder lives.
 	HoldLeaseActivityName = "HoldHostLease"
@@ -385,7 +385,7 @@ const ToolInternal = "internal"
 // RunningWaitsQuery is the visibility query of the running waits: every
 // running workflow but durawait's own (the catalogs and the host leases,
 // which run for as long as workers do).
-var RunningWaitsQuery = "ExecutionStatus = 'Running' AND WorkflowType NOT IN ('" + CatalogWorkflowName + "', '" + HostLeaseWorkflowName + "')"
+var RunningWaitsQuery = "ExecutionStatus = 'Running' AND WorkflowType NOT IN (" + quotedList(InternalWorkflowTypes()) + ")"
 
 // HostLeaseSummary is a host lease's line in the workflow list.
 func HostLeaseSummary(host string) string {

@@ -60,6 +60,7 @@ func newLeaseWorld(t *testing.T, holds ...time.Duration) *leaseWorld {
 	env := suite.NewTestWorkflowEnvironment()
 	w := &leaseWorld{env: env, start: env.Now(), holds: holds, cancelledAt: map[string]time.Duration{}, holders: map[string]string{}}
 	env.RegisterWorkflowWithOptions(HostLease, workflow.RegisterOptions{Name: HostLeaseWorkflowName})
+	env.RegisterWorkflowWithOptions(HostLease, workflow.RegisterOptions{Name: LegacyHostLeaseWorkflowName})
 	env.RegisterActivityWithOptions(func(context.Context, HoldLeaseInput) error { panic("mocked") },
 		activity.RegisterOptions{Name: HoldLeaseActivityName})
 	env.RegisterActivityWithOptions(func(context.Context, AdoptHostInput) (HostHolder, error) { panic("mocked") },
@@ -234,18 +235,26 @@ func TestALapsedLeaseWithNoAdopterWaitsForItsOwner(t *testing.T) {
 }
 
 // The workflow continues as new when its history grows long, at a change
-// of holder, with the new holder in its input.
+// of holder, with the new holder in its input. A lease of an earlier
+// release's type continues under the internal type.
 func TestTheLeaseContinuesAsNewWithItsHolder(t *testing.T) {
+	for _, name := range []string{HostLeaseWorkflowName, LegacyHostLeaseWorkflowName} {
+		t.Run(name, func(t *testing.T) { leaseContinuesAsNew(t, name) })
+	}
+}
+
+func leaseContinuesAsNew(t *testing.T, name string) {
 	w := newLeaseWorld(t)
 	for i := range 150 {
 		w.online(time.Duration(i+1)*time.Second, fmt.Sprint("h1-", i))
 	}
-	w.env.ExecuteWorkflow(HostLeaseWorkflowName, leaseInput)
+	w.env.ExecuteWorkflow(name, leaseInput)
 
 	require.True(t, w.env.IsWorkflowCompleted())
 	err := w.env.GetWorkflowError()
 	var cont *workflow.ContinueAsNewError
 	require.ErrorAs(t, err, &cont)
+	assert.Equal(t, InternalTypePrefix+"HostLease", cont.WorkflowType.Name)
 	var next HostLeaseInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next))
 	require.NotNil(t, next.Holder)

@@ -20,6 +20,8 @@ func Definitions() []Definition {
 		{ListPanes, ListPanesWorkflowName},
 		{Catalog, CatalogWorkflowName},
 		{HostLease, HostLeaseWorkflowName},
+		{Catalog, LegacyCatalogWorkflowName},
+		{HostLease, LegacyHostLeaseWorkflowName},
 	}
 }
 

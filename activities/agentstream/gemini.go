@@ -72,7 +72,10 @@ func (p *geminiParser) Parse(raw []byte) []Event {
 		}
 		return evs
 	case "error":
-		if l.Severity == "warning" || isRetry(l.Message) {
+		if isRetry(l.Message) {
+			return []Event{{Activity: &workflows.AgentActivity{Kind: "api_retry", State: workflows.Tail(l.Message, 200)}}}
+		}
+		if l.Severity == "warning" {
 			return nil
 		}
 		if code := Classify(l.Message); code != "" {

@@ -2,6 +2,7 @@ package agentstream
 
 import (
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -14,7 +15,19 @@ type State struct {
 	Live     workflows.AgentLive
 	Final    *Final
 	Blockers []workflows.AgentError
+	// firstRetry and lastRetry are when the CLI began retrying its API
+	// (or waiting for the network), with nothing else said since, and
+	// when it last did; zero when it is not retrying.
+	firstRetry, lastRetry time.Time
+	// gotThrough is true once the CLI said something else after the
+	// network blocker: the blocker is no longer why the run ends.
+	gotThrough bool
 }
+
+// RetryKinds are the activities of a CLI that retries its model's API or
+// waits for the network: Claude Code's api_retry, Codex's reconnecting,
+// Gemini CLI's retries.
+var RetryKinds = []string{"api_retry", "reconnecting"}
 
 // Apply folds ev, seen at at, into the state. It returns the blocker when ev
 // brings a category not seen before in this run, so it can wake a wait once.
@@ -33,16 +46,59 @@ func (s *State) Apply(ev Event, at time.Time) *workflows.AgentError {
 	if ev.Final != nil {
 		s.Final = ev.Final
 	}
-	if b := ev.Blocker; b != nil {
-		for _, seen := range s.Blockers {
-			if seen.Code == b.Code {
-				return nil
-			}
+	switch {
+	case ev.Activity != nil && slices.Contains(RetryKinds, ev.Activity.Kind):
+		if s.firstRetry.IsZero() {
+			s.firstRetry = at
 		}
-		s.Blockers = append(s.Blockers, *b)
-		return b
+		s.lastRetry = at
+	case ev.Reply != "" || ev.Activity != nil || ev.Final != nil || ev.Blocker != nil:
+		// It got through.
+		s.firstRetry, s.lastRetry = time.Time{}, time.Time{}
+		s.gotThrough = s.has(workflows.BlockerNetwork)
+	}
+	if b := ev.Blocker; b != nil {
+		return s.block(*b)
 	}
 	return nil
+}
+
+// block records blocker b and returns it when its category is new to the
+// run; nil when the run had it already.
+func (s *State) block(b workflows.AgentError) *workflows.AgentError {
+	for _, seen := range s.Blockers {
+		if seen.Code == b.Code {
+			return nil
+		}
+	}
+	s.Blockers = append(s.Blockers, b)
+	return &b
+}
+
+// has reports whether the run had a blocker of category code.
+func (s *State) has(code string) bool {
+	for _, b := range s.Blockers {
+		if b.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Unreachable returns the network_unavailable blocker once the CLI's
+// retries of its API (or reconnects), with nothing else said in between,
+// have kept coming for after (0: never), at most once per run; nil
+// otherwise. Silence after a retry is not counted: a CLI whose retry got
+// through may think for minutes without a word.
+func (s *State) Unreachable(now time.Time, after time.Duration) *workflows.AgentError {
+	if after <= 0 || s.firstRetry.IsZero() || s.lastRetry.Sub(s.firstRetry) < after {
+		return nil
+	}
+	msg := fmt.Sprintf("the CLI has not reached its model's API for %s: it retries or waits for the network", s.lastRetry.Sub(s.firstRetry).Round(time.Second))
+	if a := s.Live.Activity; a != nil && a.State != "" {
+		msg += " (last: " + a.Kind + ", " + a.State + ")"
+	}
+	return s.block(workflows.AgentError{Code: workflows.BlockerNetwork, Message: msg})
 }
 
 // Outcome says how the run ended, given the CLI's exit code. A run that
@@ -61,8 +117,9 @@ func (s *State) Outcome(exitCode int) workflows.AgentFinal {
 		out.Status = workflows.AgentSucceeded
 	case s.Final != nil && s.Final.Error != nil && isBlockerCode(s.Final.Error.Code):
 		out.Status, out.Error = workflows.AgentBlocked, s.Final.Error
-	case len(s.Blockers) > 0:
-		b := s.Blockers[len(s.Blockers)-1]
+	case len(s.endingBlockers()) > 0:
+		blockers := s.endingBlockers()
+		b := blockers[len(blockers)-1]
 		out.Status, out.Error = workflows.AgentBlocked, &b
 	case s.Final != nil && s.Final.Error != nil:
 		out.Status, out.Error = workflows.AgentFailed, s.Final.Error
@@ -73,10 +130,25 @@ func (s *State) Outcome(exitCode int) workflows.AgentFinal {
 	return out
 }
 
+// endingBlockers are the blockers a failed exit is blamed on: all but a
+// network blocker the CLI got past.
+func (s *State) endingBlockers() []workflows.AgentError {
+	if !s.gotThrough {
+		return s.Blockers
+	}
+	var out []workflows.AgentError
+	for _, b := range s.Blockers {
+		if b.Code != workflows.BlockerNetwork {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 func isBlockerCode(code string) bool {
 	switch code {
 	case workflows.BlockerPermission, workflows.BlockerQuestion, workflows.BlockerAuth,
-		workflows.BlockerRateLimit, workflows.BlockerBilling:
+		workflows.BlockerRateLimit, workflows.BlockerBilling, workflows.BlockerNetwork:
 		return true
 	}
 	return false

@@ -233,3 +233,49 @@ func TestTextFormatCapsTheFinalReplyKeepingItsEnd(t *testing.T) {
 	assert.Equal(t, MaxFinalOutputBytes, len(out)-len(prefix))
 	assert.True(t, strings.HasSuffix(out, "\nTHE END"))
 }
+
+// A CLI whose retries of its API (or reconnects) keep coming for the
+// configured time is blocked with network_unavailable, once; anything
+// else it says in between (a reply, a tool call) starts the time over, a
+// line that only repeats its session does not, and silence after a retry
+// is not counted (a retry that got through may be followed by minutes of
+// thinking). A failed exit is blamed on the blocker only while the CLI
+// had not got past it.
+func TestARetryingCLIIsUnreachableAfterTheConfiguredTime(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	after := 3 * time.Minute
+	var st State
+	retry := func(at time.Duration) {
+		st.Apply(Event{SessionID: "s1"}, t0.Add(at))
+		st.Apply(Event{Activity: &workflows.AgentActivity{Kind: "reconnecting", State: "Reconnecting... 2/5"}}, t0.Add(at))
+	}
+	assert.Nil(t, st.Unreachable(t0.Add(time.Hour), after), "no retry: never")
+	retry(0)
+	assert.Nil(t, st.Unreachable(t0.Add(time.Hour), after), "one retry, then silence: not counted")
+	retry(time.Minute)
+	st.Apply(Event{Reply: "got through"}, t0.Add(2*time.Minute))
+	retry(3 * time.Minute)
+	assert.Nil(t, st.Unreachable(t0.Add(4*time.Minute), after), "a reply starts the time over")
+
+	retry(4 * time.Minute)
+	st.Apply(Event{SessionID: "s1"}, t0.Add(5*time.Minute))
+	retry(6*time.Minute - time.Second)
+	assert.Nil(t, st.Unreachable(t0.Add(6*time.Minute), after), "retries over 2m59s of the 3 minutes: not yet")
+	retry(6 * time.Minute)
+	b := st.Unreachable(t0.Add(6*time.Minute), after)
+	require.NotNil(t, b, "retries since the one at 3 minutes, the session line between")
+	assert.Equal(t, workflows.BlockerNetwork, b.Code)
+	assert.Equal(t, "the CLI has not reached its model's API for 3m0s: it retries or waits for the network (last: reconnecting, Reconnecting... 2/5)", b.Message)
+	retry(8 * time.Minute)
+	assert.Nil(t, st.Unreachable(t0.Add(8*time.Minute), after), "once per run")
+	assert.Nil(t, (&State{}).Unreachable(t0, 0), "0: never")
+
+	out := st.Outcome(1)
+	assert.Equal(t, workflows.AgentBlocked, out.Status, "a run that exits failing while unreachable ended because of it")
+	assert.Equal(t, workflows.BlockerNetwork, out.Error.Code)
+
+	st.Apply(Event{Reply: "back"}, t0.Add(9*time.Minute))
+	out = st.Outcome(1)
+	assert.Equal(t, workflows.AgentFailed, out.Status, "past the blocker, a failed exit is not the network's")
+	assert.Equal(t, workflows.ErrCodeExitStatus, out.Error.Code)
+}

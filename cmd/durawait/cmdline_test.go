@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/durawait/durawait/internal/datadir"
 )
 
 // runCLI runs durawait's command line in process, as main does, and
@@ -137,6 +139,12 @@ func TestCommandsKeepTheirFlags(t *testing.T) {
 	}
 	_, out, _ := runCLI(t, "waits", "cancel", "-h")
 	assert.False(t, listsFlag(out, "json"), "cancel prints one line: it offers no -json")
+	for _, cmd := range []string{"status", "stop", "temporal-env"} {
+		_, out, _ := runCLI(t, cmd, "-h")
+		for _, serving := range []string{"http", "stdio", "engine-port", "ui-port", "tool", "temporal", "log-level"} {
+			assert.False(t, listsFlag(out, serving), "%s serves nothing: its help lists no -%s", cmd, serving)
+		}
+	}
 }
 
 func TestSinceTakesADurationOrATime(t *testing.T) {
@@ -219,6 +227,7 @@ func TestCommandsThatSucceedExitZero(t *testing.T) {
 		assert.Empty(t, errOut, "%v", args)
 	}
 	dir := t.TempDir()
+	t.Setenv(datadir.RegistryEnv, t.TempDir()) // no other durawait runs
 	for _, cmd := range []string{"status", "stop"} {
 		code, out, errOut := runCLI(t, cmd, "--data-dir", dir)
 		assert.Equal(t, 0, code, "%s: %s", cmd, errOut)

@@ -29,21 +29,17 @@ func commands() []command {
 			setup: withConfig(roleAction("worker", roles{worker: true}))},
 		{name: "front", summary: "run an MCP front end only, against --temporal HOST:PORT",
 			setup: withConfig(roleAction("front", roles{front: true}))},
-		{name: "status", summary: "show the process that owns the data dir (the daemon of stdio sessions)",
-			setup: withConfig(func(ctx context.Context, cfg config.Config, inv invocation) error {
-				return runStatus(ctx, cfg, inv.stdout)
-			})},
-		{name: "stop", summary: "stop the process that owns the data dir",
-			setup: withConfig(func(ctx context.Context, cfg config.Config, inv invocation) error {
-				return runStop(ctx, cfg, inv.stdout)
-			})},
+		{name: "status", summary: "show every durawait you run (or, with --config or --data-dir, the one that owns that data dir)",
+			setup: withDataDir(runStatus)},
+		{name: "stop", summary: "stop the durawait that owns the data dir (the config's, --data-dir's, or the default)",
+			setup: withDataDir(runStop)},
 		{name: "backup", summary: "copy the data dir (the embedded engine's database as of one moment, and the rest) to --to DIR, while durawait runs or not",
 			setup: backupCommand},
 		{name: "health", summary: "ask a running durawait's /healthz (or /readyz): exit 0 when it answers 200 (for HEALTHCHECK and exec probes)",
 			setup: healthCommand},
 		{name: "temporal-env", summary: "print the environment that points the Temporal CLI (or a split front / worker) at the data dir's engine",
-			setup: withConfig(func(_ context.Context, cfg config.Config, inv invocation) error {
-				return runTemporalEnv(cfg, inv.stdout)
+			setup: withDataDir(func(_ context.Context, t dataDirTarget, inv invocation) error {
+				return runTemporalEnv(t, inv.stdout)
 			})},
 		{name: "waits", summary: "list, show and cancel waits (operators)", about: waitsAbout, sub: []command{
 			{name: "list", summary: "list the waits: ID, tool, state, caller, started, summary",

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +28,10 @@ const daemonStartTimeout = 90 * time.Second
 type daemonStarter struct {
 	dataDir string   // absolute
 	args    []string // the stdio process's serve flags, reused by the daemon
-	logger  *slog.Logger
+	// settings are the session's configuration (config.Config.Settings),
+	// which the daemon's must equal.
+	settings map[string]json.RawMessage
+	logger   *slog.Logger
 }
 
 // connect returns the MCP URL of the process that owns the data dir,
@@ -38,8 +42,8 @@ func (d *daemonStarter) connect(ctx context.Context, restart bool) (string, erro
 	ctx, cancel := context.WithTimeout(ctx, daemonStartTimeout)
 	defer cancel()
 	if !restart {
-		if url, ok := liveEndpoint(ctx, d.dataDir); ok {
-			return url, nil
+		if owner, ok := liveEndpoint(ctx, d.dataDir); ok {
+			return owner.HTTP, d.sameSettings(owner)
 		}
 	}
 	release, err := datadir.SpawnLock(ctx, d.dataDir)
@@ -61,7 +65,7 @@ func (d *daemonStarter) connect(ctx context.Context, restart bool) (string, erro
 				"(a `durawait serve --stdio --no-daemon`?); stop it, or use another --data-dir", d.dataDir, owner.PID)
 		}
 		if owner.HTTP != "" && healthy(ctx, owner.HTTP) {
-			return owner.HTTP, nil
+			return owner.HTTP, d.sameSettings(owner)
 		}
 		// Starting, or stopping: look again shortly.
 		if err := pause(ctx); err != nil {
@@ -86,8 +90,7 @@ func (d *daemonStarter) spawn(ctx context.Context) (string, error) {
 	if err := logFile.Chmod(0o600); err != nil {
 		return "", fmt.Errorf("make the daemon's log file private: %w", err)
 	}
-	args := append([]string{"serve"}, d.args...)
-	args = append(args, "--daemon", "--data-dir", d.dataDir)
+	args := d.daemonArgs()
 	cmd := exec.Command(self, args...)
 	// Its own session and process group, no terminal, stdin /dev/null, no
 	// parent-death signal: it outlives the session that started it.
@@ -115,14 +118,62 @@ func (d *daemonStarter) spawn(ctx context.Context) (string, error) {
 	}
 }
 
-// liveEndpoint is the MCP URL of the data dir's owner when it is alive and
-// ready. It takes no lock, so it never disturbs a process starting there.
-func liveEndpoint(ctx context.Context, dir string) (string, bool) {
+// liveEndpoint is the owner of the data dir when it is alive and ready
+// (its MCP URL is owner.HTTP). It takes no lock, so it never disturbs a
+// process starting there.
+func liveEndpoint(ctx context.Context, dir string) (datadir.Owner, bool) {
 	owner, err := datadir.ReadOwner(dir)
 	if err != nil || owner.HTTP == "" || !alive(owner.PID) {
-		return "", false
+		return datadir.Owner{}, false
 	}
-	return owner.HTTP, healthy(ctx, owner.HTTP)
+	return owner, healthy(ctx, owner.HTTP)
+}
+
+// daemonArgs are the arguments of the daemon this session would start.
+func (d *daemonStarter) daemonArgs() []string {
+	args := append([]string{"serve"}, d.args...)
+	return append(args, "--daemon", "--data-dir", d.dataDir)
+}
+
+// SettingsMismatchError refuses a stdio session whose configuration (its
+// config file's contents or its flags) differs from that of the daemon
+// that runs on its data dir: the session would silently get the daemon's
+// tools, config and flags instead of its own.
+type SettingsMismatchError struct {
+	// Dir is the shared data dir and Owner the daemon on it.
+	Dir   string
+	Owner datadir.Owner
+	// Keys are the configuration keys that differ.
+	Keys []string
+	// Own are this session's arguments, as the daemon it would start
+	// would have them.
+	Own []string
+	// Stop is the command that stops the daemon.
+	Stop string
+}
+
+func (e *SettingsMismatchError) Error() string {
+	return fmt.Sprintf("the durawait daemon on data dir %s (pid %d, `durawait %s`) runs with another configuration than this session's "+
+		"(`durawait %s`): they differ in %s. A session shares its data dir's daemon, so it is refused rather than served with the daemon's. "+
+		"Stop the daemon (%s; its waits resume at the next start) and the next session starts it with this configuration; "+
+		"or give this session the daemon's flags, or a data dir of its own (--data-dir)",
+		e.Dir, e.Owner.PID, strings.Join(e.Owner.Args, " "), strings.Join(e.Own, " "), strings.Join(e.Keys, ", "), e.Stop)
+}
+
+// sameSettings refuses a daemon whose configuration is not this
+// session's. A foreground serve that owns the data dir is not compared
+// (sessions bridge to it, whatever its flags: README), nor a daemon of a
+// release that did not record its configuration.
+func (d *daemonStarter) sameSettings(owner datadir.Owner) error {
+	if owner.Log == "" || owner.Settings == nil {
+		return nil
+	}
+	keys := config.SettingsDiff(owner.Settings, d.settings)
+	if len(keys) == 0 {
+		return nil
+	}
+	return &SettingsMismatchError{Dir: d.dataDir, Owner: owner, Keys: keys, Own: d.daemonArgs(),
+		Stop: stopCommand(datadir.Instance{Dir: d.dataDir, Owner: owner})}
 }
 
 // alive reports whether a process with pid exists.
@@ -191,7 +242,7 @@ func daemonConfig(cfg config.Config, logger *slog.Logger) config.Config {
 		logger.Warn("engine port taken; the engine listens on a free port", "engine_port", cfg.EnginePort)
 		cfg.EnginePort = 0
 	}
-	if cfg.UIPort != 0 && !portFree(cfg.UIPort) {
+	if cfg.UI && cfg.UIPort != 0 && !portFree(cfg.UIPort) {
 		port, err := freePort()
 		if err != nil {
 			logger.Warn("UI port taken and no free port found; no Web UI", "ui_port", cfg.UIPort, "error", err)

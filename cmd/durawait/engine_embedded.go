@@ -28,7 +28,8 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if !p.roles.engine {
 		return nil, nil
 	}
-	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL(), Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC()}
+	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL(), Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC(),
+		Config: p.cfg.File, Args: os.Args[1:], Settings: p.cfg.Settings()}
 	if p.roles.daemon {
 		owner.Log = datadir.LogPath(p.cfg.DataDir)
 	}
@@ -36,11 +37,16 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	uiPort, err := p.uiPort()
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
 	spans := p.engineSpans()
 	eng, err := engine.Start(engine.Options{
 		DataDir:   p.cfg.DataDir,
 		Port:      p.cfg.EnginePort,
-		UIPort:    p.cfg.UIPort,
+		UIPort:    uiPort,
 		Namespace: p.cfg.Namespace,
 		// A new namespace is created with them; prepareNamespace adds
 		// them to one an earlier release created.
@@ -75,6 +81,22 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	return stop, nil
 }
 
+// uiPort is the port the embedded Web UI listens on: ui_port, or a free
+// one when it is 0; 0 (the engine's "no UI") when ui is false.
+func (p *process) uiPort() (int, error) {
+	switch {
+	case !p.cfg.UI:
+		return 0, nil
+	case p.cfg.UIPort != 0:
+		return p.cfg.UIPort, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return 0, fmt.Errorf("find a free port for the Web UI (ui_port = 0): %w", err)
+	}
+	return port, nil
+}
+
 // explainEngineStart turns the engine's port-in-use error into one line
 // naming the port and the flag that changes it, and, when a Temporal server
 // answers there (the Temporal CLI's dev server uses 7233 and 8233), the
@@ -86,7 +108,7 @@ func explainEngineStart(err error) error {
 	}
 	fix := "--engine-port PORT (0: any free port)"
 	if e.Service == engine.ServiceUI {
-		fix = "--ui-port PORT (0: no Web UI)"
+		fix = "--ui-port PORT (0: any free port), or --no-ui"
 	}
 	msg := fmt.Sprintf("%s; run with %s", e.Error(), fix)
 	switch {

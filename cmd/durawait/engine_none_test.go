@@ -15,7 +15,7 @@ import (
 // A build without the embedded engine refuses serve's engine step, naming
 // what to do instead, and says what it is in its version.
 func TestABuildWithoutTheEngineRefusesToServeOne(t *testing.T) {
-	p := newProcess(roles{engine: true, worker: true, front: true}, stepConfig(t, "--engine-port", "0", "--ui-port", "0"), io.Discard)
+	p := newProcess(roles{engine: true, worker: true, front: true}, stepConfig(t, "--engine-port", "0", "--no-ui"), io.Discard)
 	require.NoError(t, p.checkRoles("serve"))
 	stop, err := p.startEngine(context.Background())
 	require.ErrorIs(t, err, errNoEngine)

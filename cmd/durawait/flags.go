@@ -16,7 +16,7 @@ type configFlags struct {
 	file, httpAddr, dataDir, taskQueue *string
 	logLevel, logFormat, pprofAddr     *string
 	tmuxSocket                         *string
-	stdio                              *bool
+	stdio, noUI                        *bool
 	enginePort, uiPort                 *int
 	conn                               *temporalFlags
 	tools                              []string
@@ -34,7 +34,8 @@ func registerConfigFlags(fs *flag.FlagSet) *configFlags {
 		conn:       registerTemporalFlags(fs),
 		taskQueue:  fs.String("task-queue", def.TaskQueue, "Temporal task queue of the workers"),
 		enginePort: fs.Int("engine-port", def.EnginePort, "gRPC port of the embedded engine (0 picks a free one)"),
-		uiPort:     fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 disables it)"),
+		uiPort:     fs.Int("ui-port", def.UIPort, "port of the embedded Temporal Web UI (0 picks a free one)"),
+		noUI:       fs.Bool("no-ui", false, "run no embedded Temporal Web UI"),
 		logLevel:   fs.String("log-level", def.LogLevel, "debug, info, warn or error"),
 		logFormat:  fs.String("log-format", def.LogFormat, "log line format: text or json"),
 		pprofAddr:  fs.String("pprof", "", "loopback HOST:PORT to serve Go's profiler on (/debug/pprof/); off by default"),
@@ -71,6 +72,8 @@ func (f *configFlags) load() (config.Config, error) {
 			cfg.EnginePort = *f.enginePort
 		case "ui-port":
 			cfg.UIPort = *f.uiPort
+		case "no-ui":
+			cfg.UI = !*f.noUI
 		case "log-level":
 			cfg.LogLevel = *f.logLevel
 		case "log-format":

@@ -33,6 +33,10 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:2222", cfg.HTTP, "a flag wins over the file")
 	assert.Equal(t, 0, cfg.UIPort, "a flag wins even when it sets the zero value")
+	assert.True(t, cfg.UI, "ui_port 0 is any free port, not no UI")
+	cfg, err = configFrom([]string{"--config", path, "--no-ui"})
+	require.NoError(t, err)
+	assert.False(t, cfg.UI, "--no-ui runs no UI")
 	assert.Equal(t, "from-file", cfg.Namespace, "the file wins over a default")
 	assert.Equal(t, "durawait", cfg.TaskQueue, "defaults fill the rest")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/readiness"
 	"github.com/durawait/durawait/internal/telemetry"
 	"github.com/durawait/durawait/mcpfront"
@@ -45,6 +47,16 @@ func runRoles(ctx context.Context, name string, r roles, cfg config.Config, stdi
 	p := newProcess(r, cfg, stderr)
 	if err := p.checkRoles(name); err != nil {
 		return err
+	}
+	if p.roles.engine {
+		// Refused before anything listens: the refusal names the owner.
+		if err := datadir.CheckFree(cfg.DataDir); err != nil {
+			var inUse *datadir.InUseError
+			if errors.As(err, &inUse) {
+				inUse.Stop = stopCommand(datadir.Instance{Dir: inUse.Dir, Owner: inUse.Owner})
+			}
+			return err
+		}
 	}
 	for _, key := range cfg.Retired {
 		p.logger.Warn("a retired configuration key is ignored: liveness is per host now ([host] lease_sec, docs/hosts.md); remove it", "key", key)

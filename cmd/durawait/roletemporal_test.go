@@ -22,7 +22,7 @@ func TestStartEngineLeavesADataDirInUseAlone(t *testing.T) {
 	if !hasEmbeddedEngine {
 		t.Skip("a build without the embedded engine (engine_none_test.go)")
 	}
-	p := newProcess(roles{engine: true, worker: true, front: true}, stepConfig(t, "--engine-port", "0", "--ui-port", "0"), io.Discard)
+	p := newProcess(roles{engine: true, worker: true, front: true}, stepConfig(t, "--engine-port", "0", "--no-ui"), io.Discard)
 	require.NoError(t, p.checkRoles("serve"))
 	other, err := datadir.Acquire(p.cfg.DataDir, datadir.Owner{PID: 4242, HTTP: "http://127.0.0.1:1/mcp", StartedAt: time.Now()})
 	require.NoError(t, err)

@@ -64,7 +64,7 @@ func (p *process) startWorker(ctx context.Context) (func(), error) {
 // each to started.
 func (p *process) startWorkerSide(ctx context.Context, started *stops) (*workerSide, error) {
 	cfg, logger := p.cfg, p.logger
-	side := &workerSide{manager: connectDownstream(ctx, cfg, logger, started)}
+	side := &workerSide{manager: connectDownstream(ctx, cfg, p.roles.front, logger, started)}
 	tmuxQueue := tmuxQueueOf(cfg)
 	side.downstream = &activities.Downstream{Servers: side.manager, ProbeTools: probeTools(cfg), TmuxHostQueue: tmuxQueue}
 	side.hub = samplehub.New()
@@ -116,8 +116,15 @@ func (p *process) startWorkerSide(ctx context.Context, started *stops) (*workerS
 // connectDownstream starts the manager of the configured downstream
 // servers, adding its stop to started, and waits (bounded) for them to
 // connect.
-func connectDownstream(ctx context.Context, cfg config.Config, logger *slog.Logger, started *stops) *downstream.Manager {
-	manager := downstream.NewManager(serverConfigs(cfg), downstream.Options{}, logger.With("component", "downstream"))
+func connectDownstream(ctx context.Context, cfg config.Config, front bool, logger *slog.Logger, started *stops) *downstream.Manager {
+	local := cfg.LocalProbesOn(front)
+	switch {
+	case local && !cfg.Stdio && front && cfg.Local.Enabled != nil:
+		logger.Info("the built-in probes (local) answer every caller of this front end", "http", cfg.HTTP, "hosts", cfg.Local.Hosts, "paths", cfg.Local.Paths)
+	case !local && cfg.Local.Enabled == nil:
+		logger.Info("the built-in probes (local) are off: callers of this worker's waits may come from other machines; local.enabled = true turns them on")
+	}
+	manager := downstream.NewManager(serverConfigs(cfg, local), downstream.Options{}, logger.With("component", "downstream"))
 	started.add(runInBackground(context.Background(), manager.Run))
 	readyCtx, readyCancel := context.WithTimeout(ctx, downstreamReadyTimeout)
 	_ = manager.WaitReady(readyCtx)

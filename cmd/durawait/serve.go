@@ -52,7 +52,7 @@ func runServe(ctx context.Context, cfg config.Config, opts serveOptions, inv inv
 		if err != nil {
 			return fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 		}
-		d := &daemonStarter{dataDir: dir, args: inv.args, logger: logger}
+		d := &daemonStarter{dataDir: dir, args: inv.args, settings: cfg.Settings(), logger: logger}
 		// The daemon's MCP endpoint is on loopback; when it authenticates
 		// callers, this user proves to be local with the token it wrote
 		// to the (private) data dir.

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/internal/childenv"
 	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/localprobes"
 	"github.com/durawait/durawait/worker/downstream"
 	"github.com/durawait/durawait/workflows"
 )
@@ -47,7 +50,9 @@ func agentRunner(cfg config.Config, tc client.Client, host string, logger *slog.
 		Signals:      tc,
 		CancelGrace:  cfg.Agents.CancelGrace(),
 		MaxOutput:    cfg.Agents.MaxOutput(),
-		Logger:       logger.With("component", "agents"),
+		// A CLI that cannot reach its API is a blocker after this.
+		UnreachableAfter: cfg.Agents.UnreachableAfter(),
+		Logger:           logger.With("component", "agents"),
 	}, nil
 }
 
@@ -106,10 +111,28 @@ func agentProviders(agents config.Agents) map[string]activities.AgentProvider {
 	resolved := agents.ResolvedProviders()
 	out := make(map[string]activities.AgentProvider, len(resolved))
 	for name, p := range resolved {
-		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: p.Env,
+		out[name] = activities.AgentProvider{Format: p.Format, Command: p.Command, Resume: p.Resume, Model: p.Model, Env: agentEnv(agents, p.Env),
 			Inherit: childenv.Inherit{All: p.InheritEnv.All, Names: p.InheritEnv.Names}}
 	}
 	return out
+}
+
+// agentEnv is what a provider's CLI gets besides the inherited variables:
+// agents.path as its PATH, agents.env, then the provider's own env, which
+// wins. nil when none of them sets anything.
+func agentEnv(agents config.Agents, own map[string]string) map[string]string {
+	if len(agents.Path) == 0 && len(agents.Env) == 0 {
+		return own
+	}
+	env := maps.Clone(agents.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if len(agents.Path) > 0 {
+		env["PATH"] = strings.Join(agents.Path, string(os.PathListSeparator))
+	}
+	maps.Copy(env, own)
+	return env
 }
 
 // catalogPollInterval is how often a front end with no worker in its
@@ -157,14 +180,26 @@ func orDisabled(url string) string {
 	return url
 }
 
-func serverConfigs(cfg config.Config) []downstream.ServerConfig {
-	out := make([]downstream.ServerConfig, len(cfg.MCPServers))
-	for i, s := range cfg.MCPServers {
-		out[i] = downstream.ServerConfig{
+// serverConfigs are the downstream servers: the built-in probes (when
+// local is on: config.LocalProbesOn), then the configured ones.
+func serverConfigs(cfg config.Config, local bool) []downstream.ServerConfig {
+	var out []downstream.ServerConfig
+	if l := cfg.Local; local {
+		// The data dir (engine credentials, the UI's login token, the
+		// agents' spools) is never a file probe's.
+		var deny []string
+		if dir, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
+			deny = append(deny, dir)
+		}
+		probes := localprobes.New(localprobes.Policy{Hosts: l.Hosts, Paths: l.Paths, Commands: l.Commands, Deny: deny, Timeout: l.Timeout()})
+		out = append(out, downstream.ServerConfig{Name: config.LocalServerName, InProcess: probes.Server(version), Expose: l.Expose})
+	}
+	for _, s := range cfg.MCPServers {
+		out = append(out, downstream.ServerConfig{
 			Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL,
 			Inherit:   downstream.Inherit{All: s.InheritEnv.All, Names: s.InheritEnv.Names},
 			Transport: s.Transport, Expose: s.Exposed(),
-		}
+		})
 	}
 	return out
 }

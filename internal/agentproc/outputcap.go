@@ -183,6 +183,12 @@ func (c *outputCap) check(report io.Writer) {
 		return
 	}
 	if err := punchHole(c.path, holeFrom, to-holeFrom); err != nil {
+		// Nothing was cut: the record goes back to what is true.
+		if c.cut.To == 0 {
+			_ = os.Remove(c.path + CutSuffix)
+		} else {
+			_ = writeAtomic(c.path+CutSuffix, fmt.Sprintf("%d %d\n", c.cut.From, c.cut.To))
+		}
 		c.off = true
 		fmt.Fprintf(report, "durawait supervisor: cannot cut %s to its cap (%v): it grows uncapped\n", c.path, err)
 		return

@@ -96,6 +96,8 @@ func TestRoomsImportOnlyWhatTheyMay(t *testing.T) {
 			prefixOf(module+"/mcpfront", module+"/internal/config")},
 		{"worker/downstream", "the downstream manager is a worker's part: it knows no front end and no TOML",
 			prefixOf(module+"/mcpfront", module+"/internal/config", "github.com/BurntSushi/toml")},
+		{"internal/localprobes", "the built-in probes are an MCP server of the machine: they know no worker, no workflow and no TOML",
+			prefixOf(module+"/activities", module+"/worker", module+"/mcpfront", module+"/internal/config", module+"/workflows", "github.com/BurntSushi/toml")},
 		{"worker/hosting", "a worker's hosts (leases, loops, adoption) know no front end and no TOML",
 			prefixOf(module+"/mcpfront", module+"/internal/config", module+"/worker/downstream", "github.com/BurntSushi/toml")},
 	} {

@@ -32,6 +32,18 @@ type Agents struct {
 	// invocation's CLI run spools: past it the head and the newest half
 	// are kept and the middle is cut (docs/agents.md, "Output on disk").
 	MaxOutputMB int `toml:"max_output_mb"`
+	// UnreachableAfterSec is how long a CLI may retry its model's API (or
+	// wait for the network), saying nothing else, before the invocation
+	// is blocked with network_unavailable; 0: never.
+	UnreachableAfterSec int `toml:"unreachable_after_sec"`
+	// Path is the PATH of every agent CLI (and where a command without a
+	// '/' is looked up), folders in order; empty: durawait's own PATH,
+	// which for the stdio daemon is the PATH of the session that started
+	// it. A provider's env may still set PATH.
+	Path []string `toml:"path"`
+	// Env is added to every agent CLI's environment; a provider's env
+	// wins over it.
+	Env map[string]string `toml:"env"`
 	// Providers are the CLIs that may run, by name. Only configured providers
 	// run; a built-in preset fills what a provider leaves out.
 	Providers map[string]AgentProvider `toml:"providers"`
@@ -168,6 +180,11 @@ func (a Agents) AnswerWait() time.Duration { return time.Duration(a.AnswerWaitSe
 // MaxOutput is the cap in bytes of each output file of a CLI run.
 func (a Agents) MaxOutput() int64 { return int64(a.MaxOutputMB) << 20 }
 
+// UnreachableAfter is agents.unreachable_after_sec.
+func (a Agents) UnreachableAfter() time.Duration {
+	return time.Duration(a.UnreachableAfterSec) * time.Second
+}
+
 // CancelGrace is the SIGTERM to SIGKILL delay of cancel_agent.
 func (a Agents) CancelGrace() time.Duration { return time.Duration(a.CancelGraceSec) * time.Second }
 
@@ -186,8 +203,16 @@ func (a Agents) validate() []error {
 	if a.CancelGraceSec < 0 {
 		bad("agents.cancel_grace_sec: must not be negative, got %d", a.CancelGraceSec)
 	}
+	if a.UnreachableAfterSec < 0 {
+		bad("agents.unreachable_after_sec: must be 0 (never) or more, got %d", a.UnreachableAfterSec)
+	}
 	if a.MaxOutputMB < 1 {
 		bad("agents.max_output_mb: must be at least 1 (MiB), got %d", a.MaxOutputMB)
+	}
+	for i, p := range a.Path {
+		if !filepath.IsAbs(p) {
+			bad("agents.path[%d]: %q must be an absolute folder", i, p)
+		}
 	}
 	for i, r := range a.AllowedRoots {
 		if !filepath.IsAbs(r) {

@@ -25,6 +25,9 @@ type Config struct {
 	// Retired lists the keys of retired tables the file set (see
 	// retiredTables): they are ignored, and durawait warns of each.
 	Retired []string `toml:"-"`
+	// File is the config file the configuration was loaded from
+	// (absolute); empty for the defaults.
+	File string `toml:"-"`
 	// HTTP is the listen address of the MCP front end (streamable HTTP at
 	// /mcp) and /healthz.
 	HTTP string `toml:"http"`
@@ -55,8 +58,11 @@ type Config struct {
 	TaskQueue  string                `toml:"task_queue"`
 	// EnginePort is the embedded engine's gRPC port.
 	EnginePort int `toml:"engine_port"`
-	// UIPort is the embedded Web UI's port; 0 disables it.
+	// UIPort is the embedded Web UI's port; 0 picks a free one, as for
+	// every port key.
 	UIPort int `toml:"ui_port"`
+	// UI runs the embedded Web UI (default true).
+	UI bool `toml:"ui"`
 	// RetentionHours is how long the embedded engine keeps closed waits
 	// (their history, for the UI and `durawait waits`); on a cluster the
 	// namespace's own retention applies.
@@ -103,6 +109,8 @@ type Config struct {
 	MCPServers []MCPServer `toml:"mcp_servers"`
 	Agents     Agents      `toml:"agents"`
 	Tmux       Tmux        `toml:"tmux"`
+	// Local configures the built-in probe server, `local`.
+	Local Local `toml:"local"`
 }
 
 // Tmux configures list_panes and wait_for_text.
@@ -222,13 +230,15 @@ func Default() Config {
 		TaskQueue:          "durawait",
 		EnginePort:         7233,
 		UIPort:             8233,
+		UI:                 true,
 		RetentionHours:     24,
 		LogLevel:           "info",
 		LogFormat:          "text",
 		EventResultMaxLen:  16384,
 		Host:               Host{LeaseSec: DefaultHostLeaseSec},
-		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10, AnswerWaitSec: 300, MaxOutputMB: 64},
+		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10, AnswerWaitSec: 300, MaxOutputMB: 64, UnreachableAfterSec: 180},
 		Tmux:               Tmux{WaitMaxSec: 60},
+		Local:              Local{TimeoutSec: 10},
 	}
 }
 
@@ -272,6 +282,9 @@ func Load(path string) (Config, error) {
 	if len(unknown) > 0 {
 		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(unknown, ", "))
 	}
+	if abs, err := filepath.Abs(path); err == nil {
+		cfg.File = abs
+	}
 	base := filepath.Dir(path)
 	switch {
 	case md.IsDefined("data_dir") && !filepath.IsAbs(cfg.DataDir):
@@ -291,6 +304,22 @@ func Load(path string) (Config, error) {
 	for i, s := range cfg.MCPServers {
 		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
 			cfg.MCPServers[i].Command[0] = filepath.Join(base, s.Command[0])
+		}
+	}
+	for i, p := range cfg.Local.Paths {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			if home, err := os.UserHomeDir(); err == nil {
+				cfg.Local.Paths[i] = filepath.Join(home, rest)
+			}
+		} else if p != "" && !filepath.IsAbs(p) {
+			cfg.Local.Paths[i] = filepath.Join(base, p)
+		}
+	}
+	for i, p := range cfg.Agents.Path {
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			if home, err := os.UserHomeDir(); err == nil {
+				cfg.Agents.Path[i] = filepath.Join(home, rest)
+			}
 		}
 	}
 	for name, p := range cfg.Agents.Providers {
@@ -335,7 +364,7 @@ func (c Config) Validate() error {
 		bad("engine_port: must be a TCP port (0 picks a free one), got %d", c.EnginePort)
 	}
 	if c.UIPort < 0 || c.UIPort > 65535 {
-		bad("ui_port: must be a TCP port or 0 to disable the UI, got %d", c.UIPort)
+		bad("ui_port: must be a TCP port (0 picks a free one; ui = false runs no UI), got %d", c.UIPort)
 	}
 	if c.RetentionHours < MinRetentionHours || c.RetentionHours > MaxRetentionHours {
 		errs = append(errs, fmt.Errorf("retention_hours: %w: must be %d to %d, got %d",
@@ -375,6 +404,8 @@ func (c Config) Validate() error {
 			bad("%s.name: %q must not contain dots or spaces (tools are named <server>.<tool>)", field, s.Name)
 		case seen[s.Name]:
 			bad("%s.name: %q is used by another server", field, s.Name)
+		case s.Name == LocalServerName && c.Local.On():
+			bad("%s.name: %q is the built-in probe server's; name this server otherwise, or turn the built-in off (local.enabled = false)", field, s.Name)
 		}
 		seen[s.Name] = true
 		switch {
@@ -406,6 +437,7 @@ func (c Config) Validate() error {
 		bad("tmux.wait_max_sec: must be at least 1, got %d", c.Tmux.WaitMaxSec)
 	}
 	errs = append(errs, c.Agents.validate()...)
+	errs = append(errs, c.Local.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -104,7 +104,7 @@ func TestValidateNamesEveryBrokenRule(t *testing.T) {
 		`log_level: must be debug, info, warn or error, got "loud"`,
 		`log_format: must be text or json, got "xml"`,
 		"tool_result_max_length: must be at least 1 (characters), got 0",
-		"ui_port: must be a TCP port or 0 to disable the UI, got 70000",
+		"ui_port: must be a TCP port (0 picks a free one; ui = false runs no UI), got 70000",
 		"host.lease_sec: must be 2 to 300, got 0",
 		"mcp_servers[0].name: must not be empty",
 		`mcp_servers[1].name: "a.b" must not contain dots or spaces`,
@@ -150,11 +150,14 @@ command = ["./mycli", "{prompt}"]
 	assert.True(t, filepath.IsAbs(p["mine"].Command[0]), "relative programs are taken from the config's folder")
 	assert.Equal(t, []string{"claude", "codex", "mine"}, cfg.Agents.ProviderNames())
 	assert.Equal(t, 300, cfg.Agents.WaitWindowSec)
+	assert.Equal(t, int64(64<<20), cfg.Agents.MaxOutput(), "64 MiB per output file by default")
 
 	cfg.Agents.Providers["nopreset"] = AgentProvider{}
 	cfg.Agents.Providers["badformat"] = AgentProvider{Format: "xml", Command: []string{"x", "{prompt}", "{prompt}"}}
 	cfg.Agents.AllowedRoots = []string{"relative/root"}
 	cfg.Agents.WaitWindowSec = 0
+	cfg.Agents.MaxOutputMB = 0
+	cfg.Agents.Path = []string{"/usr/bin", "relative/bin"}
 	err = cfg.Validate()
 	require.Error(t, err)
 	for _, msg := range []string{
@@ -164,6 +167,8 @@ command = ["./mycli", "{prompt}"]
 		`agents.providers.badformat.command: "{prompt}" may appear once, got 2`,
 		`agents.allowed_roots[0]: "relative/root" must be an absolute path`,
 		"agents.wait_window_sec: must be at least 1, got 0",
+		"agents.max_output_mb: must be at least 1 (MiB), got 0",
+		`agents.path[1]: "relative/bin" must be an absolute folder`,
 	} {
 		assert.Contains(t, err.Error(), msg)
 	}
@@ -344,4 +349,81 @@ func TestHostKeys(t *testing.T) {
 	cfg.Host = Host{ID: "laptop-1.dev_2", LeaseSec: 2}
 	assert.NoError(t, cfg.Validate())
 	assert.Equal(t, 2*time.Second, cfg.HostLease())
+}
+
+// The built-in probes are on by default with nothing allowed beyond
+// loopback; each rule of [local] names its key.
+func TestLocalProbesConfig(t *testing.T) {
+	cfg := Default()
+	cfg.DataDir = t.TempDir()
+	assert.True(t, cfg.Local.On())
+	assert.Empty(t, cfg.Local.Paths)
+	assert.Empty(t, cfg.Local.Commands)
+	require.NoError(t, cfg.Validate())
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "durawait.toml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+[local]
+paths = ["work", "/srv/x", "~/projects"]
+hosts = ["*.internal", "10.0.0.0/8", "192.0.2.1", "bad host", "http://x"]
+commands = { "Bad Name" = ["true"], empty = [], ok = ["git", "status"] }
+timeout_sec = 0
+
+[[mcp_servers]]
+name = "local"
+command = ["x"]
+`), 0o644))
+	loaded, err := Load(path)
+	require.NoError(t, err)
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "work"), "/srv/x", filepath.Join(home, "projects")}, loaded.Local.Paths,
+		"relative paths are the config file's; ~/ is the home")
+	err = loaded.Validate()
+	require.Error(t, err)
+	for _, msg := range []string{
+		`local.hosts[3]: "bad host" must be a host name, a *.domain wildcard, an address or a CIDR prefix`,
+		`local.hosts[4]: "http://x" must be a host name`,
+		"local.commands.Bad Name: the name must be 1 to 64 lowercase letters, digits, '_' or '-'",
+		"local.commands.empty: must be a non-empty argument vector",
+		"local.timeout_sec: must be 1 to 60, got 0",
+		`mcp_servers[0].name: "local" is the built-in probe server's; name this server otherwise, or turn the built-in off (local.enabled = false)`,
+	} {
+		assert.Contains(t, err.Error(), msg)
+	}
+	assert.NotContains(t, err.Error(), "local.hosts[0]")
+	assert.NotContains(t, err.Error(), "local.commands.ok")
+
+	off := false
+	loaded.Local = Local{Enabled: &off, TimeoutSec: 10}
+	assert.NoError(t, loaded.Validate(), "a server may be named local when the built-in is off")
+}
+
+// The built-in probes run by default only where every caller is on this
+// machine; local.enabled decides when set.
+func TestLocalProbesRunWhereCallersAreLocal(t *testing.T) {
+	on, off := true, false
+	for _, tc := range []struct {
+		http    string
+		stdio   bool
+		front   bool
+		enabled *bool
+		want    bool
+	}{
+		{"127.0.0.1:8765", false, true, nil, true},
+		{"[::1]:8765", false, true, nil, true},
+		{"localhost:8765", false, true, nil, true},
+		{"0.0.0.0:8765", false, true, nil, false},
+		{"10.1.2.3:8765", false, true, nil, false},
+		{"0.0.0.0:8765", true, true, nil, true},
+		{"127.0.0.1:8765", false, false, nil, false},
+		{"0.0.0.0:8765", false, true, &on, true},
+		{"127.0.0.1:8765", false, true, &off, false},
+		{"127.0.0.1:8765", false, false, &on, true},
+	} {
+		cfg := Default()
+		cfg.HTTP, cfg.Stdio, cfg.Local.Enabled = tc.http, tc.stdio, tc.enabled
+		assert.Equal(t, tc.want, cfg.LocalProbesOn(tc.front), "%+v", tc)
+	}
 }

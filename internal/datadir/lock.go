@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,18 +24,36 @@ type Owner struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Log is the log file of a background daemon; empty when the owner
 	// logs to its stderr.
-	Log       string    `json:"log,omitempty"`
-	StartedAt time.Time `json:"started_at"`
+	Log string `json:"log,omitempty"`
+	// Config is the owner's config file (absolute); empty when it runs
+	// on defaults and flags.
+	Config string `json:"config,omitempty"`
+	// Args are the owner's command-line arguments (its flags).
+	Args []string `json:"args,omitempty"`
+	// Settings are the owner's effective configuration, by key
+	// (config.Config.Settings): what a stdio session compares with it.
+	Settings  map[string]json.RawMessage `json:"settings,omitempty"`
+	StartedAt time.Time                  `json:"started_at"`
 }
 
 // InUseError says which process holds the data dir.
 type InUseError struct {
 	Dir   string
 	Owner Owner
+	// Stop is the command that stops the owner; empty: durawait stop
+	// --data-dir with Dir.
+	Stop string
 }
 
 func (e *InUseError) Error() string {
-	msg := fmt.Sprintf("data dir %s is in use by another durawait process (pid %d", e.Dir, e.Owner.PID)
+	what := "another durawait process"
+	if e.Owner.Log != "" {
+		what = "the background daemon of stdio sessions"
+	}
+	msg := fmt.Sprintf("data dir %s is in use by %s (pid %d", e.Dir, what, e.Owner.PID)
+	if e.Owner.Config != "" {
+		msg += ", config " + e.Owner.Config
+	}
 	if e.Owner.HTTP != "" {
 		msg += ", MCP at " + e.Owner.HTTP
 	}
@@ -41,10 +61,26 @@ func (e *InUseError) Error() string {
 		msg += ", Temporal engine at " + e.Owner.Engine
 	}
 	msg += ", started " + e.Owner.StartedAt.Format(time.RFC3339) + ")"
+	stop := e.Stop
+	if stop == "" {
+		stop = "durawait stop --data-dir '" + strings.ReplaceAll(e.Dir, "'", `'\''`) + "'"
+	}
+	msg += "; stop it with `" + stop + "` (its waits resume when durawait starts again)"
 	if e.Owner.Engine != "" {
-		msg += fmt.Sprintf("; to add a worker and front end to it, run with --temporal %s, or use another --data-dir", e.Owner.Engine)
+		msg += fmt.Sprintf(", or add a worker and front end to it with --temporal %s, or use another --data-dir", e.Owner.Engine)
 	}
 	return msg
+}
+
+// CheckFree fails with an *InUseError when a live process holds dir: a
+// process that will take dir checks before it listens, so that its
+// refusal comes before it logs that it serves.
+func CheckFree(dir string) error {
+	owner, held, err := Inspect(dir)
+	if err != nil || !held {
+		return err
+	}
+	return &InUseError{Dir: dir, Owner: owner}
 }
 
 // Lock is a held data dir.
@@ -78,6 +114,9 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 	if err := l.Update(owner); err != nil {
 		l.Release()
 		return nil, err
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		register(abs)
 	}
 	return l, nil
 }

@@ -23,10 +23,23 @@ func TestSecondAcquireNamesTheOwner(t *testing.T) {
 	require.ErrorAs(t, err, &inUse)
 	assert.Equal(t, 4242, inUse.Owner.PID)
 	assert.Equal(t, "data dir "+dir+" is in use by another durawait process (pid 4242, MCP at http://127.0.0.1:8765/mcp, "+
-		"Temporal engine at 127.0.0.1:7233, started 2026-11-29T12:00:00Z); to add a worker and front end to it, "+
-		"run with --temporal 127.0.0.1:7233, or use another --data-dir", err.Error())
+		"Temporal engine at 127.0.0.1:7233, started 2026-11-29T12:00:00Z); stop it with `durawait stop --data-dir '"+dir+"'` "+
+		"(its waits resume when durawait starts again), or add a worker and front end to it with --temporal 127.0.0.1:7233, "+
+		"or use another --data-dir", err.Error())
+	assert.Equal(t, err.Error(), CheckFree(dir).Error(), "a process that will take dir checks first")
+
+	// A stdio daemon started with a config: named so, and stopped by the
+	// command its caller names.
+	require.NoError(t, first.Update(Owner{PID: 4242, Config: "/p/durawait.toml", Log: LogPath(dir), StartedAt: started}))
+	err = CheckFree(dir)
+	require.ErrorAs(t, err, &inUse)
+	inUse.Stop = "durawait stop --config '/p/durawait.toml'"
+	assert.Equal(t, "data dir "+dir+" is in use by the background daemon of stdio sessions (pid 4242, config /p/durawait.toml, "+
+		"started 2026-11-29T12:00:00Z); stop it with `durawait stop --config '/p/durawait.toml'` (its waits resume when durawait starts again)",
+		err.Error())
 
 	first.Release()
+	assert.NoError(t, CheckFree(dir))
 	again, err := Acquire(dir, Owner{PID: 2})
 	require.NoError(t, err, "released locks can be taken")
 	again.Release()

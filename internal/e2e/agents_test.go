@@ -210,6 +210,32 @@ func TestWaitAgentAsATask(t *testing.T) {
 	assert.Equal(t, "completed", got.Final.Status)
 }
 
+// A wait_agent task on an invocation that cancel_agent ends completes with
+// the cancelled payload (the invocation's workflow closes Canceled in
+// Temporal, with the payload in its details): not as a failed task.
+func TestAWaitAgentTaskEndsWithTheCancelledPayload(t *testing.T) {
+	w := newAgentWorkspace(t, 60)
+	w.script("long",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"working on it"}]}}`,
+		`@wait never`)
+	inst := w.startServe(w.config)
+	c := inst.client(t)
+	id := c.startAgent(t, "fake", "long", map[string]any{"cwd": w.path("work/repo")})
+	go func() {
+		eventually(t, "the task", func() bool { return readFile(w.path("task-created")) != "" })
+		c.agentCall(t, "cancel_agent", map[string]any{"invocation_id": id})
+	}()
+	got := runOneTask(t, "http://"+inst.http+"/mcp", w.dir, "wait_agent", map[string]any{"invocation_id": id})
+	require.False(t, got.Result.IsError, "a cancelled invocation is an answer, not a failure")
+	var p payload
+	require.NoError(t, json.Unmarshal(got.Result.StructuredContent, &p))
+	assert.Equal(t, "cancelled", p.Status)
+	assert.Equal(t, "finished", p.Reason)
+	assert.Equal(t, "working on it", p.output())
+	assert.Equal(t, "completed", got.Final.Status)
+}
+
 type listed struct {
 	InvocationID string `json:"invocation_id"`
 	Status       string `json:"status"`
@@ -623,4 +649,95 @@ func TestAnotherOSUserCannotReachTheAgentSpool(t *testing.T) {
 	}
 	w.release("go")
 	assert.Equal(t, "succeeded", c.waitUntilFinished(t, id).Status)
+}
+
+// A CLI that writes past agents.max_output_mb leaves a spool that holds
+// its head and its newest output, the cut recorded beside it and freed on
+// disk, and its invocation answers the final reply as if nothing were cut.
+func TestAnAgentsOutputIsCappedOnDisk(t *testing.T) {
+	w := &agentWorkspace{workspace: newWorkspace(t)}
+	agents := strings.Replace(agentsTOML(w.workspace, 60), "[agents]\n", "[agents]\nmax_output_mb = 1\n", 1)
+	w.config = w.writeConfigWith(agents, w.demoServer("demo"))
+	lines := []string{`{"type":"system","subtype":"init","session_id":"{session}"}`}
+	for range 40 {
+		lines = append(lines, "@bigtext 100000") // 4 MB in all
+	}
+	lines = append(lines, `{"type":"assistant","message":{"content":[{"type":"text","text":"Nearly there."}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"Done after a lot of output.","session_id":"{session}"}`)
+	w.script("chatty", lines...)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fake", "chatty", map[string]any{"cwd": w.path("work/repo")})
+
+	p := c.waitUntilFinished(t, id)
+	assert.Equal(t, "succeeded", p.Status)
+	assert.Equal(t, "Done after a lot of output.", p.output())
+	assert.Equal(t, "sess-new", p.SessionID)
+
+	stdout := w.path("data/agents/" + strings.ReplaceAll(id, "/", "_") + "/" + agentproc.StdoutFile)
+	cut, ok := agentproc.ReadCut(stdout)
+	require.True(t, ok, "the output passed its cap of 1 MiB: the cut is recorded in %s%s", stdout, agentproc.CutSuffix)
+	assert.Greater(t, cut.Bytes(), int64(2<<20), "most of the 4 MB was cut")
+	fi, err := os.Stat(stdout)
+	require.NoError(t, err)
+	assert.Less(t, fi.Sys().(*syscall.Stat_t).Blocks*512, int64(2<<20), "the cut bytes are freed on disk")
+	lines2 := agentproc.ReadLines(stdout)
+	require.NotEmpty(t, lines2)
+	assert.Contains(t, string(lines2[0]), `"session_id":"sess-new"`, "the head is kept")
+	assert.Contains(t, string(lines2[len(lines2)-1]), "Done after a lot of output.", "the newest output is kept")
+}
+
+// A provider whose command is a bare name is found through agents.path,
+// whatever PATH durawait itself has.
+func TestAgentsPathFindsABareCommand(t *testing.T) {
+	w := &agentWorkspace{workspace: newWorkspace(t)}
+	require.NoError(t, os.MkdirAll(w.path("scripts"), 0o755))
+	require.NoError(t, os.MkdirAll(w.path("work/repo"), 0o755))
+	dir := filepath.Dir(bin.fakeagent)
+	agents := fmt.Sprintf("[agents]\nwait_window_sec = 60\nallowed_roots = [%q]\npath = [%q, \"/usr/bin\", \"/bin\"]\n\n[agents.providers.bare]\nformat = \"claude-stream-json\"\ncommand = [%q, \"--scripts\", %q, \"{prompt}\"]\n",
+		w.path("work"), dir, filepath.Base(bin.fakeagent), w.path("scripts"))
+	w.config = w.writeConfigWith(agents)
+	w.script("hi", `{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"found on agents.path","session_id":"{session}"}`)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "bare", "hi", map[string]any{"cwd": w.path("work/repo")})
+	p := c.waitUntilFinished(t, id)
+	assert.Equal(t, "succeeded", p.Status, "%+v", p)
+	assert.Equal(t, "found on agents.path", p.output())
+}
+
+// A CLI whose retries of its API (here Codex's reconnects, with no
+// network) keep coming for agents.unreachable_after_sec is an execution blocker,
+// network_unavailable, once; the CLI is left running, and finishes when
+// the network comes back.
+func TestACLIThatCannotReachItsAPIIsBlocked(t *testing.T) {
+	w := &agentWorkspace{workspace: newWorkspace(t)}
+	agents := strings.Replace(agentsTOML(w.workspace, 60), "[agents]\n", "[agents]\nunreachable_after_sec = 2\n", 1)
+	w.config = w.writeConfigWith(agents, w.demoServer("demo"))
+	w.script("offline",
+		`{"type":"thread.started","thread_id":"th-1"}`,
+		`{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: error sending request)"}`,
+		`@sleep 1100ms`,
+		`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: error sending request)"}`,
+		`@sleep 1100ms`,
+		`{"type":"error","message":"Reconnecting... 3/5 (stream disconnected before completion: error sending request)"}`,
+		`@wait network-back`,
+		`{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"back online"}}`,
+		`{"type":"turn.completed"}`)
+	c := w.startServe(w.config).client(t)
+	id := c.startAgent(t, "fakecodex", "offline", nil)
+
+	var p payload
+	for i := 0; i < 20 && p.Reason != "execution_blocked"; i++ {
+		p = c.waitAgent(t, id)
+	}
+	require.Equal(t, "execution_blocked", p.Reason)
+	assert.Equal(t, "running", p.Status, "the CLI is left running")
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "network_unavailable", p.Error.Code)
+	assert.Contains(t, p.Error.Message, "Reconnecting... 3/5", "the retries kept coming for 2 s")
+
+	w.release("network-back")
+	final := c.waitUntilFinished(t, id)
+	assert.Equal(t, "succeeded", final.Status)
+	assert.Equal(t, "back online", final.output())
 }

@@ -437,7 +437,7 @@ func TestTokensFileModeAtStart(t *testing.T) {
 	tokens := w.path("tokens.toml")
 
 	require.NoError(t, os.Chmod(tokens, 0o666))
-	out := serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0")
+	out := serveFails(t, w, config, "--engine-port", "0", "--no-ui")
 	assert.Contains(t, out, "auth.tokens_file "+tokens+": mode 0666 lets every user of the machine change it, and so add a token of their own: chmod 600 it")
 
 	require.NoError(t, os.Chmod(tokens, 0o644))

@@ -281,7 +281,7 @@ func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {
 	w := newWorkspace(t)
 	w.killDaemonAtCleanup() // the stdio process bridges to a daemon it starts
 	config := w.writeConfig(w.demoServer("demo"))
-	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0")
+	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--no-ui")
 	cmd.Env = append(os.Environ(), w.env()...)
 	cmd.Stderr = os.Stderr
 	// The stdio process bridges to the daemon's HTTP endpoint, adding the
@@ -295,7 +295,7 @@ func TestClientMatrixOfficialGoSDKOverStdio(t *testing.T) {
 func TestClientMatrixOfficialGoSDKOverStdioWithoutADaemon(t *testing.T) {
 	w := newWorkspace(t)
 	config := w.writeConfig(w.demoServer("demo"))
-	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--ui-port", "0")
+	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--no-ui")
 	cmd.Env = append(os.Environ(), w.env()...)
 	cmd.Stderr = os.Stderr
 	runClientMatrix(t, w, connectGoSDK(t, &sdkmcp.CommandTransport{Command: cmd}, "2026-07-28"))

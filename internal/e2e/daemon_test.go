@@ -141,7 +141,8 @@ func TestKilledStdioSessionLosesNoWait(t *testing.T) {
 	assert.Equal(t, []int{daemon}, w.daemonPIDs())
 }
 
-// status and stop find the daemon through the config, and stop ends it.
+// status and stop find the daemon through the config (status with no flag
+// too), a foreground serve on its config is refused, and stop ends it.
 func TestStatusAndStopOfTheDaemon(t *testing.T) {
 	w := newWorkspace(t)
 	config := w.writeConfig(w.demoServer("demo"))
@@ -153,6 +154,23 @@ func TestStatusAndStopOfTheDaemon(t *testing.T) {
 	assert.Contains(t, string(out), fmt.Sprintf("pid:       %d (background daemon, ready)", owner.PID))
 	assert.Contains(t, string(out), owner.HTTP)
 	assert.Contains(t, string(out), datadir.LogPath(w.path("data")))
+
+	// With no flag, status finds it among every durawait of the user, and
+	// says which flag reaches it.
+	out, err = exec.Command(bin.durawait, "status").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("pid:       %d (background daemon, ready)", owner.PID))
+	assert.Contains(t, string(out), "config:    "+config+"\n")
+	assert.Contains(t, string(out), "reach it:  durawait status --config '"+config+"'  (stop: durawait stop --config '"+config+"')")
+
+	// A foreground serve on the daemon's config is refused before it
+	// listens, naming the daemon and how to stop it.
+	fg := exec.Command(bin.durawait, "serve", "--config", config, "--http", "127.0.0.1:0")
+	out, err = fg.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("is in use by the background daemon of stdio sessions (pid %d, config %s", owner.PID, config))
+	assert.Contains(t, string(out), "stop it with `durawait stop --config '"+config+"'`")
+	assert.NotContains(t, string(out), "msg=listening", "refused before it listens")
 
 	out, err = exec.Command(bin.durawait, "stop", "--config", config).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -196,4 +214,41 @@ func TestStdioSessionRestartsADeadDaemon(t *testing.T) {
 	assert.Equal(t, "matched", res.Reason)
 	assert.Greater(t, res.Samples, w.calls("job")-before, "samples from before the crash count")
 	assert.Equal(t, []int{second}, w.daemonPIDs())
+}
+
+// A stdio session whose configuration differs from the daemon's on its
+// data dir (another flag here; another config file on the same data dir,
+// or the file's contents edited since) is refused, saying what differs and
+// how to get its own, rather than silently served with the daemon's tools
+// and flags; a session with the daemon's configuration shares it.
+func TestAStdioSessionWithAnotherConfigurationThanTheDaemonsIsRefused(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig(w.demoServer("demo"))
+	w.stdioClient(config)
+	owner := w.owner()
+
+	refused := func(session string, extra ...string) string {
+		t.Helper()
+		args := append([]string{"serve", "--stdio", "--config", session, "--engine-port", "0", "--no-ui"}, extra...)
+		other := exec.Command(bin.durawait, args...)
+		other.Env = append(os.Environ(), w.env()...)
+		out, err := other.CombinedOutput()
+		require.Error(t, err, "%s", out)
+		assert.Contains(t, string(out), fmt.Sprintf("the durawait daemon on data dir %s (pid %d, `durawait serve --stdio --config %s", w.path("data"), owner.PID, config))
+		assert.Contains(t, string(out), "Stop the daemon (durawait stop --config '"+config+"'")
+		return string(out)
+	}
+	out := refused(config, "--tool", "wait_for_text")
+	assert.Contains(t, out, "(`durawait serve --stdio --config "+config+" --engine-port 0 --no-ui --tool wait_for_text --daemon")
+	assert.Contains(t, out, "they differ in tools.")
+
+	// Another project's config that names the same data dir.
+	other := w.writeConfigAt("other.toml", w.path("data"), "hide_probe_arg_values = true\n")
+	assert.Contains(t, refused(other), "they differ in config, hide_probe_arg_values, mcp_servers.")
+
+	same, _ := w.stdioClient(config)
+	list, err := same.ListTools(context.Background(), mcp.ListToolsRequest{})
+	require.NoError(t, err, "a session with the daemon's configuration shares it")
+	assert.NotEmpty(t, list.Tools)
+	assert.Equal(t, []int{owner.PID}, w.daemonPIDs())
 }

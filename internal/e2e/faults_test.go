@@ -112,7 +112,7 @@ func TestInvalidUTF8ArgumentsAreRefusedAsSent(t *testing.T) {
 	})
 
 	t.Run("stdio", func(t *testing.T) {
-		cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--ui-port", "0")
+		cmd := exec.Command(bin.durawait, "serve", "--stdio", "--no-daemon", "--config", config, "--engine-port", "0", "--no-ui")
 		cmd.Env = append(os.Environ(), w.env()...)
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestACorruptWALReadsClearly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	out := serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0")
+	out := serveFails(t, w, config, "--engine-port", "0", "--no-ui")
 	db := w.path("data/temporal.db")
 	assert.Contains(t, out, "the database "+db+" is damaged or incomplete")
 	assert.Contains(t, out, "write-ahead log "+db+"-wal may be corrupt")

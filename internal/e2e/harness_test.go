@@ -55,6 +55,9 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(dir, "no-temporal-config.toml"))
+	// The durawaits of these tests note their data dirs in a registry of
+	// their own, not the user's (`durawait status` with no flag).
+	os.Setenv("DURAWAIT_REGISTRY_DIR", filepath.Join(dir, "running"))
 	bin.durawait = filepath.Join(dir, "durawait")
 	bin.demoprobe = filepath.Join(dir, "demoprobe")
 	bin.fakeagent = filepath.Join(dir, "fakeagent")
@@ -241,9 +244,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// serveArgs are the flags every test instance runs with: no fixed ports.
+// serveArgs are the flags every test instance runs with: no fixed ports,
+// and no Web UI.
 func serveArgs(config, httpAddr string) []string {
-	return []string{"serve", "--config", config, "--http", httpAddr, "--engine-port", "0", "--ui-port", "0"}
+	return []string{"serve", "--config", config, "--http", httpAddr, "--engine-port", "0", "--no-ui"}
+}
+
+// withExtra appends a test's own flags to args; a test that asks for a
+// Web UI (--ui-port) gets one.
+func withExtra(args []string, extra ...string) []string {
+	if slices.Contains(extra, "--ui-port") {
+		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--no-ui" })
+	}
+	return append(args, extra...)
 }
 
 // startServe runs `durawait serve` on the workspace's config over HTTP and
@@ -286,7 +299,7 @@ func (w *workspace) startServeWith(config, addr string, env []string, flags ...s
 func (w *workspace) launchServe(config, addr string, env []string, flags ...string) *instance {
 	w.t.Helper()
 	inst := &instance{t: w.t, http: addr, log: &syncBuffer{}, done: make(chan struct{})}
-	inst.cmd = exec.Command(bin.durawait, append(serveArgs(config, inst.http), flags...)...)
+	inst.cmd = exec.Command(bin.durawait, withExtra(serveArgs(config, inst.http), flags...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	inst.cmd.Stdout, inst.cmd.Stderr = inst.log, inst.log
 	require.NoError(w.t, inst.cmd.Start())
@@ -572,7 +585,7 @@ func (w *workspace) stdioClientArgs(config string, extra ...string) (*mcpClient,
 	w.t.Helper()
 	var cmd *exec.Cmd
 	logs := &syncBuffer{}
-	args := append([]string{"serve", "--stdio", "--config", config, "--engine-port", "0", "--ui-port", "0"}, extra...)
+	args := withExtra([]string{"serve", "--stdio", "--config", config, "--engine-port", "0", "--no-ui"}, extra...)
 	tr := transport.NewStdioWithOptions(bin.durawait, w.env(), args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd = exec.Command(command, args...)

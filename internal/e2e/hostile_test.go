@@ -250,7 +250,7 @@ func newRawHTTP(t *testing.T, url string) rawSender {
 // newRawStdio starts one more `durawait serve --stdio` bridge to w's daemon
 // and returns a sender that writes a line and reads the next line back.
 func newRawStdio(t *testing.T, w *hostileWorkspace) rawSender {
-	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", w.config, "--engine-port", "0", "--ui-port", "0")
+	cmd := exec.Command(bin.durawait, "serve", "--stdio", "--config", w.config, "--engine-port", "0", "--no-ui")
 	cmd.Env = append(os.Environ(), w.env()...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)

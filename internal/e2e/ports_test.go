@@ -57,7 +57,7 @@ func TestPortsInUseReadClearly(t *testing.T) {
 	config := w.writeConfig(w.demoServer("demo"))
 
 	_, busy := listenOn(t)
-	out := serveFails(t, w, config, "--engine-port", busy, "--ui-port", "0")
+	out := serveFails(t, w, config, "--engine-port", busy, "--no-ui")
 	assert.Contains(t, out, "the embedded Temporal engine's port 127.0.0.1:"+busy+" is in use; run with --engine-port PORT")
 	assert.NotContains(t, out, "--temporal")
 	assert.NotContains(t, out, "panic")
@@ -75,19 +75,19 @@ func TestPortsInUseReadClearly(t *testing.T) {
 	workflowservice.RegisterWorkflowServiceServer(gs, fakeTemporal{})
 	go func() { _ = gs.Serve(l) }()
 	t.Cleanup(gs.Stop)
-	out = serveFails(t, w, config, "--engine-port", temporalPort, "--ui-port", "0")
+	out = serveFails(t, w, config, "--engine-port", temporalPort, "--no-ui")
 	assert.Contains(t, out, "(a Temporal server answers at 127.0.0.1:"+temporalPort+")")
 	assert.Contains(t, out, "--temporal 127.0.0.1:"+temporalPort)
 
 	_, busyUI := listenOn(t)
 	out = serveFails(t, w, config, "--engine-port", "0", "--ui-port", busyUI)
-	assert.Contains(t, out, "the Temporal Web UI's port 127.0.0.1:"+busyUI+" is in use; run with --ui-port PORT (0: no Web UI)")
+	assert.Contains(t, out, "the Temporal Web UI's port 127.0.0.1:"+busyUI+" is in use; run with --ui-port PORT (0: any free port), or --no-ui")
 	assert.NotContains(t, out, "FATAL")
 
 	// The MCP address names its flag too, once it has waited out a crashed
 	// process's sockets (listenReleased).
 	_, busyHTTP := listenOn(t)
-	out = serveFails(t, w, config, "--engine-port", "0", "--ui-port", "0", "--http", "127.0.0.1:"+busyHTTP)
+	out = serveFails(t, w, config, "--engine-port", "0", "--no-ui", "--http", "127.0.0.1:"+busyHTTP)
 	assert.Contains(t, out, "listen on 127.0.0.1:"+busyHTTP+": ")
 	assert.Contains(t, out, "still in use after 3s: another process listens there); run with --http HOST:PORT (or set http in the config) to listen elsewhere")
 }

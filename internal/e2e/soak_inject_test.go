@@ -188,3 +188,35 @@ time=2026-12-05T23:56:37.855Z level=INFO msg="a loop's end was told before a res
 	assert.Equal(t, watched.attemptStart, from, "an attempt that watched began its watch")
 	assert.True(t, exact)
 }
+
+// The full soak's one failure on c7728a1 was the judge's too. After a
+// restart, the host resumed a wait's pane watch from its journal (it read
+// its baseline at 18:19:44.404); the engine handed the loop's attempt to
+// the restarted worker only at 44.905, and the resumed watch, which saw
+// the text printed at 44.902 in its output, answered it. The judge took
+// the attempt's start for the answering watch's, and wanted the text in
+// its baseline. A watch already running when the attempt began, with no
+// restart between, may be the answering one.
+func TestSoakJudgeTracesAnAttemptToAJournalResumedWatch(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, "2026-12-06T"+s+"Z")
+		require.NoError(t, err)
+		return v
+	}
+	const id = "wait_for_text/6debf149eec87881f14a7b6a"
+	log := `time=2026-12-06T18:19:44.404Z level=DEBUG msg="a pane watch read its baseline" component=host workflow=` + id + ` pane=%0 bytes=38425
+time=2026-12-06T18:19:44.979Z level=DEBUG msg="a pane watch read its baseline" component=host workflow=` + id + ` pane=%0 bytes=38548
+`
+	s := &soak{downs: []soakDown{{from: at("18:19:42.834"), to: at("18:19:43.489"), what: "kill 311"}}}
+	j := &judge{s: s, baselines: logTimes(soakBaselineRead, log), replays: logTimes(soakEndReplayed, log)}
+	r := &soakRun{id: id, start: at("18:19:41.111"), attemptStart: at("18:19:44.905"), closed: at("18:19:55.378")}
+	from, exact := j.answeringWatch(r)
+	assert.Equal(t, r.start, from, "the resumed watch began before the attempt")
+	assert.False(t, exact)
+
+	// A watch of the process before a restart is not one that runs on.
+	s.downs = append(s.downs, soakDown{from: at("18:19:44.500"), to: at("18:19:44.800"), what: "kill 312"})
+	from, exact = j.answeringWatch(r)
+	assert.Equal(t, r.attemptStart, from, "the earlier watch died with its process")
+	assert.True(t, exact)
+}

@@ -237,6 +237,15 @@ func (j *judge) answeringWatch(r *soakRun) (from time.Time, exact bool) {
 			return r.start, false
 		}
 	}
+	// A loop the host resumed from its journal runs before the engine
+	// hands its attempt to a worker, and may be the one that answers it:
+	// a watch that read its baseline before the attempt began, with
+	// durawait up from then to the attempt, may be the answering one.
+	for _, b := range j.baselines[r.id] {
+		if b.After(r.start) && b.Before(r.attemptStart) && (j.s == nil || len(j.s.downsDuring(b, r.attemptStart)) == 0) {
+			return r.start, false
+		}
+	}
 	return r.attemptStart, true
 }
 

@@ -166,7 +166,8 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	children, _ := exec.Command("pgrep", "-P", fmt.Sprint(front.cmd.Process.Pid)).Output()
 	assert.Empty(t, strings.TrimSpace(string(children)), "the front has no child process")
 
-	// Its /healthz reports the worker's downstream servers.
+	// Its /healthz reports the worker's downstream servers: the worker
+	// (a serve on loopback) runs the built-in probes too.
 	resp, err := http.Get("http://" + front.http + "/healthz")
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -174,7 +175,7 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 		Downstream map[string]string `json:"downstream"`
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
-	assert.Equal(t, map[string]string{"demo": "connected"}, health.Downstream)
+	assert.Equal(t, map[string]string{"demo": "connected", "local": "connected"}, health.Downstream)
 
 	// The catalog workflow runs on, and is no running wait for the
 	// daemon's idle exit (cmd/durawait/idle.go counts with this query),

@@ -235,7 +235,7 @@ func TestWaitForRejectsBadArgumentsBeforeStarting(t *testing.T) {
 	}{
 		{"invalid regex", readFileWait("/x", map[string]any{"until": map[string]any{"matches": "("}}), "until.matches: is not a valid regular expression"},
 		{"native tool", map[string]any{"probe": map[string]any{"tool": "wait_for"}, "until": map[string]any{"matches": "x"}}, `probe.tool: "wait_for" is one of durawait's own tools; native tools cannot be probed`},
-		{"unknown tool", map[string]any{"probe": map[string]any{"tool": "kubectl_get"}, "until": map[string]any{"matches": "x"}}, `probe.tool: no downstream MCP server exposes a tool named "kubectl_get"; configured servers: demo (tools: big, clock, counter, delete_file, env, fail, hang, read_file, structured_file)`},
+		{"unknown tool", map[string]any{"probe": map[string]any{"tool": "kubectl_get"}, "until": map[string]any{"matches": "x"}}, `probe.tool: no downstream MCP server exposes a tool named "kubectl_get"; configured servers: local (tools: file_read, file_stat, http_request, tcp_connect); demo (tools: big, clock, counter, delete_file, env, fail, hang, read_file, structured_file)`},
 		{"unknown field", readFileWait("/x", map[string]any{"timeout": 5}), "timeout: unknown field"},
 		{"poll_sec >= max_wait_sec", readFileWait("/x", map[string]any{"poll_sec": 5, "max_wait_sec": 5}), "poll_sec: poll_sec 5 must be less than max_wait_sec 5"},
 	} {

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,6 +48,9 @@ type ServerConfig struct {
 	// URL reaches an HTTP server (streamable HTTP, or SSE when Transport says so).
 	URL       string
 	Transport string
+	// InProcess is a server that runs in durawait's own process (the
+	// built-in probes), reached without a transport of the wire.
+	InProcess *server.MCPServer
 	// Expose re-exposes the server's tools to durawait's clients.
 	Expose bool
 }

@@ -108,3 +108,12 @@ type recordingHTTP struct {
 func (t recordingHTTP) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	return t.rec.send(ctx, t.StreamableHTTP, req)
 }
+
+type recordingInProcess struct {
+	*transport.InProcessTransport
+	rec *schemaRecorder
+}
+
+func (t recordingInProcess) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return t.rec.send(ctx, t.InProcessTransport, req)
+}

@@ -159,6 +159,9 @@ func (c *conn) connect(ctx, live context.Context) (*client.Client, error) {
 func (c *conn) newClient() (*client.Client, *schemaRecorder, error) {
 	rec := &schemaRecorder{}
 	switch {
+	case c.cfg.InProcess != nil:
+		t := transport.NewInProcessTransport(c.cfg.InProcess)
+		return client.NewClient(recordingInProcess{InProcessTransport: t, rec: rec}), rec, nil
 	case len(c.cfg.Command) > 0:
 		env := ServerEnv(os.Environ(), c.cfg.Inherit, c.cfg.Env)
 		t := transport.NewStdioWithOptions(c.cfg.Command[0], env, c.cfg.Command[1:],

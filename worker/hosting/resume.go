@@ -150,8 +150,8 @@ func (r *Runtime) reapOrphans(ctx context.Context) {
 
 // runningWaits lists the running waits whose loops are on host's queue.
 func (r *Runtime) runningWaits(ctx context.Context, host string) ([]*commonpb.WorkflowExecution, error) {
-	query := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running' AND WorkflowType != '%s'",
-		workflows.SearchAttrHost, host, workflows.HostLeaseWorkflowName)
+	query := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running' AND WorkflowType NOT IN ('%s', '%s')",
+		workflows.SearchAttrHost, host, workflows.HostLeaseWorkflowName, workflows.LegacyHostLeaseWorkflowName)
 	var out []*commonpb.WorkflowExecution
 	var token []byte
 	for {

@@ -156,6 +156,9 @@ func (r *Runtime) Start() error {
 	// waits at most a second for that worker's cache.
 	leases := sdkworker.New(r.opts.Client, workflows.LeaseQueue(r.opts.TaskQueue), sdkworker.Options{StickyScheduleToStartTimeout: time.Second})
 	leases.RegisterWorkflowWithOptions(workflows.HostLease, workflow.RegisterOptions{Name: workflows.HostLeaseWorkflowName})
+	// A lease an earlier release started runs on under its old type,
+	// until it continues as new under the new one.
+	leases.RegisterWorkflowWithOptions(workflows.HostLease, workflow.RegisterOptions{Name: workflows.LegacyHostLeaseWorkflowName})
 	workers := []sdkworker.Worker{leases, instance}
 	for _, machine := range []string{r.opts.Machine, workflows.AnyMachine} {
 		adopt := sdkworker.New(r.opts.Client, workflows.AdoptQueue(r.opts.TaskQueue, machine), sdkworker.Options{})

@@ -1,0 +1,19 @@
+package datadir
+
+import (
+	"os"
+	"testing"
+)
+
+// The data dirs these tests take are noted in a registry of their own,
+// not the user's.
+func TestMain(m *testing.M) {
+	reg, err := os.MkdirTemp("", "durawait-registry")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(RegistryEnv, reg)
+	code := m.Run()
+	os.RemoveAll(reg)
+	os.Exit(code)
+}
