@@ -262,7 +262,7 @@ func TestTheTemporalCLIReachesTheEngineThroughTemporalEnv(t *testing.T) {
 		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + files.ClientKey}, env)
 
 	list := func(env []string) (string, error) {
-		cmd := exec.Command(cli, "workflow", "list", "--query", "WorkflowType = 'HostLease'")
+		cmd := exec.Command(cli, "workflow", "list", "--query", "WorkflowType = '"+workflows.HostLeaseWorkflowName+"'")
 		cmd.Env = append([]string{"HOME=" + w.path("home"), "TEMPORAL_CONFIG_FILE=" + w.path("no-temporal.toml")}, env...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err

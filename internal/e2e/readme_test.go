@@ -78,11 +78,23 @@ func TestTheReadmesInspectorLinesWorkAsPasted(t *testing.T) {
 	require.NoError(t, err)
 	config := filepath.Join(clone, "deploy", "examples", "demo.toml")
 	require.NoError(t, os.WriteFile(config, demo, 0o644))
-	env := append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(clone, "state"))
+	// The Inspector passes its server a filtered environment (HOME, PATH,
+	// USER...: not XDG_STATE_HOME), so the daemon's state dir is HOME's:
+	// a home of the test's own, with npm's cache left where it is.
+	npmCache, err := exec.Command("npm", "config", "get", "cache").Output()
+	require.NoError(t, err)
+	var env []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "HOME" && name != "XDG_STATE_HOME" {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+filepath.Join(clone, "home"), "npm_config_cache="+strings.TrimSpace(string(npmCache)))
 	t.Cleanup(func() {
 		stop := exec.Command(bin.durawait, "stop", "--config", config)
 		stop.Env = env
-		_ = stop.Run()
+		out, err := stop.CombinedOutput()
+		assert.NoError(t, err, "stop the daemon the Inspector lines started: %s", out)
 	})
 	run := func(line string) string {
 		t.Helper()
