@@ -3,6 +3,7 @@
 package datadir
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,12 +76,44 @@ func (e *InUseError) Error() string {
 // CheckFree fails with an *InUseError when a live process holds dir: a
 // process that will take dir checks before it listens, so that its
 // refusal comes before it logs that it serves.
+//
+// An owner that is gone but whose lock the kernel has not let go of yet
+// (killed, its files still closing, or a zombie not yet reaped) is waited
+// for, up to releaseWait: a process restarted at once after a kill -9
+// must not be refused by its own predecessor.
 func CheckFree(dir string) error {
-	owner, held, err := Inspect(dir)
-	if err != nil || !held {
-		return err
+	deadline := time.Now().Add(releaseWait)
+	for {
+		owner, held, err := Inspect(dir)
+		if err != nil || !held {
+			return err
+		}
+		if !gone(owner.PID) || time.Now().After(deadline) {
+			return &InUseError{Dir: dir, Owner: owner}
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return &InUseError{Dir: dir, Owner: owner}
+}
+
+// releaseWait bounds how long CheckFree waits for a gone owner's lock.
+const releaseWait = 5 * time.Second
+
+// gone reports whether process pid has ended: it does not exist, or it is
+// a zombie (Linux: /proc/<pid>/stat), whose files the kernel is closing
+// or has closed.
+func gone(pid int) bool {
+	if pid <= 0 {
+		return false // the owner has not written its record yet
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // Lock is a held data dir.

@@ -1,7 +1,9 @@
 package datadir
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -64,4 +66,57 @@ func TestAcquireOutlastsAnInspect(t *testing.T) {
 	l, err := Acquire(dir, Owner{PID: 2})
 	require.NoError(t, err)
 	l.Release()
+}
+
+// A data dir whose owner was killed but whose lock is still held for a
+// moment (its process not yet reaped) is waited for, not refused: a
+// restart right after a kill -9 is not turned away by its predecessor.
+func TestCheckFreeWaitsForAKilledOwnersLock(t *testing.T) {
+	dir := t.TempDir()
+	holder := exec.Command("flock", "--exclusive", "--close", LockPath(dir), "sleep", "30")
+	require.NoError(t, os.WriteFile(LockPath(dir), nil, 0o600))
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	for {
+		if _, held, err := Inspect(dir); err == nil && held {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The record names a pid that is a zombie: a child of ours, killed
+	// and not reaped.
+	zombie := exec.Command("true")
+	require.NoError(t, zombie.Start())
+	require.NoError(t, os.WriteFile(LockPath(dir), []byte(fmt.Sprintf(`{"pid":%d}`, zombie.Process.Pid)+"\n"), 0o600))
+	for !gone(zombie.Process.Pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	released := make(chan error, 1)
+	go func() { released <- CheckFree(dir) }()
+	time.Sleep(100 * time.Millisecond) // CheckFree is waiting now, or refused already
+	select {
+	case err := <-released:
+		t.Fatalf("CheckFree answered while the gone owner's lock was held: %v", err)
+	default:
+	}
+	require.NoError(t, holder.Process.Kill())
+	_ = holder.Wait()
+	assert.NoError(t, <-released, "free once the lock is let go")
+	_ = zombie.Wait()
+
+	// A live owner is refused at once.
+	live := exec.Command("flock", "--exclusive", "--close", LockPath(dir), "sleep", "30")
+	require.NoError(t, live.Start())
+	t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
+	for {
+		if _, held, err := Inspect(dir); err == nil && held {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(LockPath(dir), []byte(fmt.Sprintf(`{"pid":%d}`, live.Process.Pid)+"\n"), 0o600))
+	start := time.Now()
+	var inUse *InUseError
+	require.ErrorAs(t, CheckFree(dir), &inUse)
+	assert.Less(t, time.Since(start), time.Second, "a live owner is refused at once")
 }
