@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,15 +17,18 @@ import (
 func TestSecondAcquireNamesTheOwner(t *testing.T) {
 	dir := t.TempDir()
 	started := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	first, err := Acquire(dir, Owner{PID: 4242, StartedAt: started})
+	// The owner is this test's process: alive, so CheckFree refuses at
+	// once (a gone owner's lock is waited for).
+	pid := os.Getpid()
+	first, err := Acquire(dir, Owner{PID: pid, StartedAt: started})
 	require.NoError(t, err)
-	require.NoError(t, first.Update(Owner{PID: 4242, HTTP: "http://127.0.0.1:8765/mcp", Engine: "127.0.0.1:7233", StartedAt: started}))
+	require.NoError(t, first.Update(Owner{PID: pid, HTTP: "http://127.0.0.1:8765/mcp", Engine: "127.0.0.1:7233", StartedAt: started}))
 
 	_, err = Acquire(dir, Owner{PID: 1})
 	var inUse *InUseError
 	require.ErrorAs(t, err, &inUse)
-	assert.Equal(t, 4242, inUse.Owner.PID)
-	assert.Equal(t, "data dir "+dir+" is in use by another durawait process (pid 4242, MCP at http://127.0.0.1:8765/mcp, "+
+	assert.Equal(t, pid, inUse.Owner.PID)
+	assert.Equal(t, "data dir "+dir+" is in use by another durawait process (pid "+strconv.Itoa(pid)+", MCP at http://127.0.0.1:8765/mcp, "+
 		"Temporal engine at 127.0.0.1:7233, started 2026-11-29T12:00:00Z); stop it with `durawait stop --data-dir '"+dir+"'` "+
 		"(its waits resume when durawait starts again), or add a worker and front end to it with --temporal 127.0.0.1:7233, "+
 		"or use another --data-dir", err.Error())
@@ -32,11 +36,11 @@ func TestSecondAcquireNamesTheOwner(t *testing.T) {
 
 	// A stdio daemon started with a config: named so, and stopped by the
 	// command its caller names.
-	require.NoError(t, first.Update(Owner{PID: 4242, Config: "/p/durawait.toml", Log: LogPath(dir), StartedAt: started}))
+	require.NoError(t, first.Update(Owner{PID: pid, Config: "/p/durawait.toml", Log: LogPath(dir), StartedAt: started}))
 	err = CheckFree(dir)
 	require.ErrorAs(t, err, &inUse)
 	inUse.Stop = "durawait stop --config '/p/durawait.toml'"
-	assert.Equal(t, "data dir "+dir+" is in use by the background daemon of stdio sessions (pid 4242, config /p/durawait.toml, "+
+	assert.Equal(t, "data dir "+dir+" is in use by the background daemon of stdio sessions (pid "+strconv.Itoa(pid)+", config /p/durawait.toml, "+
 		"started 2026-11-29T12:00:00Z); stop it with `durawait stop --config '/p/durawait.toml'` (its waits resume when durawait starts again)",
 		err.Error())
 
