@@ -30,6 +30,10 @@ var (
 	invocationIDInputSchema []byte
 	//go:embed schemas/invocation.output.json
 	invocationOutputSchema []byte
+	//go:embed schemas/wait_agent.input.json
+	waitAgentInputSchema []byte
+	//go:embed schemas/wait_agent.output.json
+	waitAgentOutputSchema []byte
 	//go:embed schemas/list_agents.input.json
 	listAgentsInputSchema []byte
 	//go:embed schemas/list_agents.output.json
@@ -48,11 +52,18 @@ func invocationIDOf(principal string, spec workflows.AgentSpec) string {
 	return workflows.InvocationID(principal, nonce)
 }
 
-// unknownInvocation is the answer about an invocation ID that start_agent
-// did not return to this principal: never started, or another principal's.
-func unknownInvocation(id string) error {
-	return fmt.Errorf("invocation_id: %q is not an invocation ID returned by start_agent", id)
+// unknownInvocationError is the answer about an invocation ID that
+// start_agent did not return to this principal: never started, or another
+// principal's.
+type unknownInvocationError struct{ id string }
+
+func (e unknownInvocationError) Error() string {
+	return fmt.Sprintf("invocation_id: %q is not an invocation ID returned by start_agent", e.id)
 }
+
+// unknownInvocation is the answer about an invocation ID that start_agent
+// did not return to this principal.
+func unknownInvocation(id string) error { return unknownInvocationError{id: id} }
 
 // parseInvocation reads the invocation ID of a wait_agent or cancel_agent
 // call, the caller's own; bad is the call's answer when it is not.
@@ -131,6 +142,13 @@ func (f *Front) handleStartAgent(ctx context.Context, req mcp.CallToolRequest) (
 }
 
 func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	spec, err := workflows.ParseWaitAgent(rawArgs(req))
+	if err != nil {
+		return mcp.NewToolResultError("wait_agent: " + err.Error()), nil
+	}
+	if !spec.Single {
+		return f.handleWaitAgents(ctx, req, spec)
+	}
 	id, bad := parseInvocation(ctx, req)
 	if bad != nil {
 		return bad, nil
@@ -143,27 +161,11 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 		done    = make(chan struct{})
 	)
 	until := time.Now().Add(f.opts.Agents.WaitWindow)
-	attached := false // the invocation accepted the wait (read after done)
 	go func() {
 		defer close(done)
-		updateID := newAgentWaitUpdateID()
-		waitErr = f.retryAgentWait(ctx, id, until, func() error {
-			// A send again asks only for what is left of the call's
-			// window (an update already accepted keeps its own).
-			window := max(time.Until(until), time.Second)
-			handle, err := f.updateAgentWait(ctx, id, updateID, window, client.WorkflowUpdateStageAccepted)
-			if err != nil {
-				return err
-			}
-			if !attached {
-				// The invocation runs and took the wait: only now is
-				// the call attached to it (an unknown or closed one
-				// logs no wait line).
-				noteWait(ctx, id, waitAttached)
-				attached = true
-			}
-			return handle.Get(ctx, &payload)
-		})
+		var answer workflows.AgentWaitAnswer
+		answer, waitErr = f.awaitInvocation(ctx, id, until, "", func() { noteWait(ctx, id, waitAttached) })
+		payload = answer.InvocationPayload
 	}()
 	token := progressToken(req)
 	report := func(ev workflows.WaitEvent) {
@@ -181,27 +183,69 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	// What the run reported before the wait returned (its exit, say) goes
 	// out too.
-	for drained := false; !drained; {
-		select {
-		case ev := <-events:
-			report(ev)
-		default:
-			drained = true
-		}
-	}
-	if waitErr != nil && ctx.Err() != nil {
+	drainPending(events, report)
+	switch {
+	case waitErr != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
+	case waitErr != nil:
+		return mcp.NewToolResultError("wait_agent: " + waitErr.Error()), nil
 	}
-	if waitErr != nil && !attached && updateMayPass(waitErr) && !time.Now().Before(until) {
+	return f.agentAnswer(ctx, id, payload, nil), nil
+}
+
+// awaitInvocation waits on invocation id, as one wait_agent call does, until
+// it answers (it finished, or hit a blocker) or until passes, and returns
+// its answer; or the error the caller should read (an unknown invocation,
+// an engine out of reach). A wait the invocation accepts calls attached
+// first. With release set, the wait is releasable
+// (workflows.AgentWaitRequest.Release).
+func (f *Front) awaitInvocation(ctx context.Context, id string, until time.Time, release string, attached func()) (workflows.AgentWaitAnswer, error) {
+	var payload workflows.AgentWaitAnswer
+	accepted := false
+	updateID := newAgentWaitUpdateID()
+	waitErr := f.retryAgentWait(ctx, id, until, func() error {
+		// A send again asks only for what is left of the call's window
+		// (an update already accepted keeps its own).
+		window := max(time.Until(until), time.Second)
+		handle, err := f.sendAgentWait(ctx, id, updateID, workflows.AgentWaitRequest{
+			Window: window, Principal: mcpwire.PrincipalFrom(ctx), Answers: answersBlockers(ctx), Release: release,
+		}, client.WorkflowUpdateStageAccepted)
+		if err != nil {
+			return err
+		}
+		if !accepted {
+			// The invocation runs and took the wait: only now is the call
+			// attached to it (an unknown or closed one logs no wait line).
+			accepted = true
+			if attached != nil {
+				attached()
+			}
+		}
+		return handle.Get(ctx, &payload)
+	})
+	switch {
+	case waitErr == nil:
+		return payload, nil
+	case ctx.Err() != nil:
+		return workflows.AgentWaitAnswer{}, ctx.Err()
+	case !accepted && updateMayPass(waitErr) && !time.Now().Before(until):
 		// The call's window ran out before the engine delivered its wait
 		// (a restarted engine with a backlog aborts updates): a running
 		// invocation answers as any window's end does. A wait it accepted
-		// may have taken a blocker with it, so that one answers as before.
+		// may have taken a blocker with it, so that one answers as below.
 		if elapsed, ok := f.windowElapsed(ctx, id); ok {
-			return structuredResult(elapsed), nil
+			return workflows.AgentWaitAnswer{InvocationPayload: elapsed}, nil
 		}
 	}
-	return f.agentAnswer(ctx, id, payload, waitErr), nil
+	// A finished invocation takes no updates: its result is the answer.
+	final, ferr := f.finalPayload(ctx, id)
+	switch {
+	case errors.Is(ferr, errRunningUnanswered):
+		return workflows.AgentWaitAnswer{}, fmt.Errorf("%v (the wait failed: %v)", ferr, waitErr)
+	case ferr != nil:
+		return workflows.AgentWaitAnswer{}, ferr
+	}
+	return workflows.AgentWaitAnswer{InvocationPayload: final}, nil
 }
 
 // windowElapsed is wait_agent's answer at the end of its window for an
@@ -227,11 +271,19 @@ func (f *Front) windowElapsed(ctx context.Context, id string) (workflows.Invocat
 // updateAgentWait sends the wait update, of window, to an invocation, with
 // updateID when not empty, and returns once it reaches stage.
 func (f *Front) updateAgentWait(ctx context.Context, id, updateID string, window time.Duration, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
+	return f.sendAgentWait(ctx, id, updateID, workflows.AgentWaitRequest{
+		Window: window, Principal: mcpwire.PrincipalFrom(ctx), Answers: answersBlockers(ctx),
+	}, stage)
+}
+
+// sendAgentWait sends the wait update req to an invocation, with updateID
+// when not empty, and returns once it reaches stage.
+func (f *Front) sendAgentWait(ctx context.Context, id, updateID string, req workflows.AgentWaitRequest, stage client.WorkflowUpdateStage) (client.WorkflowUpdateHandle, error) {
 	return f.opts.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   id,
 		UpdateID:     updateID,
 		UpdateName:   workflows.AgentWaitUpdate,
-		Args:         []any{workflows.AgentWaitRequest{Window: window, Principal: mcpwire.PrincipalFrom(ctx), Answers: answersBlockers(ctx)}},
+		Args:         []any{req},
 		WaitForStage: stage,
 	})
 }
@@ -304,12 +356,18 @@ func (f *Front) agentAnswer(ctx context.Context, id string, payload workflows.In
 		}
 		return structuredResult(final)
 	}
+	f.tellBlocker(ctx, id, payload)
+	return structuredResult(f.namedCanceller(ctx, payload))
+}
+
+// tellBlocker sends the caller a log notification (warning) of the blocker
+// payload reports, if any.
+func (f *Front) tellBlocker(ctx context.Context, id string, payload workflows.InvocationPayload) {
 	if payload.Reason == workflows.AgentReasonExecutionBlocked && payload.Error != nil {
 		f.tellCaller(ctx, mcp.LoggingLevelWarning, map[string]any{
 			"message": "agent blocked (" + payload.Error.Code + "): " + shorten(payload.Error.Message, 300), "invocation_id": id, "blocker": payload.Error.Code,
 		})
 	}
-	return structuredResult(f.namedCanceller(ctx, payload))
 }
 
 // agentMemo is an invocation's memo: start_agent's arguments (the prompt

@@ -50,7 +50,7 @@ func agentFront(t *testing.T, updates, gets []error, sent *[]client.UpdateWorkfl
 						return err
 					}
 				}
-				*out.(*workflows.InvocationPayload) = workflows.InvocationPayload{InvocationID: opts.WorkflowID, Status: workflows.AgentSucceeded}
+				*out.(*workflows.AgentWaitAnswer) = workflows.AgentWaitAnswer{InvocationPayload: workflows.InvocationPayload{InvocationID: opts.WorkflowID, Status: workflows.AgentSucceeded}}
 				return nil
 			})
 			return h

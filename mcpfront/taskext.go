@@ -149,6 +149,11 @@ func (f *Front) handleModern(ctx context.Context, msg mcpwire.Request) (resp any
 		if !f.tools.of(req.Params.Name).task || f.mcp.GetTool(req.Params.Name) == nil {
 			return nil, false // answered inline, as a plain call
 		}
+		if req.Params.Name == workflows.ToolWaitAgent && isFanIn(req) {
+			// A task is of one invocation: a wait on several is a plain
+			// call, within its window.
+			return nil, false
+		}
 		return f.extToolCall(ctx, msg, req), true
 	}
 	return nil, false

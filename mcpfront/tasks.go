@@ -228,6 +228,10 @@ func (f *Front) createTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Ta
 // update of the invocation's workflow, or, when the invocation has
 // closed, its run.
 func (f *Front) createAgentTask(ctx context.Context, req mcp.CallToolRequest) (mcp.Task, error) {
+	if isFanIn(req) {
+		return mcp.Task{}, badParams(errors.New("invocation_ids: a wait_agent task waits on one invocation (invocation_id); " +
+			"wait on several with a call that is not a task, or make a task per invocation"))
+	}
 	id, bad := parseInvocation(ctx, req)
 	if bad != nil {
 		return mcp.Task{}, badParams(errors.New(resultText(bad)))

@@ -49,6 +49,8 @@ const (
 	attrStopReason    = attribute.Key("stop_reason")
 	attrElapsedMs     = attribute.Key("elapsed_ms")
 	attrInvocationID  = attribute.Key("invocation_id")
+	attrFanInMode     = attribute.Key("durawait.fan_in_mode")
+	attrInvocationIDs = attribute.Key("durawait.invocation_ids")
 	attrProvider      = attribute.Key("provider")
 	attrStatus        = attribute.Key("status")
 	attrReason        = attribute.Key("reason")

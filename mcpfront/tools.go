@@ -34,7 +34,7 @@ func ownTools() []toolSpec {
 		},
 		{
 			name: workflows.ToolWaitAgent, title: "Wait for a subagent invocation", describe: waitAgentDescription,
-			input: invocationIDInputSchema, output: invocationOutputSchema,
+			input: waitAgentInputSchema, output: waitAgentOutputSchema,
 			readOnly: true, idempotent: true,
 			served: agentsServed, handle: (*Front).handleWaitAgent, wait: true, startsWait: true, idPrefix: workflows.AgentIDPrefix,
 			task: true, runAnswer: (*Front).agentRunAnswer,
@@ -84,8 +84,10 @@ func waitAgentDescription(f *Front) string {
 	return fmt.Sprintf("Wait for an agent invocation to complete or hit an execution blocker, returning early with the latest reply and its age. Continue waiting by calling again with the same ID.\n\n"+
 		"Waits for a fixed window of %s; completion or an explicit CLI execution blocker returns early. Running responses include the latest public reply tail (at most 1000 characters) and its age. "+
 		"execution_blocked leaves the CLI running: continue waiting or cancel with the same ID. Each blocker category wakes once per invocation. Ordinary tool failures, transient retries, and silence are not proof the task cannot proceed. "+
-		"Finished responses contain the final reply. Wait expiry leaves the invocation running. Call again with the same ID to continue. This is request/response waiting, not a background notification subscription.",
-		f.opts.Agents.WaitWindow.Round(time.Second))
+		"Finished responses contain the final reply. Wait expiry leaves the invocation running. Call again with the same ID to continue. This is request/response waiting, not a background notification subscription.\n\n"+
+		"To wait on several invocations at once, give invocation_ids (at most %d) instead, and a mode: any (the first to finish or hit a blocker), all (every one), first_blocker (the first blocker, or all finished). "+
+		"The answer is the deciding invocation's payload, with satisfied and every invocation's payload in invocations.",
+		f.opts.Agents.WaitWindow.Round(time.Second), workflows.MaxFanIn)
 }
 
 // newToolTable indexes ownTools by name. The table is durawait's own tools,

@@ -26,6 +26,12 @@ const (
 	AgentCancelSignal     = "cancel"
 	AgentWaitUpdate       = "wait"
 	AgentStateQuery       = "state"
+	// AgentReleaseWaitSignal ends, at once, the wait updates in flight
+	// whose request named its key (AgentReleaseWait).
+	AgentReleaseWaitSignal = "release-wait"
+	// AgentAckBlockerSignal says a blocker a releasable wait returned
+	// (AgentWaitAnswer.PendingBlocker) reached its caller (AgentAckBlocker).
+	AgentAckBlockerSignal = "ack-blocker"
 )
 
 // Temporal error types (the Type of a temporal.ApplicationError) of the
@@ -135,7 +141,30 @@ type AgentWaitRequest struct {
 	// it woke another wait before; a plain wait_agent is woken once per
 	// blocker.
 	Answers bool `json:"answers,omitempty"`
+	// Release, when set, makes the wait releasable, for a wait_agent on
+	// several invocations: an AgentReleaseWaitSignal with this key ends it
+	// before its window (answering wait_elapsed, without asking the host
+	// for live output), and it takes no blocker: one it returns stays
+	// undelivered (AgentWaitAnswer.PendingBlocker) until the caller acks it
+	// (AgentAckBlockerSignal), so a caller that never got the answer gets
+	// it again.
+	Release string `json:"release,omitempty"`
 }
+
+// AgentReleaseWait is the argument of the release-wait signal.
+type AgentReleaseWait struct {
+	Key string `json:"key"`
+}
+
+// AgentAckBlocker is the argument of the ack-blocker signal: the key of the
+// blocker that reached its caller.
+type AgentAckBlocker struct {
+	Key string `json:"key"`
+}
+
+// releaseMemory is how long an invocation remembers a release key: past
+// the longest window a wait may ask for, no wait in flight can name it.
+const releaseMemory = 15 * time.Minute
 
 // AgentCancelRequest is the argument of the cancel signal (cancel_agent).
 type AgentCancelRequest struct {
@@ -217,6 +246,58 @@ type agentState struct {
 	host string
 	// endUpserted: the end state is upserted.
 	endUpserted bool
+	// released are the release keys signalled (AgentReleaseWait), with
+	// when; forgotten after releaseMemory.
+	released map[string]time.Time
+}
+
+// fanInReleaseChange is the GetVersion change ID of release-wait, asked at
+// the invocation's start: a run that began before it (no marker in its
+// history) ignores release-wait signals and the release key of its wait
+// updates, as it did, so that its history replays.
+const fanInReleaseChange = "fan-in-release"
+
+// receiveReleases records each release-wait signal in s.released, for the
+// wait updates that name its key, in every invocation begun since
+// fanInReleaseChange. It runs for the workflow's life.
+func (s *agentState) receiveReleases(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, fanInReleaseChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	s.released = map[string]time.Time{}
+	releases := workflow.GetSignalChannel(ctx, AgentReleaseWaitSignal)
+	acks := workflow.GetSignalChannel(ctx, AgentAckBlockerSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		// An operator's cancel does not stop it: waits in flight still
+		// answer while the run ends.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(releases, func(c workflow.ReceiveChannel, _ bool) {
+			var r AgentReleaseWait
+			c.Receive(ctx, &r)
+			now := workflow.Now(ctx)
+			for k, at := range s.released {
+				if now.Sub(at) > releaseMemory {
+					delete(s.released, k)
+				}
+			}
+			if r.Key != "" {
+				s.released[r.Key] = now
+			}
+		})
+		sel.AddReceive(acks, func(c workflow.ReceiveChannel, _ bool) {
+			var a AgentAckBlocker
+			c.Receive(ctx, &a)
+			// Blockers are delivered in order: the one acked is the first
+			// undelivered, unless a wait took it meanwhile.
+			if s.delivered < len(s.blockers) && s.blockers[s.delivered].Key() == a.Key {
+				s.delivered++
+			}
+		})
+		for {
+			sel.Select(ctx)
+		}
+	})
 }
 
 // addBlocker records a blocker the run's host signalled, unless it has it
@@ -309,6 +390,7 @@ func AgentInvocation(ctx workflow.Context, in AgentInvocationInput) (InvocationP
 // that it upserted the end state.
 func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentState) (InvocationPayload, error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	st.receiveReleases(ctx)
 
 	wake := func() bool { return st.final != nil || st.delivered < len(st.blockers) }
 	// wakeAnswerable: a wait that can answer blockers wakes on one
@@ -347,8 +429,26 @@ func agentInvocation(ctx workflow.Context, in AgentInvocationInput, st *agentSta
 		if req.Answers {
 			cond = wakeAnswerable
 		}
-		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, cond); err != nil {
+		released := func() bool {
+			_, ok := st.released[req.Release] // (a nil map before fanInReleaseChange)
+			return req.Release != "" && ok
+		}
+		if _, err := workflow.AwaitWithTimeout(ctx, req.Window, func() bool { return cond() || released() }); err != nil {
 			return AgentWaitAnswer{}, err
+		}
+		if released() && st.final == nil {
+			// Released: whatever else woke it, it returns no blocker.
+			return st.waitAnswer(st.payload(ctx, id, AgentReasonWaitElapsed), req.Answers), nil
+		}
+		if req.Release != "" && st.released != nil && st.final == nil && st.delivered < len(st.blockers) {
+			// Releasable: the blocker is returned, not taken, until the
+			// caller acks it.
+			b := st.blockers[st.delivered]
+			p := st.payload(ctx, id, AgentReasonExecutionBlocked)
+			p.Error = &b.AgentError
+			out := st.waitAnswer(p, req.Answers)
+			out.PendingBlocker = b.Key()
+			return out, nil
 		}
 		return st.waitAnswer(answer(ctx, req.Answers), req.Answers), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req AgentWaitRequest) error {

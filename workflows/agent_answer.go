@@ -112,6 +112,10 @@ type AgentWaitAnswer struct {
 	// BlockerKey is that blocker's key (AgentBlocker.Key): the answers of
 	// different turns are told apart by it.
 	BlockerKey string `json:"blocker_key,omitempty"`
+	// PendingBlocker is the key of the blocker a releasable wait
+	// (AgentWaitRequest.Release) returned without taking it: the caller
+	// acks it once the blocker reached its own caller.
+	PendingBlocker string `json:"pending_blocker,omitempty"`
 }
 
 // MaxAnswerBytes bounds an answer: it becomes the CLI's prompt, which the

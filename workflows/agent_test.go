@@ -53,8 +53,13 @@ var agentInput = AgentInvocationInput{
 	MaxRun: time.Hour,
 }
 
-// waitAt sends a wait update at offset and records its answer.
+// waitAt sends a wait update of window at offset and records its answer.
 func waitAt(env *testsuite.TestWorkflowEnvironment, offset, window time.Duration, got *InvocationPayload, done *bool) {
+	waitWith(env, offset, AgentWaitRequest{Window: window}, got, done)
+}
+
+// waitWith sends the wait update req at offset and records its answer.
+func waitWith(env *testsuite.TestWorkflowEnvironment, offset time.Duration, req AgentWaitRequest, got *InvocationPayload, done *bool) {
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(AgentWaitUpdate, "", &testsuite.TestUpdateCallback{
 			OnAccept: func() {},
@@ -66,7 +71,7 @@ func waitAt(env *testsuite.TestWorkflowEnvironment, offset, window time.Duration
 				*got = v.(AgentWaitAnswer).InvocationPayload
 				*done = true
 			},
-		}, AgentWaitRequest{Window: window})
+		}, req)
 	}, offset)
 }
 
@@ -376,4 +381,75 @@ func TestTheOwnersCancelStopsTheRun(t *testing.T) {
 	final := closedPayload(t, env)
 	assert.Equal(t, AgentCancelled, final.Status)
 	assert.Less(t, final.ElapsedMs, int64(time.Hour/time.Millisecond), "stopped at alice's cancel, not at the run's end")
+}
+
+// A wait that names a release key ends at the release-wait signal of that
+// key with wait_elapsed, taking no blocker; a release of another key ends
+// nothing, and a blocker that comes after the release wakes the next wait.
+func TestAReleasedWaitAnswersAtOnceAndLeavesTheBlockerForTheNextWait(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	var released, other, next InvocationPayload
+	var d1, d2, d3 bool
+	waitWith(env, time.Second, AgentWaitRequest{Window: 5 * time.Minute, Release: "fan-a"}, &released, &d1)
+	waitWith(env, 2*time.Second, AgentWaitRequest{Window: 100 * time.Second, Release: "fan-b"}, &other, &d2)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentReleaseWaitSignal, AgentReleaseWait{Key: "fan-a"}) }, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AgentBlockerSignal, AgentError{Code: BlockerQuestion, Message: "which branch?"})
+	}, 200*time.Second)
+	waitWith(env, 150*time.Second, AgentWaitRequest{Window: 5 * time.Minute}, &next, &d3)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, d1 && d2 && d3)
+	assert.Equal(t, AgentReasonWaitElapsed, released.Reason)
+	assert.Equal(t, AgentRunning, released.Status)
+	assert.InDelta(t, 20_000, released.ElapsedMs, 1000, "released at the signal, not at its window's end")
+	assert.Equal(t, AgentReasonWaitElapsed, other.Reason)
+	assert.InDelta(t, 102_000, other.ElapsedMs, 1000, "another key's release ends nothing")
+	assert.Equal(t, AgentReasonExecutionBlocked, next.Reason)
+	assert.InDelta(t, 200_000, next.ElapsedMs, 1000)
+}
+
+// A releasable wait returns a blocker without taking it: the next one gets
+// it again, until the caller acks its key; then it is delivered.
+func TestAReleasableWaitReturnsABlockerUntilItIsAcked(t *testing.T) {
+	env := newAgentEnv(t)
+	env.OnActivity(RunAgentActivityName, mock.Anything, mock.Anything).After(time.Hour).
+		Return(AgentFinal{Status: AgentSucceeded}, nil)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(AgentBlockerSignal, AgentError{Code: BlockerQuestion, Message: "which branch?"})
+	}, 5*time.Second)
+	var keys []string
+	var first, again, after InvocationPayload
+	var d1, d2, d3 bool
+	record := func(offset time.Duration, got *InvocationPayload, done *bool) {
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(AgentWaitUpdate, "", &testsuite.TestUpdateCallback{
+				OnAccept: func() {},
+				OnReject: func(err error) { panic(err) },
+				OnComplete: func(v any, err error) {
+					if err != nil {
+						panic(err)
+					}
+					a := v.(AgentWaitAnswer)
+					*got, *done = a.InvocationPayload, true
+					keys = append(keys, a.PendingBlocker)
+				},
+			}, AgentWaitRequest{Window: time.Minute, Release: "fan"})
+		}, offset)
+	}
+	record(10*time.Second, &first, &d1)
+	record(20*time.Second, &again, &d2)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(AgentAckBlockerSignal, AgentAckBlocker{Key: keys[0]}) }, 30*time.Second)
+	record(40*time.Second, &after, &d3)
+	env.ExecuteWorkflow(AgentWorkflowName, agentInput)
+
+	require.True(t, d1 && d2 && d3)
+	assert.Equal(t, AgentReasonExecutionBlocked, first.Reason)
+	assert.Equal(t, AgentReasonExecutionBlocked, again.Reason, "not taken by the first")
+	assert.Equal(t, BlockerKey(0, BlockerQuestion), keys[0])
+	assert.Equal(t, keys[0], keys[1])
+	assert.Equal(t, AgentReasonWaitElapsed, after.Reason, "acked: delivered")
+	assert.Empty(t, keys[2])
 }

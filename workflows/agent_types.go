@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -242,7 +243,180 @@ func ParseStartAgent(raw json.RawMessage, limits AgentLimits) (AgentSpec, error)
 	return spec, nil
 }
 
-// ParseInvocationID checks the arguments of wait_agent and cancel_agent.
+// FanInMode says when a wait_agent on several invocations answers.
+type FanInMode string
+
+// The fan-in modes. An invocation "answers" when a wait_agent on it alone
+// would: it finished, or it hit a blocker.
+const (
+	// FanInAny answers at the first invocation that answers.
+	FanInAny FanInMode = "any"
+	// FanInAll answers once every invocation has answered.
+	FanInAll FanInMode = "all"
+	// FanInFirstBlocker answers at the first blocker (a run that ended
+	// on one, status blocked, included), or once every invocation has
+	// finished without one.
+	FanInFirstBlocker FanInMode = "first_blocker"
+)
+
+// WaitAgentSpec is a wait_agent call: one invocation (Single), or several
+// and the mode that says when the call answers.
+type WaitAgentSpec struct {
+	IDs    []string
+	Mode   FanInMode
+	Single bool
+}
+
+// ParseWaitAgent checks the arguments of wait_agent: invocation_id, or
+// invocation_ids (1 to MaxFanIn distinct IDs) with an optional mode (any
+// by default).
+func ParseWaitAgent(raw json.RawMessage) (WaitAgentSpec, error) {
+	var errs fieldErrors
+	obj, ok := decodeObject(raw, "arguments", &errs)
+	if !ok {
+		return WaitAgentSpec{}, errs.err()
+	}
+	rejectUnknown(obj, "", []string{"invocation_id", "invocation_ids", "mode"}, &errs)
+	one, hasOne := obj["invocation_id"]
+	many, hasMany := obj["invocation_ids"]
+	spec := WaitAgentSpec{Mode: FanInAny}
+	switch {
+	case hasOne && hasMany:
+		errs.add("invocation_ids", "give invocation_id (one invocation) or invocation_ids (several), not both")
+	case hasOne:
+		spec.Single = true
+		if id, ok := parseInvocationIDField(one, "invocation_id", &errs); ok {
+			spec.IDs = []string{id}
+		}
+		if _, present := obj["mode"]; present {
+			errs.add("mode", "applies to invocation_ids only (a wait on one invocation answers when it does)")
+		}
+	case hasMany:
+		var items []json.RawMessage
+		trimmed := bytes.TrimSpace(many)
+		switch {
+		case len(trimmed) == 0 || trimmed[0] != '[' || json.Unmarshal(trimmed, &items) != nil:
+			errs.add("invocation_ids", fmt.Sprintf("must be an array of invocation IDs returned by start_agent (got %s)", jsonKind(trimmed)))
+		case len(items) == 0:
+			errs.add("invocation_ids", "must name at least one invocation")
+		case len(items) > MaxFanIn:
+			errs.add("invocation_ids", overLimit(MaxFanIn, len(items), "invocations"))
+		default:
+			seen := map[string]int{}
+			for i, item := range items {
+				field := fmt.Sprintf("invocation_ids[%d]", i)
+				id, ok := parseInvocationIDField(item, field, &errs)
+				if !ok {
+					continue
+				}
+				if first, dup := seen[id]; dup {
+					errs.add(field, fmt.Sprintf("repeats invocation_ids[%d] (%q): name each invocation once", first, id))
+					continue
+				}
+				seen[id] = i
+				spec.IDs = append(spec.IDs, id)
+			}
+		}
+		if v, present := obj["mode"]; present {
+			var mode string
+			if decodeString(v, &mode, "mode", ": any, all or first_blocker", &errs) {
+				switch FanInMode(mode) {
+				case FanInAny, FanInAll, FanInFirstBlocker:
+					spec.Mode = FanInMode(mode)
+				default:
+					errs.add("mode", fmt.Sprintf("must be any, all or first_blocker (got %q)", mode))
+				}
+			}
+		}
+	default:
+		errs.add("invocation_id", "is required: the ID start_agent returned (or invocation_ids: several, with mode)")
+	}
+	if err := errs.err(); err != nil {
+		return WaitAgentSpec{}, err
+	}
+	return spec, nil
+}
+
+// FanInPayload is wait_agent's answer on several invocations. Its top
+// level is the payload of the invocation that decided the answer, as a
+// wait_agent on it alone would have given it: the first to answer (any),
+// the first blocker (first_blocker), the last to answer (all, and
+// first_blocker when every invocation finished without one); at a window's
+// end with the mode unmet, the first that still runs (reason
+// wait_elapsed: call again). Invocations holds every invocation's payload,
+// in the order the call named them.
+type FanInPayload struct {
+	InvocationPayload
+	Mode FanInMode `json:"mode"`
+	// Satisfied: the mode was met; false: the window ended first.
+	Satisfied   bool                `json:"satisfied"`
+	Invocations []InvocationPayload `json:"invocations"`
+}
+
+// Answered reports whether p is an answer of its invocation, as a
+// wait_agent on it alone returns one: it finished, or hit a blocker.
+func (p InvocationPayload) Answered() bool {
+	return p.Reason == AgentReasonFinished || p.Reason == AgentReasonExecutionBlocked
+}
+
+// Blocked reports whether p reports a blocker: one the CLI hit while
+// running, or the one it ended on (status blocked).
+func (p InvocationPayload) Blocked() bool {
+	return p.Reason == AgentReasonExecutionBlocked || p.Reason == AgentReasonFinished && p.Status == AgentBlocked
+}
+
+// FanInMet reports whether mode is met by payloads, those of the
+// invocations that answered so far (answered[i]), and which one decided
+// it; -1 when it is not met. last is the one that answered last.
+func FanInMet(mode FanInMode, payloads []InvocationPayload, answered []bool, last int) (decider int, met bool) {
+	all, finished := true, true
+	for i, p := range payloads {
+		if !answered[i] || !p.Answered() {
+			all, finished = false, false
+			continue
+		}
+		if p.Blocked() {
+			finished = false
+		}
+	}
+	switch mode {
+	case FanInAny:
+		if answered[last] && payloads[last].Answered() {
+			return last, true
+		}
+	case FanInAll:
+		if all {
+			return last, true
+		}
+	case FanInFirstBlocker:
+		if answered[last] && payloads[last].Blocked() {
+			return last, true
+		}
+		if finished {
+			return last, true
+		}
+	}
+	return -1, false
+}
+
+// parseInvocationIDField reads one invocation ID, the value of field.
+func parseInvocationIDField(raw json.RawMessage, field string, errs *fieldErrors) (string, bool) {
+	var id string
+	switch {
+	case !decodeString(raw, &id, field, "", errs):
+		return "", false
+	case len(id) > MaxInvocationIDBytes:
+		errs.add(field, overLimit(MaxInvocationIDBytes, len(id), "bytes"))
+		return "", false
+	case !strings.HasPrefix(id, AgentIDPrefix):
+		errs.add(field, fmt.Sprintf("%q is not an invocation ID returned by start_agent", id))
+		return "", false
+	}
+	return id, true
+}
+
+// ParseInvocationID checks the arguments of cancel_agent (and of a
+// wait_agent on one invocation).
 func ParseInvocationID(raw json.RawMessage) (string, error) {
 	var errs fieldErrors
 	obj, ok := decodeObject(raw, "arguments", &errs)
@@ -251,14 +425,10 @@ func ParseInvocationID(raw json.RawMessage) (string, error) {
 	}
 	rejectUnknown(obj, "", []string{"invocation_id"}, &errs)
 	var id string
-	switch v, present := obj["invocation_id"]; {
-	case !present:
+	if v, present := obj["invocation_id"]; !present {
 		errs.add("invocation_id", "is required: the ID start_agent returned")
-	case !decodeString(v, &id, "invocation_id", "", &errs):
-	case len(id) > MaxInvocationIDBytes:
-		errs.add("invocation_id", overLimit(MaxInvocationIDBytes, len(id), "bytes"))
-	case !strings.HasPrefix(id, AgentIDPrefix):
-		errs.add("invocation_id", fmt.Sprintf("%q is not an invocation ID returned by start_agent", id))
+	} else {
+		id, _ = parseInvocationIDField(v, "invocation_id", &errs)
 	}
 	if err := errs.err(); err != nil {
 		return "", err

@@ -42,6 +42,8 @@ const (
 	// MaxInvocationIDBytes bounds the invocation_id of wait_agent and
 	// cancel_agent.
 	MaxInvocationIDBytes = 128
+	// MaxFanIn bounds the invocation_ids of one wait_agent call.
+	MaxFanIn = 32
 )
 
 // PatternInstructions is the size of pattern's compiled RE2 program, the

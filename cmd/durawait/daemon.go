@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -153,11 +155,16 @@ type SettingsMismatchError struct {
 }
 
 func (e *SettingsMismatchError) Error() string {
+	var path string
+	if slices.Contains(e.Keys, config.PathSetting) {
+		path = " (the daemon finds agent CLIs on the PATH of the session that started it: set [agents] path in the config, " +
+			"and every session's daemon finds the same CLIs, whatever environment its client gives it)"
+	}
 	return fmt.Sprintf("the durawait daemon on data dir %s (pid %d, `durawait %s`) runs with another configuration than this session's "+
-		"(`durawait %s`): they differ in %s. A session shares its data dir's daemon, so it is refused rather than served with the daemon's. "+
+		"(`durawait %s`): they differ in %s%s. A session shares its data dir's daemon, so it is refused rather than served with the daemon's. "+
 		"Stop the daemon (%s; its waits resume at the next start) and the next session starts it with this configuration; "+
 		"or give this session the daemon's flags, or a data dir of its own (--data-dir)",
-		e.Dir, e.Owner.PID, strings.Join(e.Owner.Args, " "), strings.Join(e.Own, " "), strings.Join(e.Keys, ", "), e.Stop)
+		e.Dir, e.Owner.PID, strings.Join(e.Owner.Args, " "), strings.Join(e.Own, " "), strings.Join(e.Keys, ", "), path, e.Stop)
 }
 
 // sameSettings refuses a daemon whose configuration is not this
@@ -168,7 +175,13 @@ func (d *daemonStarter) sameSettings(owner datadir.Owner) error {
 	if owner.Log == "" || owner.Settings == nil {
 		return nil
 	}
-	keys := config.SettingsDiff(owner.Settings, d.settings)
+	own := d.settings
+	if _, recorded := owner.Settings[config.PathSetting]; !recorded {
+		// A daemon of a release that did not record its PATH.
+		own = maps.Clone(own)
+		delete(own, config.PathSetting)
+	}
+	keys := config.SettingsDiff(owner.Settings, own)
 	if len(keys) == 0 {
 		return nil
 	}

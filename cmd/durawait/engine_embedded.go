@@ -29,7 +29,7 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		return nil, nil
 	}
 	owner := datadir.Owner{PID: os.Getpid(), HTTP: p.mcpURL(), Namespace: p.cfg.Namespace, StartedAt: time.Now().UTC(),
-		Config: p.cfg.File, Args: os.Args[1:], Settings: p.cfg.Settings()}
+		Config: p.cfg.File, Args: os.Args[1:], Settings: p.cfg.Settings(os.Getenv)}
 	if p.roles.daemon {
 		owner.Log = datadir.LogPath(p.cfg.DataDir)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 
 	"github.com/durawait/durawait/internal/config"
@@ -52,7 +53,7 @@ func runServe(ctx context.Context, cfg config.Config, opts serveOptions, inv inv
 		if err != nil {
 			return fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 		}
-		d := &daemonStarter{dataDir: dir, args: inv.args, settings: cfg.Settings(), logger: logger}
+		d := &daemonStarter{dataDir: dir, args: inv.args, settings: cfg.Settings(os.Getenv), logger: logger}
 		// The daemon's MCP endpoint is on loopback; when it authenticates
 		// callers, this user proves to be local with the token it wrote
 		// to the (private) data dir.
@@ -62,6 +63,7 @@ func runServe(ctx context.Context, cfg config.Config, opts serveOptions, inv inv
 			Connect: d.connect,
 			Client:  &http.Client{Transport: &localTokenTransport{dataDir: dir, next: tr}},
 			Logger:  logger.With("component", "bridge"),
+			Stderr:  stderr,
 		})
 	default:
 		return runRoles(ctx, "serve", all, cfg, stdin, stdout, stderr)

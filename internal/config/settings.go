@@ -12,10 +12,16 @@ import (
 // data dir by definition.
 var unsharedKeys = map[string]bool{"http": true, "stdio": true, "data_dir": true, "engine_port": true, "ui_port": true}
 
+// PathSetting is the key of Settings under which the environment's PATH
+// is compared: it is where agent CLIs are found when agents.path is not set.
+const PathSetting = "PATH"
+
 // Settings are the configuration's values that shape what durawait
 // serves, by TOML key (and "config" for the file), each as JSON: what a
-// stdio session compares with the daemon it would share.
-func (c Config) Settings() map[string]json.RawMessage {
+// stdio session compares with the daemon it would share. When agents are
+// configured without agents.path, the CLIs are found on durawait's own
+// PATH, so getenv("PATH") is one of them (PathSetting).
+func (c Config) Settings(getenv func(string) string) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
 	v := reflect.ValueOf(c)
 	for i := range v.NumField() {
@@ -28,7 +34,25 @@ func (c Config) Settings() map[string]json.RawMessage {
 		}
 	}
 	out["config"], _ = json.Marshal(c.File)
+	if c.agentsUseOwnPATH() {
+		out[PathSetting], _ = json.Marshal(getenv("PATH"))
+	}
 	return out
+}
+
+// agentsUseOwnPATH reports whether an agent CLI may be looked up on
+// durawait's own PATH: agents are configured, agents.path is not set, and
+// some provider's env does not set PATH itself.
+func (c Config) agentsUseOwnPATH() bool {
+	if len(c.Agents.Path) > 0 {
+		return false
+	}
+	for _, p := range c.Agents.Providers {
+		if _, own := p.Env["PATH"]; !own {
+			return true
+		}
+	}
+	return false
 }
 
 // SettingsDiff lists the keys whose values differ between a and b,

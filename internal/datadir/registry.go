@@ -5,11 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // The registry: each process that takes a data dir notes it in a folder
@@ -82,7 +84,21 @@ type Instance struct {
 	Owner Owner
 }
 
-// Running lists the durawaits the user runs, oldest first, and removes the
+// ownDir reports whether dir exists and belongs to this process's user.
+func ownDir(dir string) bool {
+	info, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true // gone: its entry is removed below
+	}
+	if err != nil {
+		return false // out of this user's reach (another user's home)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
+}
+
+// Running lists the durawaits the user runs (data dirs of other users are
+// skipped), oldest first, and removes the
 // entries of those that are gone.
 func Running() ([]Instance, error) {
 	reg, err := RegistryDir()
@@ -107,6 +123,12 @@ func Running() ([]Instance, error) {
 			continue
 		}
 		dir := strings.TrimSpace(string(b))
+		if !ownDir(dir) {
+			// Another user's data dir, in a registry folder others can
+			// write (DURAWAIT_REGISTRY_DIR on a shared path): not ours to
+			// list, nor to remove.
+			continue
+		}
 		owner, held, err := Inspect(dir)
 		if err != nil || !held || entryName(dir) != e.Name() {
 			// Unless a new owner of dir noted it again meanwhile.

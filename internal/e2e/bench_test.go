@@ -184,6 +184,50 @@ func BenchmarkWaitAgentExitLatency(b *testing.B) {
 	report(b, "exit", samples)
 }
 
+// BenchmarkWaitAgentFanInLatency: ten sub-agents started, one wait_agent
+// on all ten (mode any); the time from the first CLI's exit (the
+// supervisor recording it) to the call's answer, which carries all ten
+// payloads (the nine released waits included).
+func BenchmarkWaitAgentFanInLatency(b *testing.B) {
+	const fanOut = 10
+	w := newAgentWorkspace(b, 60)
+	inst := w.startServe(w.config)
+	c := inst.client(b)
+	var samples []time.Duration
+	for i := range b.N {
+		var ids []string
+		for j := range fanOut {
+			name := "fan" + itoa(i) + "x" + itoa(j)
+			w.script(name, `{"type":"system","subtype":"init","session_id":"{session}"}`, "@wait go-"+name,
+				`{"type":"result","subtype":"success","is_error":false,"result":"ok"}`)
+			ids = append(ids, c.startAgent(b, "fake", name, nil))
+		}
+		first := "fan" + itoa(i) + "x" + itoa(i%fanOut)
+		eventually(b, "the CLIs to start", func() bool { return strings.Count(readFile(w.path("argv.log")), "\n") >= (i+1)*fanOut })
+		results := c.waitAgentsUntilMet("any", ids...)
+		// The clock is for a call whose waits are in place: the exit
+		// comes once the invocations took them (durawait's log says
+		// "wait attached" with the call's IDs).
+		eventually(b, "the fan-in's waits to be taken", func() bool {
+			return strings.Contains(inst.log.String(), strings.Join(ids[:2], ","))
+		})
+		w.release("go-" + first)
+		met(b, results)
+		finished := time.Now()
+		exitFile := filepath.Join(w.path("data/agents"), strings.ReplaceAll(ids[i%fanOut], "/", "_"), "exit")
+		st, err := os.Stat(exitFile)
+		require.NoError(b, err)
+		samples = append(samples, finished.Sub(st.ModTime()))
+		for j := range fanOut {
+			if j != i%fanOut {
+				w.release("go-fan" + itoa(i) + "x" + itoa(j))
+			}
+		}
+	}
+	b.Logf("first exit of %d -> fan-in result, in order: %v", fanOut, samples)
+	report(b, "fanin", samples)
+}
+
 // saveProfile fetches a profile from url into path (a benchmark's side
 // product: a failure is logged, not fatal).
 func saveProfile(b *testing.B, url, path string) {

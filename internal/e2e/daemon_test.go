@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -242,6 +244,29 @@ func TestAStdioSessionWithAnotherConfigurationThanTheDaemonsIsRefused(t *testing
 	assert.Contains(t, out, "(`durawait serve --stdio --config "+config+" --engine-port 0 --no-ui --tool wait_for_text --daemon")
 	assert.Contains(t, out, "they differ in tools.")
 
+	// A real MCP client is told on the protocol too: a log notification
+	// before initialize's answer, and the reason as initialize's error.
+	tr := transport.NewStdio(bin.durawait, w.env(), "serve", "--stdio", "--config", config, "--engine-port", "0", "--no-ui", "--tool", "wait_for_text")
+	c := client.NewClient(tr)
+	var mu sync.Mutex
+	var notices []string
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/message" && n.Params.AdditionalFields["level"] == "error" {
+			mu.Lock()
+			notices = append(notices, fmt.Sprint(n.Params.AdditionalFields["data"]))
+			mu.Unlock()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.NoError(t, c.Start(ctx))
+	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION}})
+	require.Error(t, err, "a refused session does not initialize")
+	assert.Contains(t, err.Error(), "they differ in tools.")
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(notices) == 1 }, testTimeout, 10*time.Millisecond)
+	assert.Contains(t, notices[0], "Stop the daemon (durawait stop --config '"+config+"'")
+	_ = c.Close() // the refused process exits 1 at stdin's end
+
 	// Another project's config that names the same data dir.
 	other := w.writeConfigAt("other.toml", w.path("data"), "hide_probe_arg_values = true\n")
 	assert.Contains(t, refused(other), "they differ in config, hide_probe_arg_values, mcp_servers.")
@@ -251,4 +276,29 @@ func TestAStdioSessionWithAnotherConfigurationThanTheDaemonsIsRefused(t *testing
 	require.NoError(t, err, "a session with the daemon's configuration shares it")
 	assert.NotEmpty(t, list.Tools)
 	assert.Equal(t, []int{owner.PID}, w.daemonPIDs())
+}
+
+// With agents configured and no agents.path, the daemon finds the CLIs on
+// the PATH of the session that started it; a session whose client gives it
+// another PATH would run its agents with CLIs it did not pick, so it is
+// refused, naming PATH and agents.path as the way to share one daemon.
+func TestAStdioSessionWithAnotherPATHIsRefusedWhereAgentsUseIt(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfigWith(agentsTOML(w, 60))
+	w.stdioClient(config)
+	owner := w.owner()
+
+	other := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--no-ui")
+	other.Env = append(os.Environ(), append(w.env(), "PATH="+w.path("bin")+":"+os.Getenv("PATH"))...)
+	out, err := other.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	assert.Contains(t, string(out), fmt.Sprintf("the durawait daemon on data dir %s (pid %d,", w.path("data"), owner.PID))
+	assert.Contains(t, string(out), "they differ in PATH (the daemon finds agent CLIs on the PATH of the session that started it: set [agents] path")
+
+	same := exec.Command(bin.durawait, "serve", "--stdio", "--config", config, "--engine-port", "0", "--no-ui")
+	same.Env = append(os.Environ(), w.env()...)
+	same.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	out, err = same.Output()
+	require.NoError(t, err, "the daemon's PATH: shared")
+	assert.Contains(t, string(out), `"protocolVersion":"2025-11-25"`)
 }

@@ -22,6 +22,7 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/enginecreds"
 	"github.com/durawait/durawait/workflows"
 )
@@ -41,7 +42,8 @@ type intruderAttempt struct {
 // frontend's calls (list, read a history, start durawait's workflow,
 // signal, cancel) over plain gRPC and TLS, the UI's HTTP API and an MCP
 // call, each also as a DNS-rebound page would (Host evil.example), and
-// reads the data dir's credentials, database and folder. Every attempt
+// reads the data dir's credentials, database and folder, and (stdio) the
+// registry by which `durawait status` finds the daemon. Every attempt
 // fails, and the running wait it aimed at is still running, unsignalled.
 // The process's listening sockets are exactly those docs/security.md's
 // listener table names.
@@ -75,6 +77,10 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			var c *mcpClient
 			var pid int
 			if tc.stdio {
+				// The user's registry of running durawaits (`durawait
+				// status`) in the workspace too, behind its own
+				// permissions alone.
+				t.Setenv(datadir.RegistryEnv, w.path("registry"))
 				w.killDaemonAtCleanup()
 				c, _ = w.stdioClientArgs(config, "--ui-port", uiPort)
 				pid = w.owner().PID
@@ -129,7 +135,11 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			dataDir := w.path("data")
 			files := []string{dataDir, enginecreds.FilesIn(dataDir).ClientKey, enginecreds.FilesIn(dataDir).CA, filepath.Join(dataDir, "temporal.db")}
 			if tc.stdio {
-				files = append(files, filepath.Join(dataDir, "local.token"), owner.Log)
+				files = append(files, filepath.Join(dataDir, "local.token"), owner.Log, w.path("registry"))
+				entries, err := os.ReadDir(w.path("registry"))
+				require.NoError(t, err)
+				require.Len(t, entries, 1, "the daemon noted its data dir in the registry")
+				files = append(files, filepath.Join(w.path("registry"), entries[0].Name()))
 			}
 			if tc.auth {
 				files = append(files, w.path("tokens.toml"))

@@ -98,3 +98,29 @@ func TestBuiltInProbesWorkWithNoServerConfigured(t *testing.T) {
 	require.True(t, res.IsError, "a refused target ends the wait: %s", resultText(res))
 	assert.Contains(t, resultText(res), "refused: url: 169.254.169.254 is a link-local address (where clouds serve instance metadata): never reached")
 }
+
+// A `durawait worker` runs waits for callers it cannot see (its front ends
+// may be anywhere), so it does not run the built-in probes unless its
+// config says local.enabled = true (config.LocalProbesOn's unit test):
+// behind a loopback front, a wait on a built-in probe is refused with a
+// named error.
+func TestAWorkerRunsTheBuiltInProbesOnlyWhenItsConfigSaysSo(t *testing.T) {
+	w := newWorkspace(t)
+	engine, _ := devServerWithSearchAttributes(t)
+	w.startRole("worker", w.writeConfigAt("worker.toml", w.path("worker-data"), "", w.demoServer("demo")), engine)
+	front := w.startFront(w.writeConfigAt("front.toml", w.path("front-data"), ""), engine)
+	c := front.client(t)
+	eventually(t, "the front to list the worker's tools", func() bool { return listedTools(t, c)["read_file"] != "" })
+	assert.Equal(t, map[string]string{"demo": "connected"}, downstreamHealth(t, front.http), "no built-in probes on a worker by default")
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	wait := map[string]any{
+		"probe": map[string]any{"tool": "local.tcp_connect", "args": map[string]any{"port": l.Addr().(*net.TCPAddr).Port}},
+		"until": map[string]any{"matches": "^open "}, "poll_sec": 1, "max_wait_sec": 30,
+	}
+	refused := c.waitForRaw(t, wait)
+	require.True(t, refused.IsError, resultText(refused))
+	assert.Contains(t, resultText(refused), "local")
+}

@@ -168,14 +168,7 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 
 	// Its /healthz reports the worker's downstream servers: the worker
 	// (a serve on loopback) runs the built-in probes too.
-	resp, err := http.Get("http://" + front.http + "/healthz")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var health struct {
-		Downstream map[string]string `json:"downstream"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
-	assert.Equal(t, map[string]string{"demo": "connected", "local": "connected"}, health.Downstream)
+	assert.Equal(t, map[string]string{"demo": "connected", "local": "connected"}, downstreamHealth(t, front.http))
 
 	// The catalog workflow runs on, and is no running wait for the
 	// daemon's idle exit (cmd/durawait/idle.go counts with this query),
@@ -189,4 +182,18 @@ func TestFrontAndWorkerInTwoProcesses(t *testing.T) {
 	eventually(t, "no running wait", func() bool {
 		return count(workflows.RunningWaitsQuery) == 0
 	})
+}
+
+// downstreamHealth is the downstream servers' states that /healthz at
+// addr reports.
+func downstreamHealth(t testing.TB, addr string) map[string]string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var health struct {
+		Downstream map[string]string `json:"downstream"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
+	return health.Downstream
 }

@@ -34,6 +34,9 @@ type Options struct {
 	Client *http.Client
 	// Logger gets the bridge's own diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Stderr, when set, gets the reason a session is refused, in plain
+	// words, the moment it is (see RefusedError).
+	Stderr io.Writer
 }
 
 // Bridge is one stdio session bridged to the endpoint.
@@ -74,36 +77,16 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	}
 	url, err := opts.Connect(ctx, false)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return refuse(ctx, in, &lineWriter{w: out}, opts, err)
 	}
 	b := &Bridge{opts: opts, out: &lineWriter{w: out}, url: url}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Read on a goroutine of its own: a read from stdin cannot be
-	// interrupted, and ctx may end (a signal) while it blocks.
-	lines := make(chan []byte)
-	readDone := make(chan error, 1)
-	go func() {
-		reader := bufio.NewReaderSize(in, 1<<20)
-		for {
-			line, rerr := reader.ReadBytes('\n')
-			if line = bytes.TrimSpace(line); len(line) > 0 {
-				select {
-				case lines <- line:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if rerr != nil {
-				if errors.Is(rerr, io.EOF) {
-					rerr = nil
-				}
-				readDone <- rerr
-				return
-			}
-		}
-	}()
+	lines, readDone := readLines(ctx, in)
 	var readErr error
 loop:
 	for {
@@ -128,6 +111,99 @@ loop:
 	b.wg.Wait()
 	b.endSession()
 	return readErr
+}
+
+// readLines reads in's non-empty lines on a goroutine of its own (a read
+// from stdin cannot be interrupted, and ctx may end, a signal, while it
+// blocks). At in's end, or a read error, readDone gets nil or the error.
+func readLines(ctx context.Context, in io.Reader) (lines <-chan []byte, readDone <-chan error) {
+	out := make(chan []byte)
+	done := make(chan error, 1)
+	go func() {
+		reader := bufio.NewReaderSize(in, 1<<20)
+		for {
+			line, rerr := reader.ReadBytes('\n')
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				select {
+				case out <- line:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if rerr != nil {
+				if errors.Is(rerr, io.EOF) {
+					rerr = nil
+				}
+				done <- rerr
+				return
+			}
+		}
+	}()
+	return out, done
+}
+
+// RefusedError is Run's error when the session had no endpoint to bridge
+// to (Connect failed: the daemon runs with another configuration, or could
+// not start). The reason was written to Options.Stderr when it happened;
+// Error does not repeat it.
+type RefusedError struct {
+	Reason error
+	// Told: the reason was written to Options.Stderr.
+	Told bool
+}
+
+func (e *RefusedError) Error() string {
+	if e.Told {
+		return "durawait refused this MCP session (the reason is above)"
+	}
+	return "durawait refused this MCP session: " + e.Reason.Error()
+}
+
+func (e *RefusedError) Unwrap() error { return e.Reason }
+
+// refuse serves a session that has no endpoint: the reason goes to stderr
+// at once (a client's log of its server's stderr), to the client as a log
+// notification (level error) before its first answer, and as the JSON-RPC
+// error of every request, until the client closes stdin or ctx ends. A
+// client then shows why the server failed instead of a server that exited
+// without a word on the protocol, or one that lists no tools.
+func refuse(ctx context.Context, in io.Reader, out *lineWriter, opts Options, reason error) error {
+	if opts.Stderr != nil {
+		fmt.Fprintf(opts.Stderr, "durawait: %v\n", reason)
+	}
+	lines, readDone := readLines(ctx, in)
+	told := false
+	for {
+		select {
+		case line := <-lines:
+			h, err := parseHead(line)
+			if err != nil {
+				if err := out.write(errorResponse(nil, codeParseError, "parse error: "+err.Error())); err != nil {
+					opts.Logger.Warn("bridge: write to stdout", "error", err)
+				}
+				continue
+			}
+			if !h.isRequest() {
+				continue // notifications and responses need no answer
+			}
+			if !told {
+				told = true
+				if err := out.write(refusalNotice(reason)); err != nil {
+					opts.Logger.Warn("bridge: write to stdout", "error", err)
+				}
+			}
+			if err := out.write(errorResponse(h.ID, codeInternalError, reason.Error())); err != nil {
+				opts.Logger.Warn("bridge: write to stdout", "error", err)
+			}
+		case err := <-readDone:
+			if err != nil {
+				opts.Logger.Warn("bridge: read stdin", "error", err)
+			}
+			return &RefusedError{Reason: reason, Told: opts.Stderr != nil}
+		case <-ctx.Done():
+			return &RefusedError{Reason: reason, Told: opts.Stderr != nil}
+		}
+	}
 }
 
 // eofGrace is how long the requests in flight at stdin's end may still be

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,4 +178,50 @@ func TestCallsInFlightAtEOFAreAnswered(t *testing.T) {
 	require.True(t, out.Scan(), "an answer after stdin's end")
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":9,"result":{"gated":true}}`, out.Text())
 	require.NoError(t, <-done)
+}
+
+// A session with no endpoint (Connect failed) is refused on every channel a
+// client shows: stderr at once, a log notification before the first answer,
+// and the reason as the error of every request; notifications get nothing.
+// It ends when the client closes stdin, with a RefusedError.
+func TestASessionWithNoEndpointIsRefusedInWordsTheClientShows(t *testing.T) {
+	reason := errors.New("the durawait daemon on data dir /d runs with another configuration")
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"b","method":"tools/list"}` + "\n")
+	var out, stderr strings.Builder
+	err := Run(context.Background(), in, &out, Options{
+		Connect: func(context.Context, bool) (string, error) { return "", reason },
+		Stderr:  &stderr,
+	})
+	var refused *RefusedError
+	require.ErrorAs(t, err, &refused)
+	assert.ErrorIs(t, err, reason)
+	assert.Equal(t, "durawait: "+reason.Error()+"\n", stderr.String())
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, out.String())
+	var notice struct {
+		Method string `json:"method"`
+		Params struct {
+			Level, Logger, Data string
+		} `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &notice))
+	assert.Equal(t, "notifications/message", notice.Method)
+	assert.Equal(t, "error", notice.Params.Level)
+	assert.Equal(t, reason.Error(), notice.Params.Data)
+	for i, id := range []string{`1`, `"b"`} {
+		var answer struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(lines[i+1]), &answer))
+		assert.Equal(t, id, string(answer.ID))
+		assert.Equal(t, codeInternalError, answer.Error.Code)
+		assert.Equal(t, reason.Error(), answer.Error.Message)
+	}
 }

@@ -90,6 +90,21 @@ func errorResponse(id json.RawMessage, code int, message string) []byte {
 	return b
 }
 
+// refusalNotice is the log notification (notifications/message, level
+// error, logger durawait) that tells a client why its session is refused.
+func refusalNotice(reason error) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "notifications/message",
+		"params": map[string]any{
+			"level":  "error",
+			"logger": "durawait",
+			"data":   reason.Error(),
+		},
+	})
+	return b
+}
+
 // JSON-RPC error codes the bridge answers with.
 const (
 	codeParseError     = -32700

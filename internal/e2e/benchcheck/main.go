@@ -32,6 +32,7 @@ var targets = []target{
 	{benchmark: "BenchmarkWaitForDetection", metric: "durable-p50-ms", per: "inprocess-p50-ms", documented: 1.02, margin: 1.08, what: "wait_for detection, p50 over an in-process loop's"},
 	{benchmark: "BenchmarkWaitForTextLatency", metric: "text-p99-ms", documented: 10, margin: 2, what: "wait_for_text: text printed → result, p99 ms"},
 	{benchmark: "BenchmarkWaitAgentExitLatency", metric: "exit-p99-ms", documented: 50, margin: 2, what: "wait_agent: CLI exit → result, p99 ms"},
+	{benchmark: "BenchmarkWaitAgentFanInLatency", metric: "fanin-p99-ms", documented: 50, margin: 2, what: "wait_agent on 10 (any): first CLI exit → result, p99 ms"},
 	{benchmark: "BenchmarkReexposedCallOverhead", metric: "overhead-p50-ms", documented: 5, margin: 2, what: "re-exposed call overhead, p50 ms"},
 }
 

@@ -15,6 +15,7 @@ BenchmarkColdStart-2   	      10	 521000000 ns/op	       521.0 healthz-p50-ms	  
 BenchmarkWaitForDetection-2   	      10	 1000 ns/op	       456.0 durable-p50-ms	       956.0 durable-p99-ms	 956.0 durable-max-ms	       452.0 inprocess-p50-ms	 951.0 inprocess-p99-ms	 951.0 inprocess-max-ms
 BenchmarkWaitForTextLatency-2   	      10	 1000 ns/op	         1.27 text-p50-ms	         3.35 text-p99-ms	         3.36 text-max-ms
 BenchmarkWaitAgentExitLatency-2   	      10	 1000 ns/op	        14.7 exit-p50-ms	        21.8 exit-p99-ms	        23.2 exit-max-ms
+BenchmarkWaitAgentFanInLatency-2   	      10	 1000 ns/op	        24.1 fanin-p50-ms	        31.0 fanin-p99-ms	        31.0 fanin-max-ms
 BenchmarkReexposedCallOverhead-2   	      10	 1000 ns/op	         0.49 overhead-p50-ms
 PASS
 `
