@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/durawait/durawait/mcpwire"
@@ -44,7 +45,7 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 		}
 	}
 	noteAttributes(ctx, attrInvocationIDs.StringSlice(spec.IDs), attrFanInMode.String(string(spec.Mode)))
-	started, bad := f.invocationStarts(ctx, spec.IDs)
+	started, closed, bad := f.invocationStarts(ctx, spec.IDs)
 	if bad != nil {
 		return bad, nil
 	}
@@ -60,6 +61,12 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 	answers := make(chan fanInAnswer, len(spec.IDs))
 	for i, id := range spec.IDs {
 		go func() {
+			if closed[i] {
+				// It had ended: its result is its answer, no wait needed.
+				p, err := f.finalPayload(waitCtx, id)
+				answers <- fanInAnswer{index: i, answer: workflows.AgentWaitAnswer{InvocationPayload: p}, err: err}
+				return
+			}
 			a, err := f.awaitInvocation(waitCtx, id, until, release, attached)
 			answers <- fanInAnswer{index: i, answer: a, err: err}
 		}()
@@ -79,6 +86,17 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 	answered := make([]bool, len(spec.IDs))
 	payloads := make([]workflows.InvocationPayload, len(spec.IDs))
 	decider, met := -1, false
+	// unheard reports whether an invocation that had ended before the
+	// call has not answered yet: its result is read, not waited for, so
+	// the call has it in a moment even once the mode is met.
+	unheard := func() bool {
+		for i := range closed {
+			if closed[i] && !answered[i] {
+				return true
+			}
+		}
+		return false
+	}
 	// releaseRest releases, in the background, the waits that have not
 	// answered (nothing is lost if a release fails: a releasable wait
 	// takes nothing, and runs at most to its window).
@@ -89,7 +107,7 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 			}
 		}
 	}
-	for pending := len(spec.IDs); pending > 0 && !met; {
+	for pending := len(spec.IDs); pending > 0 && (!met || unheard()); {
 		select {
 		case a := <-answers:
 			pending--
@@ -102,13 +120,16 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 				return mcp.NewToolResultError(fanInFailure(a.index, spec.IDs[a.index], a.err)), nil
 			}
 			got[a.index], payloads[a.index], answered[a.index] = a.answer, a.answer.InvocationPayload, true
-			decider, met = workflows.FanInMet(spec.Mode, payloads, answered, a.index)
+			if !met {
+				if decider, met = workflows.FanInMet(spec.Mode, payloads, answered, a.index); met {
+					releaseRest()
+				}
+			}
 		case ev := <-events:
 			report(ev)
 		}
 	}
 	if met {
-		releaseRest()
 		now := time.Now()
 		for i, id := range spec.IDs {
 			if !answered[i] {
@@ -140,10 +161,11 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 	return structuredResult(out), nil
 }
 
-// invocationStarts reads when each invocation of ids started, all at once;
-// bad is the call's answer when one is unknown or cannot be read.
-func (f *Front) invocationStarts(ctx context.Context, ids []string) ([]time.Time, *mcp.CallToolResult) {
-	started := make([]time.Time, len(ids))
+// invocationStarts reads when each invocation of ids started, and whether
+// it has ended, all at once; bad is the call's answer when one is unknown
+// or cannot be read.
+func (f *Front) invocationStarts(ctx context.Context, ids []string) (started []time.Time, closed []bool, bad *mcp.CallToolResult) {
+	started, closed = make([]time.Time, len(ids)), make([]bool, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
@@ -156,17 +178,19 @@ func (f *Front) invocationStarts(ctx context.Context, ids []string) ([]time.Time
 			case err != nil:
 				errs[i] = fmt.Errorf("could not reach the invocation (Temporal engine unavailable?): %v", err)
 			default:
-				started[i] = desc.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+				info := desc.GetWorkflowExecutionInfo()
+				started[i] = info.GetStartTime().AsTime()
+				closed[i] = info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 			}
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, mcp.NewToolResultError(fanInFailure(i, ids[i], err))
+			return nil, nil, mcp.NewToolResultError(fanInFailure(i, ids[i], err))
 		}
 	}
-	return started, nil
+	return started, closed, nil
 }
 
 // ackBlockers acks, all at once, each blocker the call is about to report
