@@ -223,6 +223,11 @@ func BenchmarkWaitAgentFanInLatency(b *testing.B) {
 				w.release("go-fan" + itoa(i) + "x" + itoa(j))
 			}
 		}
+		// Every CLI of the round ends before the next (and before the
+		// workspace goes, which would leave a CLI waiting on a file in it).
+		eventually(b, "the round's CLIs to end", func() bool {
+			return strings.Count(readFile(w.path("ends.log")), "\n") >= (i+1)*fanOut
+		})
 	}
 	b.Logf("first exit of %d -> fan-in result, in order: %v", fanOut, samples)
 	report(b, "fanin", samples)
