@@ -93,6 +93,9 @@ type ProbeRun struct {
 	// OnProgress, when set, is told the loop's progress after each
 	// attempt (what an operator's look at the wait reads).
 	OnProgress func(workflows.PollProgress)
+	// Wake, when set, has the loop sample at once when it receives (the
+	// wait's wake-up event was posted).
+	Wake <-chan struct{}
 }
 
 // Run samples the probe until the condition holds or the deadline passes.
@@ -150,18 +153,24 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		if !ok {
 			return l.result(workflows.WaitReasonTimeout, ""), nil
 		}
-		if err := l.clock.SleepUntil(ctx, at); err != nil {
+		woken, err := l.sleepUntil(ctx, at)
+		if err != nil {
 			return workflows.WaitForResult{}, err
 		}
 
 		// The schedule is fixed-rate: an attempt is recorded on its grid, so
 		// a late wake-up does not shift every later sample, and one sample
 		// stands for the intervals it missed (no burst of catch-up calls on
-		// a worker that is already behind).
+		// a worker that is already behind). A sample an event woke is
+		// recorded when it is taken: the grid starts again from it.
 		start := l.clock.Now()
-		l.progress.RecordAttempt(l.schedule.LatestDue(at, start))
+		if woken {
+			l.progress.RecordAttempt(start)
+		} else {
+			l.progress.RecordAttempt(l.schedule.LatestDue(at, start))
+		}
 		var out ProbeOutput
-		err := l.allowed()
+		err = l.allowed()
 		var unlisted *UnavailableError
 		switch {
 		case errors.As(err, &unlisted):
@@ -228,6 +237,32 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 		if err := l.record(ctx, start); err != nil {
 			return workflows.WaitForResult{}, err
 		}
+	}
+}
+
+// sleepUntil waits for the loop's next attempt at at, or less when the
+// loop's event wakes it (ProbeRun.Wake): woken says so.
+func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) (woken bool, err error) {
+	if l.run.Wake == nil {
+		return false, l.clock.SleepUntil(ctx, at)
+	}
+	sleepCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := make(chan struct{})
+	go func() {
+		select {
+		case <-l.run.Wake:
+			close(wake)
+			cancel()
+		case <-sleepCtx.Done():
+		}
+	}()
+	err = l.clock.SleepUntil(sleepCtx, at)
+	select {
+	case <-wake:
+		return ctx.Err() == nil, ctx.Err()
+	default:
+		return false, err
 	}
 }
 

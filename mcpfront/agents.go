@@ -153,7 +153,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	if bad != nil {
 		return bad, nil
 	}
-	events, unsubscribe := f.subscribe(id)
+	events, unsubscribe := f.subscribe(sharedWait{id: id})
 	defer unsubscribe()
 	var (
 		payload workflows.InvocationPayload

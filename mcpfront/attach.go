@@ -16,7 +16,7 @@ import (
 // of the dance described at sharedWait. The returned function ends the
 // subscription.
 func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.WorkflowRun, <-chan workflows.WaitEvent, func(), error) {
-	events, unsubscribe := f.subscribe(w.id)
+	events, unsubscribe := f.subscribe(w)
 	report := &startReport{}
 	var (
 		run client.WorkflowRun
@@ -28,7 +28,7 @@ func (f *Front) startOrAttach(ctx context.Context, w sharedWait) (client.Workflo
 		run, err = f.start(context.WithValue(ctx, startReportKey{}, report), w)
 		// Only a start has a loop not scheduled yet (an attach finds the
 		// wait noted, or long listed).
-		if err == nil && f.opts.Host != "" && f.opts.ExpectLoop != nil && report.how() != waitAttached {
+		if err == nil && !w.noLoop && f.opts.Host != "" && f.opts.ExpectLoop != nil && report.how() != waitAttached {
 			f.opts.ExpectLoop(run.GetID(), run.GetRunID())
 		}
 	})
@@ -68,13 +68,17 @@ func (f *Front) start(ctx context.Context, w sharedWait) (client.WorkflowRun, er
 	return run, err
 }
 
-// subscribe follows a workflow's in-process events, when there is a feed:
+// subscribe follows a wait's in-process events, when there is a feed:
 // step 1 of the dance described at sharedWait.
-func (f *Front) subscribe(workflowID string) (<-chan workflows.WaitEvent, func()) {
-	if f.opts.Events == nil {
+func (f *Front) subscribe(w sharedWait) (<-chan workflows.WaitEvent, func()) {
+	feed := w.feed
+	if feed == nil {
+		feed = f.opts.Events
+	}
+	if feed == nil {
 		return nil, func() {}
 	}
-	return f.opts.Events.Subscribe(workflowID)
+	return feed.Subscribe(w.id)
 }
 
 // awaitOutcome waits for a workflow's result: from Temporal, or earlier

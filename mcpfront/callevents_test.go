@@ -348,7 +348,7 @@ func TestEventsStreamRefusals(t *testing.T) {
 	status, body := get("/events?tool=wait_for,nope", map[string]string{"Authorization": "Bearer alice"})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, `query parameter tool: unknown tool "nope"`)
-	assert.Contains(t, body, "known tools: cancel_agent, list_agents, list_panes, read_file, ", "the known tools are listed")
+	assert.Contains(t, body, "known tools: cancel_agent, list_agents, list_panes, post_event, read_file, ", "the known tools are listed")
 	status, _ = get("/events", map[string]string{"Authorization": "Bearer alice", "Origin": "https://evil.example"})
 	assert.Equal(t, http.StatusForbidden, status)
 }

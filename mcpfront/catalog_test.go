@@ -141,12 +141,13 @@ func TestWaitForIsListedOnlyWithADownstreamServer(t *testing.T) {
 		sort.Strings(names)
 		return names
 	}
-	assert.Empty(t, list(fakeDownstream{}))
-	assert.Equal(t, []string{"kubectl_get", "wait_for"}, list(fakeDownstream{
+	// The events need no downstream server: they are always served.
+	assert.Equal(t, []string{"post_event", "wait_for_event"}, list(fakeDownstream{}))
+	assert.Equal(t, []string{"kubectl_get", "post_event", "wait_for", "wait_for_event"}, list(fakeDownstream{
 		order: []string{"k8s"}, tools: map[string][]string{"k8s": {"kubectl_get"}}, expose: map[string]bool{"k8s": true},
 	}))
 	// A configured server that never connected still makes wait_for available.
-	assert.Equal(t, []string{"wait_for"}, list(fakeDownstream{
+	assert.Equal(t, []string{"post_event", "wait_for", "wait_for_event"}, list(fakeDownstream{
 		order: []string{"k8s"}, expose: map[string]bool{"k8s": true}, lastErr: map[string]error{"k8s": errors.New("down")},
 	}))
 }

@@ -249,7 +249,7 @@ func (f *Front) subscribeAll(ids []string) (<-chan invocationEvent, func()) {
 	var wg sync.WaitGroup
 	var stops []func()
 	for _, id := range ids {
-		events, stop := f.subscribe(id)
+		events, stop := f.subscribe(sharedWait{id: id})
 		stops = append(stops, stop)
 		if events == nil {
 			continue

@@ -24,6 +24,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/durawait/durawait/internal/samplehub"
 )
 
 // Front is durawait's tools: their mcp-go server (Served hands it to the
@@ -61,6 +63,9 @@ type Front struct {
 	taskTel sync.Map
 	// tools are durawait's own tools (ownTools), by name.
 	tools toolTable
+	// posts tells the wait_for_event calls of this front the posts it
+	// takes that end their waits (workflows.EventAnswered).
+	posts *samplehub.Hub
 }
 
 func (f *Front) catalog() *catalog {
@@ -191,6 +196,13 @@ type sharedWait struct {
 	// maxWaitSec is bound in the seconds a wait_for's answer names
 	// (effective_max_wait_sec).
 	maxWaitSec int
+	// feed, when set, is where the wait's in-process events come from
+	// instead of Options.Events (a wait_for_event's: the posts this front
+	// takes).
+	feed EventFeed
+	// noLoop marks a wait with no loop on a host (wait_for_event): no host
+	// is told to expect one.
+	noLoop bool
 }
 
 // taskRef names what a task is: a workflow run, or an update of one.

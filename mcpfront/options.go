@@ -52,6 +52,9 @@ type Options struct {
 	Agents AgentOptions
 	// Tmux configures the opt-in tmux tools.
 	Tmux TmuxOptions
+	// EventOptions configure the events (wait_for_event, post_event and the
+	// hook endpoint).
+	EventOptions EventOptions
 	// CallEvents configures the tool-call events and the wait log lines.
 	CallEvents CallEventOptions
 	Logger     *slog.Logger

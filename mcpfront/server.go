@@ -11,12 +11,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/durawait/durawait/internal/samplehub"
 	"github.com/durawait/durawait/mcpwire"
 	"github.com/durawait/durawait/workflows"
 )
 
 const instructions = `durawait gives you waits that end the moment the thing you wait for happens, instead of blind sleeps.
 Use wait_for to poll a downstream MCP tool (the probe) until its output matches a regex, stops matching, or stays unchanged.
+Use wait_for_event to wait for another agent's post_event or a system's webhook, and post_event to release a waiting agent.
 Waits are durable: if your tool call is cut off, call again with the same arguments to pick up the same wait.`
 
 // New builds the MCP server and its tool list.
@@ -27,7 +29,7 @@ func New(opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts), tools: newToolTable()}
+	f := &Front{opts: opts, drain: newDrain(), starts: newStarter(opts.Starts), tools: newToolTable(), posts: samplehub.New()}
 	f.closes = newCloses(opts.Temporal, opts.Namespace, opts.Logger)
 	f.mcp = server.NewMCPServer("durawait", opts.Version,
 		server.WithToolCapabilities(true),

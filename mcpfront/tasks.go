@@ -434,7 +434,7 @@ func (f *Front) listTasks(ctx context.Context, cursor string) (mcp.ListTasksResu
 		return mcp.ListTasksResult{}, badParams(fmt.Errorf("cursor: %q is not a cursor that tasks/list returned", cursor))
 	}
 	resp, err := f.opts.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:         fmt.Sprintf("WorkflowType IN ('%s', '%s')", workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName),
+		Query:         fmt.Sprintf("WorkflowType IN ('%s', '%s', '%s')", workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.WaitForEventWorkflowName),
 		PageSize:      taskListPage,
 		NextPageToken: token,
 	})

@@ -73,6 +73,19 @@ func ownTools() []toolSpec {
 			task: true, prepare: (*Front).prepareWaitForText, taskHolds: true, runAnswer: (*Front).textRunAnswer,
 			resultAttributes: textResultAttributes,
 		},
+		{
+			name: workflows.ToolWaitForEvent, title: "Wait for an event", description: waitForEventDescription,
+			input: waitForEventInputSchema, output: waitForEventOutputSchema,
+			readOnly: true, idempotent: true,
+			handle: (*Front).handleWaitForEvent, wait: true, startsWait: true, idPrefix: workflows.WaitForEventIDPrefix,
+			task: true, prepare: (*Front).prepareWaitForEvent, runAnswer: (*Front).eventRunAnswer,
+			resultAttributes: eventWaitResultAttributes,
+		},
+		{
+			name: workflows.ToolPostEvent, title: "Post an event", description: postEventDescription,
+			input: postEventInputSchema, output: postEventOutputSchema,
+			handle: (*Front).handlePostEvent, resultAttributes: postResultAttributes,
+		},
 	}
 }
 

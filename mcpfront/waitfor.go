@@ -22,6 +22,7 @@ var (
 const waitForDescription = `Poll a downstream MCP tool (the probe) until its output matches a regex (until.matches), stops matching (until.not_matches), or stays unchanged for quiet_for_sec; stop early with reason "failed" when until.fail_matches matches.
 The first sample is taken at once, then one every poll_sec (default 2); max_wait_sec (default 120) is clamped to 300. A timeout is a normal result that still returns last_observation: call again if you need longer.
 Prefer matches / not_matches: quiescence proves idleness, not completion.
+wake_on_event names an event (see post_event): each post of it samples the probe at once, e.g. a CI webhook wakes a kubectl wait.
 The wait is durable: if this call is cut off, call again with the same arguments and you attach to the same wait (samples and elapsed_sec count from the first call).`
 
 func (f *Front) handleWaitFor(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -88,6 +89,11 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 	target := workflows.WaitForTarget(spec, hide)
 	noteTarget(ctx, target)
 	principal := mcpwire.PrincipalFrom(ctx)
+	input := workflows.WaitForInput{Spec: spec, Host: f.opts.Host}
+	if spec.WakeOnEvent != "" {
+		latch := f.latchOf(principal, spec.WakeOnEvent)
+		input.Wake = &latch
+	}
 	return sharedWait{
 		id:      spec.WorkflowID(principal),
 		summary: workflows.WaitForSummary(spec, hide),
@@ -96,7 +102,7 @@ func (f *Front) prepareWaitFor(ctx context.Context, req mcp.CallToolRequest) (sh
 		attrs: f.startAttributes(ctx, &req, workflows.ToolWaitFor, append(f.hostAttribute(), workflows.StartedRunning(),
 			workflows.KeyProbeTool.ValueSet(workflows.KeywordValue(spec.Probe.Tool)), workflows.KeyTarget.ValueSet(target))...),
 		workflow:   workflows.WaitForWorkflowName,
-		input:      workflows.WaitForInput{Spec: spec, Host: f.opts.Host},
+		input:      input,
 		pollMs:     int64(spec.PollSec) * 1000,
 		bound:      spec.MaxWait(),
 		maxWaitSec: spec.MaxWaitSec,

@@ -102,10 +102,10 @@ func TestRefreshKeepsTheToolsWhileTheCatalogIsUnreadable(t *testing.T) {
 		order: []string{"k8s"}, tools: map[string][]string{"k8s": {"kubectl_get"}}, expose: map[string]bool{"k8s": true},
 	}}
 	f := New(Options{Workers: w})
-	assert.Equal(t, []string{"kubectl_get", "wait_for"}, listedNames(t, f))
+	assert.Equal(t, []string{"kubectl_get", "post_event", "wait_for", "wait_for_event"}, listedNames(t, f))
 	w.fail = true
 	f.Refresh(context.Background())
-	assert.Equal(t, []string{"kubectl_get", "wait_for"}, listedNames(t, f))
+	assert.Equal(t, []string{"kubectl_get", "post_event", "wait_for", "wait_for_event"}, listedNames(t, f))
 	assert.Equal(t, map[string]string{"k8s": "connected"}, f.DownstreamStatus())
 
 	// A re-exposed call answers at once that no worker answers, instead of

@@ -31,7 +31,7 @@ type WaitEndLogger struct {
 // they are.
 func (*WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	name := workflow.GetInfo(ctx).WorkflowType.Name
-	if name != workflows.WaitForWorkflowName && name != workflows.WaitForTextWorkflowName && name != workflows.AgentWorkflowName {
+	if name != workflows.WaitForWorkflowName && name != workflows.WaitForTextWorkflowName && name != workflows.AgentWorkflowName && name != workflows.WaitForEventWorkflowName {
 		return next
 	}
 	// The tool, should the run carry no DurawaitTool (a run begun before

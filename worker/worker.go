@@ -164,4 +164,5 @@ func Register(r Registry, host *hosting.Runtime, hosts *activities.AgentHosts) {
 	workflows.RegisterWorkflows(r)
 	r.RegisterActivityWithOptions(hosts.Polling, activity.RegisterOptions{Name: workflows.AgentHostsPollingActivity})
 	r.RegisterActivityWithOptions(host.PickHost, activity.RegisterOptions{Name: workflows.PickHostActivityName})
+	r.RegisterActivityWithOptions(host.SubscribeEvent, activity.RegisterOptions{Name: workflows.SubscribeEventActivityName})
 }

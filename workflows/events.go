@@ -1,5 +1,7 @@
 package workflows
 
+import "time"
+
 // WaitEvent is what a running wait's activity tells, in process, the calls
 // waiting on it: progress worth a notification, or the outcome the moment
 // the activity knows it (the workflow records that same outcome durably).
@@ -9,6 +11,8 @@ package workflows
 //     WaitFailed).
 //   - wait_for_text: BaselineRead, then TextWaitOutcome (or WaitFailed).
 //   - wait_agent: AgentProgress.
+//   - wait_for_event: EventAnswered, which the front that took the post
+//     tells (no activity runs).
 type WaitEvent interface {
 	waitEvent()
 }
@@ -20,6 +24,15 @@ func (TextWaitOutcome) waitEvent()  {}
 func (AgentProgress) waitEvent()    {}
 func (WaitFailed) waitEvent()       {}
 func (ProbeUnavailable) waitEvent() {}
+func (EventAnswered) waitEvent()    {}
+
+// EventAnswered is a post that ended a wait_for_event, told by the front
+// that took the post to the calls waiting on it in its process.
+type EventAnswered struct {
+	Post EventPost
+	// Started is when the wait began.
+	Started time.Time
+}
 
 // ProbeUnavailable is a sample a wait_for could not take because the
 // probe's server could not be reached: the wait goes on, trying again.

@@ -384,8 +384,9 @@ const ToolInternal = "internal"
 
 // RunningWaitsQuery is the visibility query of the running waits: every
 // running workflow but durawait's own (the catalogs and the host leases,
-// which run for as long as workers do).
-var RunningWaitsQuery = "ExecutionStatus = 'Running' AND WorkflowType NOT IN (" + quotedList(InternalWorkflowTypes()) + ")"
+// which run for as long as workers do) and the events' latches (which keep
+// a post for the retention, and wait for nothing).
+var RunningWaitsQuery = "ExecutionStatus = 'Running' AND WorkflowType NOT IN (" + quotedList(append(InternalWorkflowTypes(), EventLatchWorkflowName)) + ")"
 
 // HostLeaseSummary is a host lease's line in the workflow list.
 func HostLeaseSummary(host string) string {

@@ -32,10 +32,19 @@ const (
 	// ListPanesIDPrefix starts the ID of one list_panes call run on the
 	// tmux host's worker (ListPanesID).
 	ListPanesIDPrefix = "list_panes/"
+	// EventIDPrefix starts the ID of an event's latch (EventLatchID).
+	EventIDPrefix = "event/"
+	// WaitForEventIDPrefix starts the ID of a wait_for_event wait
+	// (WaitForEventSpec.WorkflowID).
+	WaitForEventIDPrefix = "wait_for_event/"
 	// CatalogIDPrefix starts the ID of a task queue's catalog workflow
 	// (CatalogWorkflowID); it belongs to no caller.
 	CatalogIDPrefix = "durawait-catalog/"
 )
+
+// SharedEventTag stands for the principal in the latch ID of an event the
+// operator shares between every principal ([events] shared).
+const SharedEventTag = "shared"
 
 // WorkflowID is the ID of the workflow that runs this wait for principal:
 // "wait_for/[<tag>/]<hash>", where the hash (24 hex digits of a SHA-256) is

@@ -18,6 +18,8 @@ func Definitions() []Definition {
 		{WaitForText, WaitForTextWorkflowName},
 		{CallDownstreamTool, CallDownstreamToolWorkflowName},
 		{ListPanes, ListPanesWorkflowName},
+		{WaitForEvent, WaitForEventWorkflowName},
+		{EventLatch, EventLatchWorkflowName},
 		{Catalog, CatalogWorkflowName},
 		{HostLease, HostLeaseWorkflowName},
 		{Catalog, LegacyCatalogWorkflowName},

@@ -28,6 +28,7 @@ var replayScenarios = []string{
 	"agent_succeeded", "agent_blocked", "agent_cancelled", "agent_resumed", "agent_operator_cancelled",
 	"agent_timeout", "agent_unclaimed", "agent_cancel_ignored", "agent_answered", "agent_answered_after_exit",
 	"waitfortext_matched", "call", "list_panes", "catalog", "hostlease",
+	"event_latch", "eventwait_posted", "eventwait_timeout", "waitfor_woken",
 }
 
 // replayFile is the name of a recorded history: release prefix, scenario.

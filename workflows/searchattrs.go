@@ -93,7 +93,8 @@ const (
 	// StateRunning: the wait (or agent run) is under way.
 	StateRunning WaitState = "running"
 	// StateMatched: wait_for's condition (matches / not_matches) held, or
-	// wait_for_text found its text, or an agent succeeded.
+	// wait_for_text found its text, or an agent succeeded, or a post ended
+	// a wait_for_event.
 	StateMatched WaitState = "matched"
 	// StateSettled: wait_for's output stayed unchanged for quiet_for_sec.
 	StateSettled WaitState = "settled"
@@ -107,6 +108,9 @@ const (
 	// StateError: the wait ended without a result (the probe failed, the
 	// pane died, no worker ran it).
 	StateError WaitState = "error"
+	// StateExpired: an event's latch ended, keeping no post (its posts
+	// outlived the retention) and holding no wait.
+	StateExpired WaitState = "expired"
 )
 
 // CallerAnonymous is SearchAttrCaller when the caller has no principal

@@ -115,12 +115,16 @@ func WaitForMemo(s WaitForSpec, hideValues bool) map[string]any {
 	if hideValues {
 		args = maskArgValues(args)
 	}
-	return map[string]any{
+	m := map[string]any{
 		"probe":        map[string]any{"tool": s.Probe.Tool, "args": args},
 		"until":        until,
 		"poll_sec":     s.PollSec,
 		"max_wait_sec": s.MaxWaitSec,
 	}
+	if s.WakeOnEvent != "" {
+		m["wake_on_event"] = s.WakeOnEvent
+	}
+	return m
 }
 
 // TextWaitSummary is a wait_for_text's line in the workflow list.
@@ -233,4 +237,38 @@ func codeSpan(s string) string {
 		s = " " + s + " "
 	}
 	return delim + s + delim
+}
+
+// EventLatchSummary is an event latch's line in the workflow list.
+func EventLatchSummary(in EventLatchInput) string {
+	return TruncateUTF8(oneLine("event "+in.Name+" of "+in.Caller+": posts kept "+in.Retention.String()), MaxSummaryBytes)
+}
+
+// EventWaitSummary is a wait_for_event's line in the workflow list.
+func EventWaitSummary(s WaitForEventSpec) string {
+	tail := fmt.Sprintf(" (≤%d s)", s.MaxWaitSec)
+	if s.AfterSeq > 0 {
+		tail = fmt.Sprintf(" after post %d", s.AfterSeq) + tail
+	}
+	if s.Match == "" {
+		return TruncateUTF8(oneLine("wait_for_event "+s.Name+tail), MaxSummaryBytes)
+	}
+	return fitSummary("wait_for_event "+s.Name+" matching ", s.Match, tail)
+}
+
+// EventWaitMemo is a wait_for_event's memo in the tool's argument names.
+func EventWaitMemo(s WaitForEventSpec) map[string]any {
+	m := map[string]any{"name": s.Name, "max_wait_sec": s.MaxWaitSec}
+	if s.Match != "" {
+		m["match"] = s.Match
+	}
+	if s.AfterSeq > 0 {
+		m["after_seq"] = s.AfterSeq
+	}
+	return m
+}
+
+// EventWaitDetails is a wait_for_event's StaticDetails in Markdown.
+func EventWaitDetails(s WaitForEventSpec) string {
+	return markdownDetails(ToolWaitForEvent, fmt.Sprintf("Wait for a post of event %s, at most %d s.", codeSpan(s.Name), s.MaxWaitSec), EventWaitMemo(s))
 }

@@ -7,18 +7,20 @@ import "strings"
 // DurawaitTool, the "wait ended" line, `durawait waits`, the config's
 // opt-in tools) uses these.
 const (
-	ToolWaitFor     = "wait_for"
-	ToolStartAgent  = "start_agent"
-	ToolWaitAgent   = "wait_agent"
-	ToolCancelAgent = "cancel_agent"
-	ToolListAgents  = "list_agents"
-	ToolListPanes   = "list_panes"
-	ToolWaitForText = "wait_for_text"
+	ToolWaitFor      = "wait_for"
+	ToolStartAgent   = "start_agent"
+	ToolWaitAgent    = "wait_agent"
+	ToolCancelAgent  = "cancel_agent"
+	ToolListAgents   = "list_agents"
+	ToolListPanes    = "list_panes"
+	ToolWaitForText  = "wait_for_text"
+	ToolWaitForEvent = "wait_for_event"
+	ToolPostEvent    = "post_event"
 )
 
 // OwnTools are durawait's own tools, in the order they are listed.
 func OwnTools() []string {
-	return []string{ToolWaitFor, ToolStartAgent, ToolWaitAgent, ToolCancelAgent, ToolListAgents, ToolListPanes, ToolWaitForText}
+	return []string{ToolWaitFor, ToolStartAgent, ToolWaitAgent, ToolCancelAgent, ToolListAgents, ToolListPanes, ToolWaitForText, ToolWaitForEvent, ToolPostEvent}
 }
 
 // ToolOfWorkflowType is the tool that starts a workflow of the given type
@@ -35,6 +37,10 @@ func ToolOfWorkflowType(workflowType string) string {
 		return ToolStartAgent
 	case ListPanesWorkflowName:
 		return ToolListPanes
+	case WaitForEventWorkflowName:
+		return ToolWaitForEvent
+	case EventLatchWorkflowName:
+		return ToolPostEvent
 	}
 	return ""
 }
@@ -43,6 +49,10 @@ func ToolOfWorkflowType(workflowType string) string {
 // ID's kind (ids.go), or "" when no tool starts workflows of that kind.
 func ToolOfWorkflowID(id string) string {
 	switch {
+	case strings.HasPrefix(id, WaitForEventIDPrefix):
+		return ToolWaitForEvent
+	case strings.HasPrefix(id, EventIDPrefix):
+		return ToolPostEvent
 	case strings.HasPrefix(id, WaitForTextIDPrefix):
 		return ToolWaitForText
 	case strings.HasPrefix(id, WaitForIDPrefix):

@@ -51,6 +51,8 @@ type WaitForInput struct {
 	// when it has a worker in its process (durawait serve); empty lets the
 	// worker that runs the first workflow task name its own.
 	Host string `json:"host,omitempty"`
+	// Wake, when the spec names a wake-up event, is that event's latch.
+	Wake *EventLatchRef `json:"wake,omitempty"`
 }
 
 // PollInput is the input of the PollProbe activity: the spec and when the
@@ -99,6 +101,9 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 	}); err != nil {
 		return WaitForResult{}, err
 	}
+	if in.Wake != nil {
+		followWakeUps(ctx, *in.Wake, host, started.Add(in.Spec.MaxWait()))
+	}
 	left := in.Spec.MaxWait() - workflow.Now(ctx).Sub(started)
 	lctx := loopOptions(ctx, host, max(left, 0), PollSummary(in.Spec), false)
 	err = awaitLoop(ctx, workflow.ExecuteActivity(lctx, PollProbeActivityName, PollInput{Spec: in.Spec, StartedAt: started}), host, &result)
@@ -116,6 +121,36 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 			ErrTypeNoHost, err)
 	}
 	return WaitForResult{}, err
+}
+
+// followWakeUps subscribes the wait to its wake-up event's latch and, for
+// each post the latch tells, has the probe loop on host sample at once
+// (WakeLoopActivityName), until the wait ends. Posts told while a wake-up
+// is on its way count as one.
+func followWakeUps(ctx workflow.Context, latch EventLatchRef, host string, deadline time.Time) {
+	info := workflow.GetInfo(ctx)
+	loop := LoopRef{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	posted := workflow.GetSignalChannel(ctx, EventPostedSignal)
+	subscribeEvent(ctx, latch, EventSubscription{WaitID: loop.WorkflowID, Until: deadline.Add(subscriptionGrace), Wake: true}, deadline)
+	wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              HostQueue(info.TaskQueueName, host),
+		ScheduleToCloseTimeout: stopLoopTimeout,
+		Summary:                "wake the probe loop: event " + latch.Start.Name + " was posted",
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 2},
+	})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var p EventPost
+			if !posted.Receive(ctx, &p) {
+				return
+			}
+			for posted.ReceiveAsync(&p) {
+			}
+			if err := workflow.ExecuteActivity(wctx, WakeLoopActivityName, loop).Get(ctx, nil); err != nil && ctx.Err() == nil {
+				workflow.GetLogger(ctx).Warn("the probe loop's host did not take the wake-up", "host", host, "error", err)
+			}
+		}
+	})
 }
 
 // waitForEndState is the DurawaitState of a wait_for that returned result

@@ -66,6 +66,9 @@ type WaitForSpec struct {
 	PollSec int `json:"poll_sec"`
 	// MaxWaitSec is the effective bound, after clamping.
 	MaxWaitSec int `json:"max_wait_sec"`
+	// WakeOnEvent, when set, names the event whose posts sample the probe
+	// at once (a wake-up; the probe's output still decides).
+	WakeOnEvent string `json:"wake_on_event,omitempty"`
 }
 
 // Poll is the interval between samples.
@@ -93,7 +96,7 @@ type ProbeArgsChecker interface {
 }
 
 var (
-	waitForFields = []string{"probe", "until", "poll_sec", "max_wait_sec"}
+	waitForFields = []string{"probe", "until", "poll_sec", "max_wait_sec", "wake_on_event"}
 	probeFields   = []string{"tool", "args"}
 	untilFields   = []string{"matches", "not_matches", "quiet_for_sec", "fail_matches"}
 )
@@ -132,6 +135,10 @@ func ParseWaitFor(raw json.RawMessage, tools ToolResolver) (WaitForSpec, error) 
 		}
 		errs.add("poll_sec", fmt.Sprintf("%s %d must be less than max_wait_sec %d (after clamping to %d)",
 			what, spec.PollSec, spec.MaxWaitSec, MaxWaitCeilingSec))
+	}
+
+	if _, present := top["wake_on_event"]; present {
+		spec.WakeOnEvent = parseEventNameField(top, "wake_on_event", &errs)
 	}
 
 	spec.Until = parseUntil(top["until"], &errs)

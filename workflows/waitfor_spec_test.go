@@ -105,7 +105,8 @@ func TestParseWaitForRules(t *testing.T) {
 		{"poll_sec equals max_wait_sec", `{` + okProbe + `,` + okUntil + `,"poll_sec":10,"max_wait_sec":10}`, "poll_sec", "poll_sec 10 must be less than max_wait_sec 10"},
 		{"poll_sec over clamped max_wait_sec", `{` + okProbe + `,` + okUntil + `,"poll_sec":301,"max_wait_sec":1000}`, "poll_sec", "poll_sec 301 must be less than max_wait_sec 300"},
 		{"default poll_sec against tiny max_wait_sec", `{` + okProbe + `,` + okUntil + `,"max_wait_sec":2}`, "poll_sec", "poll_sec (default) 2 must be less than max_wait_sec 2"},
-		{"unknown top-level field", `{` + okProbe + `,` + okUntil + `,"timeout":5}`, "timeout", "unknown field (allowed here: probe, until, poll_sec, max_wait_sec)"},
+		{"unknown top-level field", `{` + okProbe + `,` + okUntil + `,"timeout":5}`, "timeout", "unknown field (allowed here: probe, until, poll_sec, max_wait_sec, wake_on_event)"},
+		{"wake_on_event not an event name", `{` + okProbe + `,` + okUntil + `,"wake_on_event":"ci/done"}`, "wake_on_event", `"ci/done" must match`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,10 +58,11 @@ func (p *process) startFront(ctx context.Context) (func(), error) {
 			Socket:      cfg.Tmux.Socket,
 			MaxWait:     cfg.TmuxWaitMax(),
 		},
-		CallEvents: mcpfront.CallEventOptions{Hub: callevents.NewHub(0), ResultMaxLength: cfg.EventResultMaxLen},
-		Logger:     p.logger.With("component", "mcpfront"),
-		Version:    version,
-		Telemetry:  p.frontTelemetry(),
+		EventOptions: mcpfront.EventOptions{Retention: cfg.Events.Retention(), Shared: cfg.Events.Shared},
+		CallEvents:   mcpfront.CallEventOptions{Hub: callevents.NewHub(0), ResultMaxLength: cfg.EventResultMaxLen},
+		Logger:       p.logger.With("component", "mcpfront"),
+		Version:      version,
+		Telemetry:    p.frontTelemetry(),
 	})
 	p.front = front
 	if p.roles.worker {

@@ -12,8 +12,8 @@ import (
 
 // httpSide is what listenHTTP fills: the process's HTTP server.
 type httpSide struct {
-	// mux routes /healthz, /metrics, /readyz and, for a front end, /mcp
-	// and /events.
+	// mux routes /healthz, /metrics, /readyz and, for a front end, /mcp,
+	// /events and /hooks/{name}.
 	mux *http.ServeMux
 	// addr is the listener's address (the server name of otelhttp's
 	// metrics); mcpURL the MCP endpoint on it.
@@ -42,6 +42,7 @@ func (p *process) listenHTTP(ctx context.Context) (func(), error) {
 	readTimeout := time.Duration(p.cfg.HTTPReadTimeoutSec) * time.Second
 	p.mcpRoute.hold = startingHoldWithin(readTimeout)
 	p.eventsRoute.hold = p.mcpRoute.hold
+	p.hooksRoute.hold = p.mcpRoute.hold
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", p.health)
 	mux.Handle("GET /metrics", p.metricsHandler())
@@ -49,6 +50,7 @@ func (p *process) listenHTTP(ctx context.Context) (func(), error) {
 	if p.roles.front {
 		mux.Handle("/mcp", &p.mcpRoute)
 		mux.Handle("/events", &p.eventsRoute)
+		mux.Handle("/hooks/{name}", &p.hooksRoute)
 	}
 	// Reading a request (headers and body) is bounded; writing is not, so a
 	// 300 s wait's stream is never cut. Idle keep-alive connections are

@@ -145,6 +145,7 @@ func (s *stops) run() {
 func (p *process) abandonStartingRoutes() {
 	p.mcpRoute.abandon()
 	p.eventsRoute.abandon()
+	p.hooksRoute.abandon()
 }
 
 // process is one durawait process while it starts and runs. Each start
@@ -162,10 +163,10 @@ type process struct {
 	exit   context.CancelFunc
 	health *healthState
 	ready  *readiness.Handler
-	// mcpRoute and eventsRoute hold a request until the front end is in
-	// place (serve), for up to their hold (listenHTTP: startingHoldWithin),
-	// then answer it 503.
-	mcpRoute, eventsRoute startingRoute
+	// mcpRoute, eventsRoute and hooksRoute hold a request until the front
+	// end is in place (serve), for up to their hold (listenHTTP:
+	// startingHoldWithin), then answer it 503.
+	mcpRoute, eventsRoute, hooksRoute startingRoute
 	// availability is the downstream servers' status for the
 	// durawait.downstream.available gauge, set once the roles started
 	// (serve): a scrape or an export may read it from another goroutine

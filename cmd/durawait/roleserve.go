@@ -11,9 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/durawait/durawait/internal/config"
+	"github.com/durawait/durawait/internal/hooks"
 	"github.com/durawait/durawait/internal/readiness"
 	"github.com/durawait/durawait/mcpfront"
 	"github.com/durawait/durawait/mcpwire"
+	"github.com/durawait/durawait/workflows"
 )
 
 // serve marks the process ready and serves until ctx ends: MCP on stdio or
@@ -68,15 +71,21 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	}
 	var mcpHandler http.Handler = mcpwire.NewHTTPHandler(p.front.Served(), "/mcp", httpOpts)
 	eventsHandler := p.front.EventsHandler(httpOpts)
+	hookSet, err := loadHooks(p.cfg, p.logger)
+	if err != nil {
+		return err
+	}
+	hooksHandler := p.front.HooksHandler(httpOpts, hookSet)
 	if p.roles.daemon && p.cfg.DaemonIdleExitMin > 0 {
 		// An operator watching /events keeps the daemon up, as a client
 		// on /mcp does.
 		idle := &activity{}
-		mcpHandler, eventsHandler = idle.wrap(mcpHandler), idle.wrap(eventsHandler)
+		mcpHandler, eventsHandler, hooksHandler = idle.wrap(mcpHandler), idle.wrap(eventsHandler), idle.wrap(hooksHandler)
 		go watchIdle(ctx, idle, time.Duration(p.cfg.DaemonIdleExitMin)*time.Minute, runningWaits(p.temporal, p.cfg.Namespace), p.logger, p.exit)
 	}
 	p.mcpRoute.set(p.traced(mcpHandler))
 	p.eventsRoute.set(eventsHandler)
+	p.hooksRoute.set(p.traced(hooksHandler))
 	p.markReady(status)
 	p.logger.Info("durawait ready", "mcp", p.http.mcpURL)
 	<-ctx.Done()
@@ -95,6 +104,21 @@ func (p *process) serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 	drainFront(p.front, p.logger)
 	p.http.shutdown()
 	return nil
+}
+
+// loadHooks reads the hooks' secrets (events.hooks_file), or none when the
+// file is not set.
+func loadHooks(cfg config.Config, logger *slog.Logger) (*hooks.Set, error) {
+	if cfg.Events.HooksFile == "" {
+		return nil, nil
+	}
+	set, err := hooks.Load(cfg.Events.HooksFile, workflows.CheckEventName, func(err error) {
+		logger.Error("could not reload the hooks file", "error", err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
 // awaitDrainDelay waits out drain_delay_sec, or until a second SIGTERM

@@ -126,6 +126,8 @@ func TestLeavesImportNoModulePackageButWorkflows(t *testing.T) {
 		{"internal/childenv", "a child process's environment: strings only"},
 		{"internal/probepolicy", "which tools may be probed: MCP's tool annotations only"},
 		{"internal/samplehub", "the in-process event hub: it carries workflows.WaitEvent"},
+		{"internal/eventlatch", "an event's latch reached from outside: Temporal's client and workflows' names only"},
+		{"internal/hooks", "the hooks' secrets: files and crypto only"},
 		{"internal/temporalconn", "how to reach Temporal: the SDK's envconfig, flags and TOML values handed in"},
 		{"internal/datadir", "the data dir and its lock: files only"},
 		{"internal/auth", "callers' credentials: tokens and JWTs only"},

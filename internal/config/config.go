@@ -111,6 +111,8 @@ type Config struct {
 	Tmux       Tmux        `toml:"tmux"`
 	// Local configures the built-in probe server, `local`.
 	Local Local `toml:"local"`
+	// Events configures wait_for_event, post_event and the hooks.
+	Events Events `toml:"events"`
 }
 
 // Tmux configures list_panes and wait_for_text.
@@ -239,6 +241,7 @@ func Default() Config {
 		Agents:             Agents{WaitWindowSec: 300, MaxRunSec: 6 * 3600, CancelGraceSec: 10, AnswerWaitSec: 300, MaxOutputMB: 64, UnreachableAfterSec: 180},
 		Tmux:               Tmux{WaitMaxSec: 60},
 		Local:              Local{TimeoutSec: 10},
+		Events:             defaultEvents(),
 	}
 }
 
@@ -298,8 +301,10 @@ func Load(path string) (Config, error) {
 		}
 	}
 	cfg.TemporalTLS.resolvePaths(base)
-	if cfg.Auth.TokensFile != "" && !filepath.IsAbs(cfg.Auth.TokensFile) {
-		cfg.Auth.TokensFile = filepath.Join(base, cfg.Auth.TokensFile)
+	for _, p := range []*string{&cfg.Auth.TokensFile, &cfg.Events.HooksFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
 	}
 	for i, s := range cfg.MCPServers {
 		if len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
@@ -438,6 +443,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.Agents.validate()...)
 	errs = append(errs, c.Local.validate()...)
+	errs = append(errs, c.Events.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -27,6 +27,7 @@ func hostileRows(hw *hostileWorld) []hostile {
 	rows = append(rows, nullRows(hw)...)
 	rows = append(rows, agentRows(hw)...)
 	rows = append(rows, tmuxRows(hw)...)
+	rows = append(rows, eventRows()...)
 	rows = append(rows, otherToolRows()...)
 	rows = append(rows, rawRows()...)
 	return rows
@@ -303,6 +304,39 @@ func tmuxRows(hw *hostileWorld) []hostile {
 			want: []string{"text", "UTF-8"}},
 	)
 	return rows
+}
+
+// eventRows are bad inputs of wait_for_event and post_event: every field's
+// wrong kinds, names that are no event's, and bounds.
+func eventRows() []hostile {
+	var rows []hostile
+	for _, bt := range badTypes {
+		if bt.kind != "string" {
+			rows = append(rows,
+				hostile{name: "wait_for_event/name " + bt.kind, tool: "wait_for_event", args: map[string]any{"name": bt.value}, want: []string{"name", "string"}},
+				hostile{name: "post_event/name " + bt.kind, tool: "post_event", args: map[string]any{"name": bt.value}, want: []string{"name", "string"}},
+				hostile{name: "wait_for_event/match " + bt.kind, tool: "wait_for_event", args: map[string]any{"name": "x", "match": bt.value}, want: []string{"match", "string"}},
+				hostile{name: "post_event/delivery_id " + bt.kind, tool: "post_event", args: map[string]any{"name": "x", "delivery_id": bt.value}, want: []string{"delivery_id", "string"}},
+			)
+		}
+		if bt.kind != "number" {
+			rows = append(rows,
+				hostile{name: "wait_for_event/after_seq " + bt.kind, tool: "wait_for_event", args: map[string]any{"name": "x", "after_seq": bt.value}, want: []string{"after_seq", "whole number"}},
+				hostile{name: "wait_for_event/max_wait_sec " + bt.kind, tool: "wait_for_event", args: map[string]any{"name": "x", "max_wait_sec": bt.value}, want: []string{"max_wait_sec", "whole number"}})
+		}
+	}
+	for _, name := range []string{"", "../etc", "a/b", "-lead", "sp ace", "é", strings.Repeat("n", 101), "%2e%2e", "x\u0000"} {
+		rows = append(rows,
+			hostile{name: fmt.Sprintf("wait_for_event/name %q", name), tool: "wait_for_event", args: map[string]any{"name": name}, want: []string{"name"}},
+			hostile{name: fmt.Sprintf("post_event/name %q", name), tool: "post_event", args: map[string]any{"name": name}, want: []string{"name"}})
+	}
+	return append(rows,
+		hostile{name: "post_event/payload 1 MB", tool: "post_event", args: map[string]any{"name": "x", "payload": strings.Repeat("p", 1<<20)}, want: []string{"payload", "at most 65536 bytes"}},
+		hostile{name: "post_event/delivery_id control", tool: "post_event", args: map[string]any{"name": "x", "delivery_id": "a\nb"}, want: []string{"delivery_id", "printable"}},
+		hostile{name: "wait_for_event/match costly", tool: "wait_for_event", args: map[string]any{"name": "x", "match": "(x{999}){999}"}, want: []string{"match"}},
+		hostile{name: "wait_for_event/arguments an array", tool: "wait_for_event", args: []any{"x"}, want: []string{"arguments", "object"}},
+		hostile{name: "post_event/unknown field", tool: "post_event", args: map[string]any{"name": "x", "principal": "bob"}, want: []string{"principal", "unknown field"}},
+	)
 }
 
 func otherToolRows() []hostile {

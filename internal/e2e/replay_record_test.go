@@ -49,6 +49,47 @@ func TestRecordReplayHistories(t *testing.T) {
 	t.Run("max_run", func(t *testing.T) { recordMaxRun(t, prefix) })
 	t.Run("unclaimed", func(t *testing.T) { recordUnclaimed(t, prefix) })
 	t.Run("answered", func(t *testing.T) { recordAnswered(t, prefix) })
+	t.Run("events", func(t *testing.T) { recordEvents(t, prefix) })
+}
+
+// recordEvents records an event's latch from its first post to its end
+// (its posts outlived the retention), a wait_for_event a post ended and one
+// that timed out, and a wait_for its wake-up event woke.
+func recordEvents(t *testing.T, prefix string) {
+	w := newWorkspace(t)
+	inst := w.startServe(w.writeConfigWith("[events]\nretention_sec = 3", w.demoServer("demo")))
+	c := inst.client(t)
+	engine := w.owner().Engine
+	tc := temporalClient(t, engine)
+	rec := newRecorder(t, prefix)
+
+	c.postEvent(t, map[string]any{"name": "recorded", "payload": map[string]any{"n": 1}, "delivery_id": "r-1"})
+	posted := c.waitEvent(t, map[string]any{"name": "recorded"})
+	require.Equal(t, "posted", posted.Reason)
+	c.postEvent(t, map[string]any{"name": "recorded", "payload": map[string]any{"n": 1}, "delivery_id": "r-1"})
+	rec.byInput(engine, workflows.WaitForEventWorkflowName, "eventwait_posted", `"name":"recorded"`)
+	timedOut := c.waitEvent(t, map[string]any{"name": "recorded", "after_seq": 1, "max_wait_sec": 1})
+	require.Equal(t, "timeout", timedOut.Reason)
+	rec.byInput(engine, workflows.WaitForEventWorkflowName, "eventwait_timeout", `"after_seq":1`)
+
+	w.write("woken", "pending")
+	woken := make(chan waitResult, 1)
+	go func() {
+		woken <- c.waitFor(t, readFileWait(w.path("woken"), map[string]any{"poll_sec": 50, "max_wait_sec": 100, "wake_on_event": "recorded"}))
+	}()
+	eventually(t, "the wait_for's first sample", func() bool { return w.calls("woken") >= 1 })
+	w.write("woken", "READY")
+	eventually(t, "the wake-up to sample again", func() bool {
+		c.postEvent(t, map[string]any{"name": "recorded", "payload": "wake"})
+		return w.calls("woken") >= 2
+	})
+	assert.Equal(t, "matched", (<-woken).Reason)
+	rec.waitFor(engine, "waitfor_woken", w.path("woken"))
+
+	require.NoError(t, tc.GetWorkflow(context.Background(), "event/recorded", "").Get(context.Background(), nil),
+		"the latch ends once its posts outlive the retention")
+	rec.workflow(engine, "event_latch", "event/recorded")
+	rec.write()
 }
 
 // recordAnswered records an agent invocation whose permission blocker is

@@ -388,6 +388,7 @@ func (s *soak) noWorkerFor(r *soakRun, from, to time.Time) bool {
 var (
 	soakProbeInput = regexp.MustCompile(`probe/w([0-9]+)"`)
 	soakTextInput  = regexp.MustCompile(`SOAK([0-9]+)Z`)
+	soakEventInput = regexp.MustCompile(`"soak-ev-([0-9]+)"`)
 )
 
 // collectRuns reads every run of the three workflow types from the engine
@@ -427,8 +428,11 @@ func (j *judge) collectRuns() {
 		default:
 			id := -1
 			pattern := soakProbeInput
-			if r.typ == workflows.WaitForTextWorkflowName {
+			switch r.typ {
+			case workflows.WaitForTextWorkflowName:
 				pattern = soakTextInput
+			case workflows.WaitForEventWorkflowName:
+				pattern = soakEventInput
 			}
 			if m := pattern.FindStringSubmatch(r.input); m != nil {
 				id = atoi(m[1])
@@ -448,12 +452,13 @@ func (j *judge) collectRuns() {
 // soakFamilyOfType is the tool family of a wait's workflow type.
 var soakFamilyOfType = map[string]string{
 	workflows.WaitForWorkflowName: "wait_for", workflows.WaitForTextWorkflowName: "wait_for_text", workflows.AgentWorkflowName: "agent",
+	workflows.WaitForEventWorkflowName: "wait_for_event",
 }
 
 // listRuns lists the runs of the soak's three workflow types.
 func (j *judge) listRuns() []*soakRun {
 	var out []*soakRun
-	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName} {
+	for _, typ := range []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName, workflows.WaitForEventWorkflowName} {
 		var token []byte
 		for {
 			resp, err := j.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
@@ -490,12 +495,14 @@ func (j *judge) everyAnsweredWaitListed(runs []*soakRun, agentWait map[string]*s
 			return false
 		}
 	}
-	// wait_for and wait_for_text runs are told apart by their input,
-	// which the list does not carry: count them instead.
+	// The runs of the other waits are told apart by their input, which
+	// the list does not carry: count them instead.
 	want := map[string]int{}
+	typeOf := map[soakKind]string{kindMatch: workflows.WaitForWorkflowName, kindTimeout: workflows.WaitForWorkflowName,
+		kindText: workflows.WaitForTextWorkflowName, kindEvent: workflows.WaitForEventWorkflowName}
 	for _, sw := range j.s.snapshot() {
 		if sw.done.Load() && sw.kind != kindAgentOK && sw.kind != kindAgentBlocked {
-			want[map[bool]string{true: workflows.WaitForTextWorkflowName, false: workflows.WaitForWorkflowName}[sw.kind == kindText]]++
+			want[typeOf[sw.kind]]++
 		}
 	}
 	ids := map[string]map[string]bool{}
@@ -505,8 +512,12 @@ func (j *judge) everyAnsweredWaitListed(runs []*soakRun, agentWait map[string]*s
 		}
 		ids[r.typ][r.id] = true
 	}
-	return len(ids[workflows.WaitForWorkflowName]) >= want[workflows.WaitForWorkflowName] &&
-		len(ids[workflows.WaitForTextWorkflowName]) >= want[workflows.WaitForTextWorkflowName]
+	for typ, n := range want {
+		if len(ids[typ]) < n {
+			return false
+		}
+	}
+	return true
 }
 
 // settle waits, up to openSettleLimit from when the judge began, for a run
@@ -652,9 +663,98 @@ func (j *judge) judgeWait(sw *soakWait) {
 		j.judgeWaitFor(sw, answer, from, runs)
 	case kindText:
 		j.judgeText(sw, answer, from, runs)
+	case kindEvent:
+		j.judgeEvent(sw, answer, from, runs)
 	default:
 		j.judgeAgent(sw, answer, from)
 	}
+}
+
+// soakEventResult is wait_for_event's answer (and its workflow's result).
+type soakEventResult struct {
+	Reason string `json:"reason"`
+	Event  *struct {
+		Seq        int64           `json:"seq"`
+		Payload    json.RawMessage `json:"payload"`
+		Source     string          `json:"source"`
+		DeliveryID string          `json:"delivery_id"`
+	} `json:"event"`
+	ElapsedSec float64 `json:"elapsed_sec"`
+}
+
+// judgeEvent judges a wait_for_event: the answer against the plan and
+// against its run, and every other run against the plan.
+func (j *judge) judgeEvent(sw *soakWait, answer string, from *soakRun, runs []*soakRun) {
+	var got soakEventResult
+	if err := json.Unmarshal([]byte(answer), &got); err != nil {
+		j.fail(ruleWrongAnswer, sw, "undecodable answer %q%s", answer, j.evidence(sw, runs))
+		return
+	}
+	var rec soakEventResult
+	if from.status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED || json.Unmarshal([]byte(from.result), &rec) != nil {
+		j.fail(ruleNotItsRun, sw, "answered %s, but its run did not complete with a result%s", shortText(answer, 300), j.evidence(sw, runs))
+		return
+	}
+	if got.Reason != rec.Reason || (got.Event == nil) != (rec.Event == nil) || (got.Event != nil && got.Event.Seq != rec.Event.Seq) {
+		j.fail(ruleNotItsRun, sw, "answered %s, its run completed with %s%s", shortText(answer, 300), shortText(from.result, 300), j.evidence(sw, runs))
+	}
+	switch problem, excuse := j.eventOutcome(sw, got, from); {
+	case problem == "":
+		j.right[sw.kind]++
+		j.rightByProtocol[sw.protocol]++
+	case excuse != "":
+		j.excused = append(j.excused, fmt.Sprintf("wait %d (%s): %s: %s", sw.id, sw.kind, problem, excuse))
+	default:
+		j.fail(ruleWrongAnswer, sw, "%s%s", problem, j.evidence(sw, runs))
+	}
+	for _, r := range runs {
+		if r == from {
+			continue
+		}
+		var other soakEventResult
+		switch {
+		case r.status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			// ruleOpenRun
+		case r.status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED || json.Unmarshal([]byte(r.result), &other) != nil:
+			j.fail(ruleWrongRun, sw, "run %s ended %s%s", shortRun(r.runID), r.status, j.evidence(sw, runs))
+		default:
+			if problem, excuse := j.eventOutcome(sw, other, r); problem != "" && excuse == "" {
+				j.fail(ruleWrongRun, sw, "run %s: %s%s", shortRun(r.runID), problem, j.evidence(sw, runs))
+			}
+		}
+	}
+}
+
+// eventOutcome judges a wait_for_event result of run r against the plan:
+// its own post (seq 1, its payload, its delivery ID, from the hook), or a
+// timeout only when the hook took no post from the flip (or the run's
+// start) to the run's bound plus the answer margin.
+func (j *judge) eventOutcome(sw *soakWait, res soakEventResult, r *soakRun) (problem, excuse string) {
+	bound := r.start.Add(time.Duration(sw.maxWait) * time.Second)
+	switch {
+	case res.Reason == "posted" && res.Event != nil:
+		var payload any
+		if res.Event.Seq != 1 || res.Event.Source != "hook" || res.Event.DeliveryID != sw.event() ||
+			json.Unmarshal(res.Event.Payload, &payload) != nil || string(res.Event.Payload) != sw.payload() {
+			return fmt.Sprintf("answered a post that is not its own: seq %d, source %s, delivery %q, payload %s",
+				res.Event.Seq, res.Event.Source, res.Event.DeliveryID, res.Event.Payload), ""
+		}
+		if flip := nsTime(sw.flipAt.Load()); flip.IsZero() || (!r.closed.IsZero() && r.closed.Before(flip)) {
+			return fmt.Sprintf("answered its post, but its run closed %s, before the flip %s", clock(r.closed), clock(flip)), ""
+		}
+		return "", ""
+	case res.Reason == "timeout":
+		posted := nsTime(sw.postedAt.Load())
+		problem = fmt.Sprintf("answered timeout after %.1f s though the hook took its post at %s", res.ElapsedSec, clock(posted))
+		switch {
+		case posted.IsZero() || posted.After(bound.Add(soakAnswerMargin)):
+			return problem, "the hook took its post only after the run's bound (" + j.s.downNames(maxTime(nsTime(sw.flipAt.Load()), r.start), bound.Add(soakAnswerMargin)) + ")"
+		case j.s.neverUp(maxTime(posted, r.start), bound.Add(soakAnswerMargin)):
+			return problem, "no durawait up and running from the post to the bound + 1 s (" + j.s.downNames(posted, bound.Add(soakAnswerMargin)) + ")"
+		}
+		return problem, ""
+	}
+	return fmt.Sprintf("want its post, got %s", res.Reason), ""
 }
 
 func runLines(runs []*soakRun) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -179,11 +180,12 @@ const (
 	kindAgentOK                      // start_agent/wait_agent: succeeded with its output
 	kindAgentBlocked                 // start_agent/wait_agent: blocked (auth_failed)
 	kindText                         // wait_for_text: matched after its text is printed
+	kindEvent                        // wait_for_event: posted, by POST /hooks/{name} after its flip
 	soakKinds
 )
 
 func (k soakKind) String() string {
-	return [...]string{"wait_for matched", "wait_for timeout", "agent succeeded", "agent blocked", "wait_for_text matched"}[k]
+	return [...]string{"wait_for matched", "wait_for timeout", "agent succeeded", "agent blocked", "wait_for_text matched", "wait_for_event posted"}[k]
 }
 
 // soakWait is one planned wait and what its client saw.
@@ -206,7 +208,10 @@ type soakWait struct {
 	// pane after typing its printf (unix ns): the text was printed
 	// between flipAt and appearedAt.
 	appearedAt atomic.Int64
-	done       atomic.Bool
+	// postedAt is, for wait_for_event, when the hook took its post (unix
+	// ns): the post was kept between flipAt and postedAt.
+	postedAt atomic.Int64
+	done     atomic.Bool
 
 	mu         sync.Mutex
 	invocation string // the agent invocation the client waited on
@@ -258,6 +263,10 @@ func (sw *soakWait) prompt() string {
 	return fmt.Sprintf("ok%d", sw.id)
 }
 func (sw *soakWait) text() string { return fmt.Sprintf("SOAK%dZ", sw.id) }
+
+// event is the name of a wait_for_event's event, and payload its post.
+func (sw *soakWait) event() string   { return fmt.Sprintf("soak-ev-%d", sw.id) }
+func (sw *soakWait) payload() string { return fmt.Sprintf(`{"id":%d}`, sw.id) }
 
 // soak is one run: the workspace, the server, the population of waits and
 // the figures of the report.
@@ -716,6 +725,8 @@ func soakFamily(k soakKind) string {
 		return "wait_for"
 	case kindText:
 		return "wait_for_text"
+	case kindEvent:
+		return "wait_for_event"
 	}
 	return "agent"
 }
@@ -753,7 +764,7 @@ func (s *soak) stallCycle(d time.Duration) {
 	for open := s.openByFamily(); len(open) < 3 && time.Now().Before(deadline); open = s.openByFamily() {
 		s.gap(50 * time.Millisecond)
 	}
-	quota := map[soakKind]int{kindMatch: 2, kindText: 2, kindAgentOK: 1, kindAgentBlocked: 1}
+	quota := map[soakKind]int{kindMatch: 2, kindText: 2, kindAgentOK: 1, kindAgentBlocked: 1, kindEvent: 1}
 	var picked []*soakWait
 	s.mu.Lock()
 	for _, sw := range s.waits {
@@ -836,7 +847,7 @@ func (s *soak) plan() *soakWait {
 	s.mu.Lock()
 	id := len(s.waits)
 	s.mu.Unlock()
-	weights := []int{30, 15, 20, 10, 25} // by soakKind
+	weights := []int{25, 15, 20, 10, 20, 10} // by soakKind
 	r := s.rng.Intn(100)
 	kind := soakKind(0)
 	for r >= weights[kind] {
@@ -924,6 +935,34 @@ func (s *soak) flip(sw *soakWait) {
 		}
 	case kindText:
 		s.typeText(sw)
+	case kindEvent:
+		// The post goes out whatever durawait's state, and is delivered
+		// again (the same delivery ID: one post) until the hook takes it.
+		go s.postEvent(sw)
+	}
+}
+
+// postEvent posts sw's event as a CI system would (POST /hooks/{name},
+// its delivery ID in Idempotency-Key), again and again until the hook
+// answers 200, and notes when it did.
+func (s *soak) postEvent(sw *soakWait) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	for {
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.addr+"/hooks/"+sw.event(), strings.NewReader(sw.payload()))
+		if err != nil {
+			s.t.Errorf("flip %d: %v", sw.id, err)
+			return
+		}
+		req.Header.Set("Idempotency-Key", sw.event())
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				sw.postedAt.Store(time.Now().UnixNano())
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -1223,7 +1262,17 @@ func (s *soak) runWait(sw *soakWait) {
 		s.runAgent(c, sw, started)
 	case kindText:
 		s.runText(c, sw, started)
+	case kindEvent:
+		s.runEvent(c, sw, started)
 	}
+}
+
+// runEvent calls wait_for_event until it answers; the judge reads the
+// answer.
+func (s *soak) runEvent(c *soakCaller, sw *soakWait, started func()) {
+	startedAfterASecond(c, started)
+	res := c.call("wait_for_event", map[string]any{"name": sw.event(), "max_wait_sec": sw.maxWait})
+	sw.setAnswer(resultText(res), c.sent, c.answered)
 }
 
 // startedAfterASecond makes c's first send end the start a second later.

@@ -100,14 +100,17 @@ func Query(opts ListOptions) (query string, notes []string) {
 // States are the states a wait can be in (AttrState), which --state takes.
 func States() []string {
 	return []string{string(workflows.StateRunning), string(workflows.StateMatched), string(workflows.StateSettled),
-		string(workflows.StateTimeout), string(workflows.StateFailed), string(workflows.StateCancelled), string(workflows.StateError)}
+		string(workflows.StateTimeout), string(workflows.StateFailed), string(workflows.StateCancelled), string(workflows.StateError),
+		string(workflows.StateExpired)}
 }
 
 // waitWorkflowTypes are the workflow types of the waits `waits list`
 // shows without --tool: not the catalog, nor a split front end's
 // short-lived downstream-call and list_panes workflows (--tool names
-// those).
-var waitWorkflowTypes = []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName}
+// those). An event's latch is listed with the waits: it holds the event's
+// posts, as tool post_event.
+var waitWorkflowTypes = []string{workflows.WaitForWorkflowName, workflows.WaitForTextWorkflowName, workflows.AgentWorkflowName,
+	workflows.WaitForEventWorkflowName, workflows.EventLatchWorkflowName}
 
 // waitTypesTerm keeps the wait workflows: WorkflowType IN (...).
 func waitTypesTerm() string {
@@ -121,7 +124,8 @@ func waitTypesTerm() string {
 // toolsWithWorkflows are durawait's own tools whose calls --tool finds:
 // every one that starts or waits on a workflow.
 func toolsWithWorkflows() []string {
-	return []string{workflows.ToolListPanes, workflows.ToolStartAgent, workflows.ToolWaitAgent, workflows.ToolWaitFor, workflows.ToolWaitForText}
+	return []string{workflows.ToolListPanes, workflows.ToolPostEvent, workflows.ToolStartAgent, workflows.ToolWaitAgent, workflows.ToolWaitFor,
+		workflows.ToolWaitForEvent, workflows.ToolWaitForText}
 }
 
 // quote is a string literal of Temporal's visibility query language.

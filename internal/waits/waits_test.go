@@ -17,8 +17,8 @@ func TestQueryUsesTheSearchAttributes(t *testing.T) {
 	assert.Empty(t, notes)
 
 	q, _ = Query(ListOptions{})
-	assert.Equal(t, `WorkflowType IN ('WaitFor', 'WaitForText', 'AgentInvocation')`, q,
-		"only the waits: not the catalog, nor a split front end's call/ and list_panes/ workflows")
+	assert.Equal(t, `WorkflowType IN ('WaitFor', 'WaitForText', 'AgentInvocation', 'WaitForEvent', 'EventLatch')`, q,
+		"only the waits and the events' latches: not the catalog, nor a split front end's call/ and list_panes/ workflows")
 }
 
 // --state and --since narrow the query on the state attribute and the

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/durawait/durawait/activities"
+	"github.com/durawait/durawait/internal/eventlatch"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -41,14 +42,40 @@ func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.P
 	}
 	r.loops.start(parent, ref, how, func(ctx context.Context) (any, error) {
 		defer r.progress.Delete(ref.key())
+		var wake chan struct{}
+		if in.Spec.WakeOnEvent != "" {
+			wake = make(chan struct{}, 1)
+			r.wakes.Store(ref.key(), wake)
+			defer r.wakes.Delete(ref.key())
+		}
 		return r.opts.Poller.Run(ctx, activities.ProbeRun{
-			WorkflowID: ref.WorkflowID, Input: in, Resumed: record,
+			WorkflowID: ref.WorkflowID, Input: in, Resumed: record, Wake: wake,
 			Record: func(ctx context.Context, rec workflows.ProbeRecord) error {
 				return r.recordProbe(ctx, ref, rec)
 			},
 			OnProgress: func(p workflows.PollProgress) { r.progress.Store(ref.key(), p) },
 		})
 	})
+}
+
+// WakeLoop has a probe loop on this host sample at once, as its wait's
+// workflow asks when the wait's wake-up event is posted. A loop that does
+// not run here (it ended, or runs elsewhere) has nothing to wake: the
+// wake-up is a hint, and the loop's next sample comes on its schedule.
+func (r *Runtime) WakeLoop(_ context.Context, in workflows.LoopRef) error {
+	if wake, ok := r.wakes.Load(loopKey{in.WorkflowID, in.RunID}); ok {
+		select {
+		case wake.(chan struct{}) <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+	return nil
+}
+
+// SubscribeEvent subscribes a wait to its event's latch (the local
+// activity of workflows.SubscribeEventActivityName).
+func (r *Runtime) SubscribeEvent(ctx context.Context, in workflows.EventSubscribeInput) error {
+	return eventlatch.Subscribe(ctx, r.opts.Client, r.opts.TaskQueue, in)
 }
 
 // ProbeState answers what a probe loop on this host saw last.

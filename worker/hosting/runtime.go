@@ -104,6 +104,8 @@ type Runtime struct {
 	// progress is each probe loop's latest progress, by loopKey (what an
 	// operator's look reads: ProbeState).
 	progress sync.Map
+	// wakes is each probe loop's wake-up channel, by loopKey (WakeLoop).
+	wakes sync.Map
 	// spoolsPruned is when pruneSpools last looked (under mu).
 	spoolsPruned time.Time
 }
@@ -245,6 +247,7 @@ func (r *Runtime) pollHost(host string) error {
 	w.RegisterActivityWithOptions(r.AnswerAgent, activity.RegisterOptions{Name: workflows.AnswerAgentActivityName})
 	w.RegisterActivityWithOptions(r.AgentLive, activity.RegisterOptions{Name: workflows.AgentLiveActivityName})
 	w.RegisterActivityWithOptions(r.ProbeState, activity.RegisterOptions{Name: workflows.ProbeStateActivityName})
+	w.RegisterActivityWithOptions(r.WakeLoop, activity.RegisterOptions{Name: workflows.WakeLoopActivityName})
 	w.RegisterActivityWithOptions(r.LoopAnswer, activity.RegisterOptions{Name: workflows.LoopAnswerActivityName})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("poll the queue of host %s: %w", host, err)

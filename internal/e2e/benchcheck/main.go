@@ -33,6 +33,8 @@ var targets = []target{
 	{benchmark: "BenchmarkWaitForTextLatency", metric: "text-p99-ms", documented: 10, margin: 2, what: "wait_for_text: text printed → result, p99 ms"},
 	{benchmark: "BenchmarkWaitAgentExitLatency", metric: "exit-p99-ms", documented: 50, margin: 2, what: "wait_agent: CLI exit → result, p99 ms"},
 	{benchmark: "BenchmarkWaitAgentFanInLatency", metric: "fanin-p99-ms", documented: 50, margin: 2, what: "wait_agent on 10 (any): first CLI exit → result, p99 ms"},
+	{benchmark: "BenchmarkEventPostLatency", metric: "event-p99-ms", documented: 20, margin: 2, what: "post_event → the waiting wait_for_event's result, p99 ms"},
+	{benchmark: "BenchmarkEventHookLatency", metric: "hook-p99-ms", documented: 20, margin: 2, what: "signed POST /hooks/{name} → the waiting wait_for_event's result, p99 ms"},
 	{benchmark: "BenchmarkReexposedCallOverhead", metric: "overhead-p50-ms", documented: 5, margin: 2, what: "re-exposed call overhead, p50 ms"},
 }
 

@@ -16,6 +16,8 @@ BenchmarkWaitForDetection-2   	      10	 1000 ns/op	       456.0 durable-p50-ms	
 BenchmarkWaitForTextLatency-2   	      10	 1000 ns/op	         1.27 text-p50-ms	         3.35 text-p99-ms	         3.36 text-max-ms
 BenchmarkWaitAgentExitLatency-2   	      10	 1000 ns/op	        14.7 exit-p50-ms	        21.8 exit-p99-ms	        23.2 exit-max-ms
 BenchmarkWaitAgentFanInLatency-2   	      10	 1000 ns/op	        24.1 fanin-p50-ms	        31.0 fanin-p99-ms	        31.0 fanin-max-ms
+BenchmarkEventPostLatency-2   	      10	 1000 ns/op	         8.5 event-p50-ms	        11.2 event-p99-ms	        11.2 event-max-ms
+BenchmarkEventHookLatency-2   	      10	 1000 ns/op	         8.5 hook-p50-ms	        15.1 hook-p99-ms	        15.1 hook-max-ms
 BenchmarkReexposedCallOverhead-2   	      10	 1000 ns/op	         0.49 overhead-p50-ms
 PASS
 `

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkEventPostLatency: a wait_for_event waiting (its latch holds
+// it), then post_event from another client; the time from the post's call
+// to the wait's answer.
+func BenchmarkEventPostLatency(b *testing.B) {
+	eventLatency(b, "event", func(b *testing.B, inst *instance, poster *mcpClient, name string) {
+		poster.postEvent(b, map[string]any{"name": name, "payload": map[string]any{"n": 1}})
+	})
+}
+
+// BenchmarkEventHookLatency: as BenchmarkEventPostLatency, the post a
+// GitHub-signed POST /hooks/{name}.
+func BenchmarkEventHookLatency(b *testing.B) {
+	eventLatency(b, "hook", func(b *testing.B, inst *instance, _ *mcpClient, name string) {
+		body := []byte(`{"workflow_run":{"conclusion":"success"}}`)
+		req, err := http.NewRequest(http.MethodPost, "http://"+inst.http+"/hooks/"+name, bytes.NewReader(body))
+		require.NoError(b, err)
+		req.Header.Set("X-Hub-Signature-256", githubSignature(githubSecret, body))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(b, err)
+		resp.Body.Close()
+		require.Equal(b, http.StatusOK, resp.StatusCode)
+	})
+}
+
+// eventLatency measures post → answer for b.N waits, each on an event of
+// its own (each a GitHub hook), posted by post once the wait's
+// subscription started the event's latch.
+func eventLatency(b *testing.B, metric string, post func(b *testing.B, inst *instance, poster *mcpClient, name string)) {
+	w := newWorkspace(b)
+	var hooks strings.Builder
+	for i := range b.N {
+		fmt.Fprintf(&hooks, "[[hook]]\nname = \"bench-%d\"\nscheme = \"github\"\nsecret = %q\n\n", i, githubSecret)
+	}
+	w.write("bench-hooks.toml", hooks.String())
+	require.NoError(b, os.Chmod(w.path("bench-hooks.toml"), 0o600))
+	inst := w.startServe(w.writeConfigWith(fmt.Sprintf("[events]\nhooks_file = %q", w.path("bench-hooks.toml"))))
+	waiter, poster := inst.client(b), inst.client(b)
+	tc := temporalClient(b, w.owner().Engine)
+	var samples []time.Duration
+	for i := range b.N {
+		name := "bench-" + itoa(i)
+		done := make(chan time.Time, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			got, err := waiter.tryWaitEvent(ctx, map[string]any{"name": name})
+			if err != nil || got.Reason != "posted" || got.Latched {
+				b.Errorf("wait_for_event: %v %+v", err, got)
+			}
+			done <- time.Now()
+		}()
+		eventually(b, "the wait's subscription to start the latch", func() bool {
+			_, err := tc.DescribeWorkflowExecution(context.Background(), "event/"+name, "")
+			return err == nil
+		})
+		start := time.Now()
+		post(b, inst, poster, name)
+		samples = append(samples, (<-done).Sub(start))
+	}
+	b.Logf("post -> answer, in order: %v", samples)
+	report(b, metric, samples)
+}
