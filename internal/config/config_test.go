@@ -427,3 +427,21 @@ func TestLocalProbesRunWhereCallersAreLocal(t *testing.T) {
 		assert.Equal(t, tc.want, cfg.LocalProbesOn(tc.front), "%+v", tc)
 	}
 }
+
+// [events]: the retention's bounds, the shared names' patterns, and a
+// hooks file relative to the config's folder.
+func TestEventsKeys(t *testing.T) {
+	cfg, err := Load(writeFile(t, "[events]\nretention_sec = 60\nshared = [\"team-*\"]\nhooks_file = \"hooks.toml\"\n"))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, time.Minute, cfg.Events.Retention())
+	assert.Equal(t, filepath.Join(filepath.Dir(cfg.File), "hooks.toml"), cfg.Events.HooksFile)
+	assert.Equal(t, 24*time.Hour, Default().Events.Retention(), "a day by default")
+
+	cfg.Events.RetentionSec = 0
+	cfg.Events.Shared = []string{"[a"}
+	err = cfg.Validate()
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "events.retention_sec: must be between 1 and 2592000 (30 days), got 0")
+	assert.ErrorContains(t, err, `events.shared[0]: "[a" is not a name pattern`)
+}

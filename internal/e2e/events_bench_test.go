@@ -64,9 +64,11 @@ func eventLatency(b *testing.B, metric string, post func(b *testing.B, inst *ins
 			}
 			done <- time.Now()
 		}()
-		eventually(b, "the wait's subscription to start the latch", func() bool {
-			_, err := tc.DescribeWorkflowExecution(context.Background(), "event/"+name, "")
-			return err == nil
+		// The clock is for a wait in place: its subscription started the
+		// latch, whose first workflow task (taking it) is done.
+		eventually(b, "the latch to take the wait's subscription", func() bool {
+			desc, err := tc.DescribeWorkflowExecution(context.Background(), "event/"+name, "")
+			return err == nil && desc.GetPendingWorkflowTask() == nil && desc.GetWorkflowExecutionInfo().GetHistoryLength() >= 5
 		})
 		start := time.Now()
 		post(b, inst, poster, name)
