@@ -240,30 +240,45 @@ func (l *probeLoop) loop(ctx context.Context) (workflows.WaitForResult, error) {
 	}
 }
 
+// wakeMinGap is the least time between a woken sample and the attempt
+// before it: posts of a wake-up event, however many, sample the probe at
+// most once a second.
+const wakeMinGap = time.Second
+
 // sleepUntil waits for the loop's next attempt at at, or less when the
-// loop's event wakes it (ProbeRun.Wake): woken says so.
+// loop's event wakes it (ProbeRun.Wake): woken says so. A wake-up that
+// comes less than wakeMinGap after the last attempt samples at that gap.
 func (l *probeLoop) sleepUntil(ctx context.Context, at time.Time) (woken bool, err error) {
 	if l.run.Wake == nil {
 		return false, l.clock.SleepUntil(ctx, at)
 	}
 	sleepCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wake := make(chan struct{})
+	took := make(chan bool, 1)
 	go func() {
 		select {
 		case <-l.run.Wake:
-			close(wake)
 			cancel()
+			took <- true
 		case <-sleepCtx.Done():
+			took <- false
 		}
 	}()
 	err = l.clock.SleepUntil(sleepCtx, at)
-	select {
-	case <-wake:
-		return ctx.Err() == nil, ctx.Err()
-	default:
+	cancel()
+	// The wake-up taken is never lost: one that came with the timer
+	// samples all the same.
+	if !<-took {
 		return false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if gap := l.progress.LastAttemptAt.Add(wakeMinGap); l.progress.Attempts > 0 && gap.Before(at) {
+		if err := l.clock.SleepUntil(ctx, gap); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // tellProgress tells the loop's progress to whoever asked for it.

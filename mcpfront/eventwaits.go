@@ -208,7 +208,11 @@ func (f *Front) handlePostEvent(ctx context.Context, req mcp.CallToolRequest) (*
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return mcp.NewToolResultError("post_event: " + workflowErrorMessage(err) + "; call again with the same delivery_id to post once"), nil
+		hint := "; call again with the same delivery_id: it posts once"
+		if spec.DeliveryID == "" {
+			hint = "; the post may or may not be kept: give a delivery_id to make a retry post once"
+		}
+		return mcp.NewToolResultError("post_event: " + workflowErrorMessage(err) + hint), nil
 	}
 	return structuredResult(answer), nil
 }

@@ -17,12 +17,12 @@ import (
 // from a system that is not an MCP client (a CI callback, a deploy
 // pipeline). A request signed for a configured hook (GitHub's
 // X-Hub-Signature-256, GitLab's X-Gitlab-Token) posts to the hook's event
-// as its principal; any other request needs what /mcp needs (a bearer
+// as its principal (any refusal is the same 401, which tells no hook's
+// existence); any other request needs what /mcp needs (a bearer
 // token of [auth], or the local user on a loopback listener without it)
 // and posts as its principal. The body is the payload (JSON, at most
-// workflows.MaxEventPayloadBytes; empty is null); a delivery ID header
-// (X-GitHub-Delivery, X-Gitlab-Event-UUID, Idempotency-Key) makes a
-// redelivery the same post. The answer is post_event's, as JSON.
+// workflows.MaxEventPayloadBytes; empty is null); a redelivery is the same
+// post (see hooks.DeliveryID). The answer is post_event's, as JSON.
 func (f *Front) HooksHandler(opts mcpwire.HTTPOptions, set *hooks.Set) http.Handler {
 	admission := mcpwire.NewAdmission(opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,6 +36,15 @@ func (f *Front) HooksHandler(opts mcpwire.HTTPOptions, set *hooks.Set) http.Hand
 			http.Error(w, "event name: "+rule, http.StatusNotFound)
 			return
 		}
+		// An unsigned request is admitted as /mcp's are before its body
+		// is read; a signed one is judged by its signature of the body.
+		var principal string
+		if !hooks.Signed(r.Header) {
+			var ok bool
+			if principal, ok = admission.Admit(w, r); !ok {
+				return
+			}
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, workflows.MaxEventPayloadBytes))
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -46,9 +55,13 @@ func (f *Front) HooksHandler(opts mcpwire.HTTPOptions, set *hooks.Set) http.Hand
 			http.Error(w, "read the body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		principal, ok := f.admitHook(w, r, admission, set, name, body)
-		if !ok {
-			return
+		var hook hooks.Hook
+		if hooks.Signed(r.Header) {
+			var ok bool
+			if hook, ok = f.verifyHook(w, r, set, name, body); !ok {
+				return
+			}
+			principal = hook.Principal
 		}
 		if hooks.Ping(r.Header) {
 			writeJSON(w, map[string]any{"name": name, "ping": true})
@@ -61,7 +74,7 @@ func (f *Front) HooksHandler(opts mcpwire.HTTPOptions, set *hooks.Set) http.Hand
 				return
 			}
 		}
-		delivery := hooks.DeliveryID(r.Header)
+		delivery := hooks.DeliveryID(hook, r.Header, body)
 		if delivery != "" {
 			if rule := workflows.CheckDeliveryID(delivery); rule != "" {
 				http.Error(w, "delivery ID: "+rule, http.StatusBadRequest)
@@ -83,23 +96,22 @@ func (f *Front) HooksHandler(opts mcpwire.HTTPOptions, set *hooks.Set) http.Hand
 	})
 }
 
-// admitHook judges a hook request: by its hook's secret when it is signed,
-// else as /mcp would. It answers the request itself when it refuses it.
-func (f *Front) admitHook(w http.ResponseWriter, r *http.Request, admission *mcpwire.Admission, set *hooks.Set, name string, body []byte) (string, bool) {
-	if !hooks.Signed(r.Header) {
-		return admission.Admit(w, r)
-	}
+// hookRefusal is the answer to every signed delivery refused: the same
+// whether the hook does not exist, takes another scheme or another secret.
+const hookRefusal = "the signature does not match the secret of a hook of that name (GitHub: X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>; GitLab: X-Gitlab-Token: <the secret>)"
+
+// verifyHook judges a signed request by its hook's secret, and answers it
+// itself (401) when it refuses it. An unknown hook is refused as a bad
+// signature is, so that the answers do not tell which hooks exist (the log
+// says which it was).
+func (f *Front) verifyHook(w http.ResponseWriter, r *http.Request, set *hooks.Set, name string, body []byte) (hooks.Hook, bool) {
 	hook, err := set.Verify(name, r.Header, body)
-	switch {
-	case errors.Is(err, hooks.ErrUnknownHook):
-		http.Error(w, "no hook named "+name+" is configured (events.hooks_file): a signed delivery needs one", http.StatusNotFound)
-		return "", false
-	case err != nil:
-		f.opts.Logger.Warn("a hook delivery was refused", "event", name, "remote", r.RemoteAddr, "error", err)
-		http.Error(w, err.Error(), http.StatusUnauthorized)
-		return "", false
+	if err == nil {
+		return hook, true
 	}
-	return hook.Principal, true
+	f.opts.Logger.Warn("a hook delivery was refused", "event", name, "remote", r.RemoteAddr, "error", err)
+	http.Error(w, hookRefusal, http.StatusUnauthorized)
+	return hooks.Hook{}, false
 }
 
 // writeJSON answers v as JSON.

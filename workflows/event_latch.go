@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -24,6 +25,9 @@ const (
 	// EventPostedSignal is how the latch tells a subscribed wait of a post
 	// (EventPost).
 	EventPostedSignal = "event-posted"
+	// EventRefusedSignal is how the latch refuses a wait it cannot hold
+	// (the reason, a string): the wait ends with that error.
+	EventRefusedSignal = "event-refused"
 )
 
 // latchRunLimit is how many history events a latch's run grows to before
@@ -106,20 +110,44 @@ type AnsweredWait struct {
 // latch is an event's state in its workflow.
 type latch struct {
 	in EventLatchInput
+	// outbox are the tells not sent yet: the post handler decides who is
+	// told, and the workflow's loop sends them in bounded batches.
+	outbox []tellItem
+	// changed wakes the loop when a post was kept.
+	changed workflow.Channel
+	// patterns are the waits' compiled patterns, by source (not carried
+	// across continue-as-new: compiled again on demand).
+	patterns map[string]*regexp.Regexp
 }
+
+// tellItem is a signal to a wait: a post, or a refusal.
+type tellItem struct {
+	waitID string
+	post   *EventPost
+	refuse string
+}
+
+// Bounds of one batch of tells, each batch one workflow task's commands:
+// far below Temporal's 2,000 pending signals of a workflow and its 4 MB
+// message limit.
+const (
+	tellBatchSignals = 200
+	tellBatchBytes   = 1 << 20
+)
 
 // EventLatch is the workflow that keeps an event's posts for its
 // retention and tells them to the waits on it. A post is an update
 // (EventPostUpdate), answered once the post is kept; a wait subscribes by
-// signal (EventSubscribeSignal) and is told by signal (EventPostedSignal).
-// The latch ends when it keeps no post and holds no wait, and continues as
-// new when its history grows long.
+// signal (EventSubscribeSignal) and is told by signal (EventPostedSignal),
+// in batches the loop sends and awaits. The latch ends when it keeps no
+// post, holds no wait and has told every wait it owes; it continues as new
+// when its history grows long, its tells sent first.
 //
 // It shows DurawaitState running while it holds posts or waits, and
 // expired when it ends.
 func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 	markRunning(ctx)
-	l := &latch{in: in}
+	l := &latch{in: in, changed: workflow.NewBufferedChannel(ctx, 1), patterns: map[string]*regexp.Regexp{}}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, EventPostUpdate, l.post, workflow.UpdateHandlerOptions{
 		Validator: validatePost,
 	}); err != nil {
@@ -137,10 +165,14 @@ func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 			if !subscribe.ReceiveAsync(&sub) {
 				break
 			}
-			l.subscribe(ctx, sub)
+			l.subscribe(sub)
+		}
+		if len(l.outbox) > 0 {
+			l.sendBatch(ctx)
+			continue
 		}
 		l.expire(workflow.Now(ctx))
-		if workflow.AllHandlersFinished(ctx) {
+		if workflow.AllHandlersFinished(ctx) && subscribe.Len() == 0 {
 			if len(l.in.Posts) == 0 && len(l.in.Subscribers) == 0 {
 				setState(ctx, StateExpired)
 				return nil
@@ -160,12 +192,36 @@ func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 		}
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(subscribe, func(workflow.ReceiveChannel, bool) {})
+		sel.AddReceive(l.changed, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 		if timer != nil {
 			sel.AddFuture(timer, func(workflow.Future) { timer, cancelTimer = nil, nil })
 		}
-		// A post's handler that finished leaves nothing to do here; one that
-		// is running (it never blocks) ends within this task.
 		sel.Select(ctx)
+	}
+}
+
+// sendBatch sends the next batch of the outbox and waits until Temporal
+// took each signal. A wait that has ended meanwhile is not told (its
+// signal fails, and the failure is dropped).
+func (l *latch) sendBatch(ctx workflow.Context) {
+	var (
+		futures []workflow.Future
+		bytes   int
+		n       int
+	)
+	for n < len(l.outbox) && n < tellBatchSignals && bytes < tellBatchBytes {
+		t := l.outbox[n]
+		if t.post != nil {
+			bytes += len(t.post.Payload)
+			futures = append(futures, workflow.SignalExternalWorkflow(ctx, t.waitID, "", EventPostedSignal, *t.post))
+		} else {
+			futures = append(futures, workflow.SignalExternalWorkflow(ctx, t.waitID, "", EventRefusedSignal, t.refuse))
+		}
+		n++
+	}
+	l.outbox = slices.Delete(l.outbox, 0, n)
+	for _, f := range futures {
+		_ = f.Get(ctx, nil)
 	}
 }
 
@@ -200,7 +256,7 @@ func (l *latch) post(ctx workflow.Context, req EventPostRequest) (EventPostAnswe
 			}
 		}
 	}
-	l.in.LastSeq++
+	l.in.LastSeq = nextSeq(l.in.LastSeq, now)
 	p := EventPost{Seq: l.in.LastSeq, Payload: req.Payload, PostedAt: now, Source: req.Source, DeliveryID: req.DeliveryID}
 	l.in.Posts = append(l.in.Posts, p)
 	l.trimPosts()
@@ -213,11 +269,11 @@ func (l *latch) post(ctx workflow.Context, req EventPostRequest) (EventPostAnswe
 	answer := EventPostAnswer{Post: p}
 	kept := l.in.Subscribers[:0]
 	for _, s := range l.in.Subscribers {
-		if !matchesPost(p, s.Match, s.AfterSeq) {
+		if !l.matches(p, s.Match, s.AfterSeq) {
 			kept = append(kept, s)
 			continue
 		}
-		tell(ctx, s.WaitID, p)
+		l.tell(s.WaitID, p)
 		if s.Wake {
 			answer.Woken++
 			kept = append(kept, s)
@@ -226,7 +282,18 @@ func (l *latch) post(ctx workflow.Context, req EventPostRequest) (EventPostAnswe
 		}
 	}
 	l.in.Subscribers = kept
+	l.changed.SendAsync(struct{}{})
 	return answer, nil
+}
+
+// nextSeq numbers the post after last, kept at now: one more than last,
+// or now in microseconds since the epoch when that is more. Numbers so
+// grow across the latch's runs too: a latch that ended (its posts outlived
+// the retention) and a new run of it started by a later post number on
+// from the time, above every number the earlier run gave, so a wait's
+// after_seq never skips a post of a later run.
+func nextSeq(last int64, now time.Time) int64 {
+	return max(last+1, now.UnixMicro())
 }
 
 // postOf is the post a delivery made, as far as the latch still keeps it.
@@ -240,35 +307,57 @@ func (l *latch) postOf(d EventDelivery) EventPost {
 }
 
 // subscribe takes a wait on: a wait that a kept post passes is told the
-// newest such post at once, and not kept.
-func (l *latch) subscribe(ctx workflow.Context, s EventSubscription) {
+// newest such post at once, and not kept. A latch that holds as many
+// waits, or as many bytes of their patterns, as it may refuses a new
+// one: the wait ends with an error that says so.
+func (l *latch) subscribe(s EventSubscription) {
 	if s.Wake {
 		s.AfterSeq = max(s.AfterSeq, l.in.LastSeq)
 	} else {
 		for i := len(l.in.Posts) - 1; i >= 0; i-- {
-			if matchesPost(l.in.Posts[i], s.Match, s.AfterSeq) {
-				tell(ctx, s.WaitID, l.in.Posts[i])
+			if l.matches(l.in.Posts[i], s.Match, s.AfterSeq) {
+				l.tell(s.WaitID, l.in.Posts[i])
 				return
 			}
 		}
 	}
 	l.in.Subscribers = slices.DeleteFunc(l.in.Subscribers, func(o EventSubscription) bool { return o.WaitID == s.WaitID && o.Wake == s.Wake })
-	if len(l.in.Subscribers) >= MaxEventSubscribers {
-		first := 0
-		for i, o := range l.in.Subscribers {
-			if o.Until.Before(l.in.Subscribers[first].Until) {
-				first = i
-			}
-		}
-		l.in.Subscribers = slices.Delete(l.in.Subscribers, first, first+1)
+	patternBytes := len(s.Match)
+	for _, o := range l.in.Subscribers {
+		patternBytes += len(o.Match)
+	}
+	if len(l.in.Subscribers) >= MaxEventSubscribers || patternBytes > MaxEventPatternBytes {
+		l.outbox = append(l.outbox, tellItem{waitID: s.WaitID, refuse: fmt.Sprintf(
+			"event %s holds as many waits as it may (%d waits, %d KiB of match patterns): wait again later, or wait on another event",
+			l.in.Name, MaxEventSubscribers, MaxEventPatternBytes/1024)})
+		return
 	}
 	l.in.Subscribers = append(l.in.Subscribers, s)
 }
 
-// tell signals a post to a wait. The latch does not wait for the signal's
-// delivery: a wait that has ended meanwhile is no longer told.
-func tell(ctx workflow.Context, waitID string, p EventPost) {
-	workflow.SignalExternalWorkflow(ctx, waitID, "", EventPostedSignal, p)
+// tell queues a post for a wait.
+func (l *latch) tell(waitID string, p EventPost) {
+	l.outbox = append(l.outbox, tellItem{waitID: waitID, post: &p})
+}
+
+// matches reports whether post passes a wait's filter (see matchesPost),
+// compiling each pattern once.
+func (l *latch) matches(post EventPost, pattern string, afterSeq int64) bool {
+	if post.Seq <= afterSeq {
+		return false
+	}
+	if pattern == "" {
+		return true
+	}
+	re, ok := l.patterns[pattern]
+	if !ok {
+		re, _ = regexp.Compile(pattern)
+		if len(l.patterns) > 2*MaxEventSubscribers {
+			clear(l.patterns)
+		}
+		l.patterns[pattern] = re
+	}
+	return re != nil && re.Match(post.Payload)
 }
 
 // expire drops the posts and deliveries older than the retention and the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"time"
 )
@@ -31,13 +32,17 @@ const (
 	MaxLatchedPosts = 16
 	// MaxLatchedBytes bounds the payloads an event's latch keeps, together:
 	// the oldest posts go first.
-	MaxLatchedBytes = 512 * 1024
+	MaxLatchedBytes = 256 * 1024
 	// MaxRememberedDeliveries bounds the delivery IDs an event's latch
 	// remembers (within the retention), the oldest forgotten first.
-	MaxRememberedDeliveries = 2048
+	MaxRememberedDeliveries = 1024
 	// MaxEventSubscribers bounds the waits one event's latch holds at
-	// once; the one whose bound ends first is dropped for a new one.
-	MaxEventSubscribers = 10_000
+	// once, and MaxEventPatternBytes their match patterns together: a wait
+	// beyond either is refused (it ends with an error that says so). With
+	// the posts and the deliveries, a latch's state stays under 1 MiB, half
+	// of Temporal's limit of the input it continues as new with.
+	MaxEventSubscribers  = 1000
+	MaxEventPatternBytes = 256 * 1024
 	// DefaultEventRetention is how long a post is kept when the operator
 	// sets none ([events] retention).
 	DefaultEventRetention = 24 * time.Hour
@@ -70,8 +75,9 @@ func CheckEventName(name string) string {
 // EventPost is one post of an event, as its latch keeps it and a
 // wait_for_event answers it.
 type EventPost struct {
-	// Seq numbers the event's posts from 1, in the order its latch kept
-	// them.
+	// Seq numbers the event's posts, increasing in the order its latch
+	// kept them (see nextSeq: the time of the post in microseconds, or one
+	// more than the post before it).
 	Seq int64 `json:"seq"`
 	// Payload is the post's JSON value, compact.
 	Payload json.RawMessage `json:"payload"`
@@ -227,7 +233,8 @@ func parseEventNameField(obj map[string]json.RawMessage, field string, errs *fie
 	return name
 }
 
-// parseSeq reads a post's sequence number: a whole number of at least 0.
+// parseSeq reads a post's sequence number: a whole number of at least 0,
+// written as JSON writes it (2.0 and 1e3 are whole numbers too).
 func parseSeq(raw json.RawMessage, field string, errs *fieldErrors) int64 {
 	var n json.Number
 	if kind := jsonKind(bytes.TrimSpace(raw)); kind != "a number" {
@@ -238,13 +245,20 @@ func parseSeq(raw json.RawMessage, field string, errs *fieldErrors) int64 {
 		errs.add(field, "must be a whole number")
 		return 0
 	}
-	v, err := n.Int64()
-	if err != nil || v < 0 {
+	if v, err := n.Int64(); err == nil && v >= 0 {
+		return v
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f != math.Trunc(f) || f > maxSeq {
 		errs.add(field, fmt.Sprintf("must be a whole number of at least 0 (got %s)", n))
 		return 0
 	}
-	return v
+	return int64(f)
 }
+
+// maxSeq is the largest after_seq taken: 2^53, the largest whole number a
+// JSON client's double holds exactly (a seq is far below it).
+const maxSeq = 1 << 53
 
 // EventLatchID is the workflow ID of an event's latch: "event/<name>" for
 // the local user, "event/<tag>/<name>" for any other principal (see

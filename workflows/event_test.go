@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,12 @@ func TestParseEventToolsNameTheFieldOfEachBrokenRule(t *testing.T) {
 	spec, err := ParseWaitForEvent(json.RawMessage(`{"name":"ci.done-1_x"}`))
 	require.NoError(t, err)
 	assert.Equal(t, WaitForEventSpec{Name: "ci.done-1_x", MaxWaitSec: DefaultMaxWaitSec}, spec)
+	spec, err = ParseWaitForEvent(json.RawMessage(`{"name":"x","after_seq":2.0}`))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), spec.AfterSeq, "2.0 is a whole number")
+	spec, err = ParseWaitForEvent(json.RawMessage(`{"name":"x","after_seq":1e3}`))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), spec.AfterSeq)
 	spec, err = ParseWaitForEvent(json.RawMessage(`{"name":"x","match":"ok","after_seq":7,"max_wait_sec":900}`))
 	require.NoError(t, err)
 	assert.Equal(t, WaitForEventSpec{Name: "x", Match: "ok", AfterSeq: 7, MaxWaitSec: MaxWaitCeilingSec}, spec, "clamped to 300")
@@ -126,6 +133,18 @@ func TestALatchKeepsItsNewestPostsWithinItsBounds(t *testing.T) {
 	assert.False(t, matchesPost(l.in.Posts[0], "", 2), "after_seq skips the post numbered 2")
 }
 
+// A post's number grows within a run and across the latch's runs: a new
+// run numbers on from the time, above an earlier run's numbers.
+func TestPostNumbersGrowAcrossTheLatchsRuns(t *testing.T) {
+	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	first := nextSeq(0, now)
+	assert.Equal(t, now.UnixMicro(), first)
+	assert.Equal(t, first+1, nextSeq(first, now), "two posts in one microsecond")
+	assert.Equal(t, first+1, nextSeq(first, now.Add(-time.Hour)), "a clock that went back")
+	laterRun := nextSeq(0, now.Add(25*time.Hour))
+	assert.Greater(t, laterRun, nextSeq(first+1000, now), "a run begun after the last ended numbers above it")
+}
+
 func seqs(posts []EventPost) []int64 {
 	out := []int64{}
 	for _, p := range posts {
@@ -167,7 +186,8 @@ func TestTheLatchWorkflowTellsWaitsAndEndsWhenEmpty(t *testing.T) {
 	start := env.Now()
 	post(time.Second, "first", EventPostRequest{Payload: json.RawMessage(`{"n":1}`), Source: EventSourceMCP, DeliveryID: "d1"})
 	subscribe(2*time.Second, EventSubscription{WaitID: "latched", Until: start.Add(time.Minute)})
-	subscribe(2*time.Second, EventSubscription{WaitID: "next", AfterSeq: 1, Until: start.Add(time.Minute)})
+	// after_seq: a seq between the first post's (at 1 s) and the second's.
+	subscribe(2*time.Second, EventSubscription{WaitID: "next", AfterSeq: start.Add(1500 * time.Millisecond).UnixMicro(), Until: start.Add(time.Minute)})
 	subscribe(2*time.Second, EventSubscription{WaitID: "wake", Wake: true, Until: start.Add(time.Minute)})
 	subscribe(2*time.Second, EventSubscription{WaitID: "picky", Match: `"n":9`, Until: start.Add(10 * time.Second)})
 	post(3*time.Second, "repeat", EventPostRequest{Payload: json.RawMessage(`{"n":1}`), Source: EventSourceHook, DeliveryID: "d1"})
@@ -180,15 +200,17 @@ func TestTheLatchWorkflowTellsWaitsAndEndsWhenEmpty(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 
-	assert.Equal(t, int64(1), answers["first"].Post.Seq)
+	first, second, third := answers["first"].Post.Seq, answers["second"].Post.Seq, answers["third"].Post.Seq
+	assert.Less(t, first, second)
+	assert.Less(t, second, third)
 	assert.True(t, answers["repeat"].Duplicate)
-	assert.Equal(t, int64(1), answers["repeat"].Post.Seq, "the first post, not a new one")
+	assert.Equal(t, first, answers["repeat"].Post.Seq, "the first post, not a new one")
 	assert.Equal(t, []AnsweredWait{{WaitID: "next"}}, answers["second"].Answered)
 	assert.Equal(t, 1, answers["second"].Woken)
 	assert.Empty(t, answers["third"].Answered, "a told wait is dropped")
-	assert.Equal(t, []int64{1}, told["latched"], "the kept post, at once")
-	assert.Equal(t, []int64{2}, told["next"])
-	assert.Equal(t, []int64{2, 3}, told["wake"], "every post from the subscription on")
+	assert.Equal(t, []int64{first}, told["latched"], "the kept post, at once")
+	assert.Equal(t, []int64{second}, told["next"])
+	assert.Equal(t, []int64{second, third}, told["wake"], "every post from the subscription on")
 	assert.Empty(t, told["picky"], "no post matched")
 	assert.GreaterOrEqual(t, env.Now().Sub(start), time.Hour, "the latch lived until its last post outlived the retention")
 }
@@ -236,4 +258,40 @@ func TestTheWaitForEventWorkflowAnswersAPostOrTimeout(t *testing.T) {
 		assert.Equal(t, 60, out.EffectiveMaxWaitSec)
 		assert.InDelta(t, 60, out.ElapsedSec, 1)
 	})
+}
+
+// A latch that holds as many waits as it may refuses the next: the wait
+// is told why, and ends with that error.
+func TestAFullLatchRefusesAWaitAndTheWaitSaysWhy(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(EventLatch, workflow.RegisterOptions{Name: EventLatchWorkflowName})
+	refused := map[string]string{}
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", EventRefusedSignal, mock.Anything).Return(
+		func(_, waitID, _, _ string, arg any) error {
+			refused[waitID] = arg.(string)
+			return nil
+		})
+	start := env.Now()
+	full := make([]EventSubscription, MaxEventSubscribers)
+	for i := range full {
+		full[i] = EventSubscription{WaitID: fmt.Sprintf("w%d", i), Until: start.Add(time.Minute)}
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(EventSubscribeSignal, EventSubscription{WaitID: "one-too-many", Until: start.Add(time.Minute)})
+	}, time.Second)
+	env.ExecuteWorkflow(EventLatchWorkflowName, EventLatchInput{Name: "busy", Subscribers: full})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	assert.Contains(t, refused["one-too-many"], "event busy holds as many waits as it may (1000 waits")
+
+	env = suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(WaitForEvent, workflow.RegisterOptions{Name: WaitForEventWorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, EventSubscribeInput) error { return nil }, activity.RegisterOptions{Name: SubscribeEventActivityName})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(EventRefusedSignal, "event busy holds as many waits as it may") }, time.Second)
+	env.ExecuteWorkflow(WaitForEventWorkflowName, WaitForEventInput{Spec: WaitForEventSpec{Name: "busy", MaxWaitSec: 60}, Latch: EventLatchRef{ID: "event/busy"}})
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "holds as many waits as it may")
 }

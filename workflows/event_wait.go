@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -21,6 +22,11 @@ const (
 	// (LoopRef), on the loop's host.
 	WakeLoopActivityName = "WakeLoop"
 )
+
+// ErrTypeEventWaitRefused is the Temporal error type of a wait_for_event
+// that could not wait: its event's latch refused it (it holds as many waits
+// as it may), or no worker could subscribe it.
+const ErrTypeEventWaitRefused = "EventWaitRefused"
 
 // subscribeAttemptTimeout bounds one attempt of SubscribeEvent (one
 // signal-with-start); it is tried again until the wait's bound.
@@ -117,6 +123,7 @@ func waitForEvent(ctx workflow.Context, in WaitForEventInput) (EventWaitResult, 
 	started := workflowStart(ctx)
 	deadline := started.Add(in.Spec.MaxWait())
 	posted := workflow.GetSignalChannel(ctx, EventPostedSignal)
+	refused := workflow.GetSignalChannel(ctx, EventRefusedSignal)
 	subscribed := subscribeEvent(ctx, in.Latch, EventSubscription{
 		WaitID: workflow.GetInfo(ctx).WorkflowExecution.ID, Match: in.Spec.Match, AfterSeq: in.Spec.AfterSeq,
 		Started: started, Until: deadline.Add(subscriptionGrace),
@@ -138,14 +145,22 @@ func waitForEvent(ctx workflow.Context, in WaitForEventInput) (EventWaitResult, 
 				post, ended = &p, true
 			}
 		})
+		sel.AddReceive(refused, func(c workflow.ReceiveChannel, _ bool) {
+			var why string
+			c.Receive(ctx, &why)
+			ended, failure = true, temporal.NewNonRetryableApplicationError(why, ErrTypeEventWaitRefused, nil)
+		})
 		sel.AddFuture(timer, func(f workflow.Future) { ended, failure = true, f.Get(ctx, nil) })
 		if subscribed != nil {
 			sel.AddFuture(subscribed, func(f workflow.Future) {
 				subscribed = nil
-				// Tried until the bound: a failure is the bound passing,
-				// which the timer answers.
-				if err := f.Get(ctx, nil); err != nil && ctx.Err() == nil {
-					workflow.GetLogger(ctx).Warn("could not subscribe to the event's latch", "latch", in.Latch.ID, "error", err)
+				// Tried until the bound: a failure then is the bound
+				// passing, which the timer answers; before it, the wait
+				// cannot hear a post, and says so.
+				err := f.Get(ctx, nil)
+				if err != nil && ctx.Err() == nil && workflow.Now(ctx).Before(deadline) {
+					ended, failure = true, temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("could not subscribe to event %s: %v", in.Spec.Name, err), ErrTypeEventWaitRefused, err)
 				}
 			})
 		}

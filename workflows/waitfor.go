@@ -123,10 +123,15 @@ func waitFor(ctx workflow.Context, in WaitForInput) (result WaitForResult, err e
 	return WaitForResult{}, err
 }
 
+// MaxWakeUps bounds the wake-ups of one wait_for: its history grows by a
+// signal and an activity with each. Posts past it leave the probe to its
+// schedule.
+const MaxWakeUps = 100
+
 // followWakeUps subscribes the wait to its wake-up event's latch and, for
 // each post the latch tells, has the probe loop on host sample at once
-// (WakeLoopActivityName), until the wait ends. Posts told while a wake-up
-// is on its way count as one.
+// (WakeLoopActivityName), until the wait ends or it woke the loop
+// MaxWakeUps times. Posts told while a wake-up is on its way count as one.
 func followWakeUps(ctx workflow.Context, latch EventLatchRef, host string, deadline time.Time) {
 	info := workflow.GetInfo(ctx)
 	loop := LoopRef{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
@@ -139,7 +144,7 @@ func followWakeUps(ctx workflow.Context, latch EventLatchRef, host string, deadl
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 2},
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
+		for range MaxWakeUps {
 			var p EventPost
 			if !posted.Receive(ctx, &p) {
 				return

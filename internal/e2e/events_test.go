@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
 // eventPost is a post as wait_for_event answers it.
@@ -101,7 +102,7 @@ func TestEventsEndWaitsPostedBeforeOrAfter(t *testing.T) {
 	c := inst.client(t)
 
 	first := c.postEvent(t, map[string]any{"name": "build-done", "payload": map[string]any{"sha": "abc", "ok": true}})
-	assert.Equal(t, int64(1), first.Seq)
+	assert.Positive(t, first.Seq)
 	assert.False(t, first.Duplicate)
 	assert.Equal(t, 0, first.Answered, "nobody waited yet")
 	assert.Equal(t, int64(24*3600), first.RetainedSec, "the default retention")
@@ -110,7 +111,7 @@ func TestEventsEndWaitsPostedBeforeOrAfter(t *testing.T) {
 	assert.Equal(t, "posted", latched.Reason)
 	require.NotNil(t, latched.Event)
 	assert.True(t, latched.Latched, "posted before the wait began")
-	assert.Equal(t, int64(1), latched.Event.Seq)
+	assert.Equal(t, first.Seq, latched.Event.Seq)
 	assert.JSONEq(t, `{"sha":"abc","ok":true}`, string(latched.Event.Payload))
 	assert.Equal(t, "mcp", latched.Event.Source)
 
@@ -148,9 +149,9 @@ func TestEventsEndWaitsPostedBeforeOrAfter(t *testing.T) {
 	}
 	// after_seq: the next post, not the one answered.
 	after := c.postEvent(t, map[string]any{"name": "build-done", "payload": "next"})
-	assert.Equal(t, int64(2), after.Seq)
-	nextOne := c.waitEvent(t, map[string]any{"name": "build-done", "after_seq": 1})
-	assert.Equal(t, int64(2), nextOne.Event.Seq)
+	assert.Greater(t, after.Seq, first.Seq)
+	nextOne := c.waitEvent(t, map[string]any{"name": "build-done", "after_seq": first.Seq})
+	assert.Equal(t, after.Seq, nextOne.Event.Seq)
 
 	again := c.postEvent(t, map[string]any{"name": "deploy-done", "payload": "second again", "delivery_id": "d-2"})
 	assert.True(t, again.Duplicate, "the same delivery ID is the same post")
@@ -164,7 +165,7 @@ func TestEventsEndWaitsPostedBeforeOrAfter(t *testing.T) {
 	assert.Equal(t, 1, timeout.EffectiveMaxWaitSec)
 	matched := c.waitEvent(t, map[string]any{"name": "build-done", "match": `"sha":"abc"`, "max_wait_sec": 1})
 	assert.Equal(t, "posted", matched.Reason)
-	assert.Equal(t, int64(1), matched.Event.Seq)
+	assert.Equal(t, first.Seq, matched.Event.Seq)
 
 	// Another event's posts are not this one's.
 	other := c.waitEvent(t, map[string]any{"name": "test-done", "max_wait_sec": 1})
@@ -198,8 +199,13 @@ func TestEventToolsRefuseBadArgumentsByField(t *testing.T) {
 		assert.True(t, res.IsError, "%s %v", tc.tool, tc.args)
 		assert.Contains(t, resultText(res), tc.want, "%s %v", tc.tool, tc.args)
 	}
-	nothing := c.waitEvent(t, map[string]any{"name": "x", "max_wait_sec": 1})
+	// The wait tells a caller that asked for progress what it waits for.
+	res, err := c.call(ctx, "wait_for_event", map[string]any{"name": "x", "max_wait_sec": 1}, "ev-progress")
+	require.NoError(t, err)
+	var nothing eventWait
+	structuredAs(t, res, &nothing)
 	assert.Equal(t, "timeout", nothing.Reason, "no refused post was kept")
+	assert.Contains(t, c.messagesOf("ev-progress"), "waiting for a post of event x")
 }
 
 // A wait_for with a wake-up event samples its probe at once when the
@@ -218,21 +224,26 @@ func TestAWakeUpEventSamplesTheProbeAtOnce(t *testing.T) {
 		done <- c.waitFor(t, readFileWait(w.path("rollout"), map[string]any{"poll_sec": 250, "max_wait_sec": 300, "wake_on_event": "ci-pushed"}))
 	}()
 	eventually(t, "the first sample", func() bool { return w.calls("rollout") >= 1 })
-	var woke postAnswer
-	eventually(t, "a post wakes a sample", func() bool {
-		woke = c.postEvent(t, map[string]any{"name": "ci-pushed", "payload": "not yet"})
-		return w.calls("rollout") >= 2
-	})
+	tc := temporalClient(t, w.owner().Engine)
+	latchTookTheWait(t, tc, "event/ci-pushed")
+	woke := c.postEvent(t, map[string]any{"name": "ci-pushed", "payload": "not yet"})
 	assert.Equal(t, 1, woke.Woken, "the post names the wait it woke")
+	eventually(t, "the post to wake a sample", func() bool { return w.calls("rollout") >= 2 })
 	w.write("rollout", "READY")
-	samples := w.calls("rollout")
-	eventually(t, "a second post wakes another sample", func() bool {
-		c.postEvent(t, map[string]any{"name": "ci-pushed", "payload": "now"})
-		return w.calls("rollout") > samples
-	})
+	c.postEvent(t, map[string]any{"name": "ci-pushed", "payload": "now"})
 	res := <-done
 	assert.Equal(t, "matched", res.Reason)
 	assert.Less(t, res.ElapsedSec, 250.0, "answered before the first tick")
+}
+
+// latchTookTheWait waits until the latch id exists (a wait's subscription
+// started it) and has no workflow task pending (it took the subscription).
+func latchTookTheWait(t testing.TB, tc client.Client, id string) {
+	t.Helper()
+	eventually(t, "the latch "+id+" to take the wait", func() bool {
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && desc.GetPendingWorkflowTask() == nil && desc.GetWorkflowExecutionInfo().GetHistoryLength() >= 5
+	})
 }
 
 // Events survive kill -9: a post kept before the crash answers a wait
@@ -334,4 +345,47 @@ func TestEventWaitsAreTasksOfBothEras(t *testing.T) {
 	inline := decodeExt[extToolResult](t, raw)
 	assert.Equal(t, "complete", inline.ResultType, "the kept post answers inline")
 	assert.True(t, decodeExt[eventWait](t, inline.StructuredContent).Latched)
+}
+
+// Split roles on one Temporal: a wait on one front end, a post (over MCP,
+// then over its hook endpoint) on another. The front end that took the
+// post holds no call of the wait, so the wait's answer comes from its
+// workflow, which the latch's signal closed; the worker's SubscribeEvent
+// and the fronts' posts reach the same latch.
+func TestAPostOnOneFrontEndAnswersAWaitOnAnother(t *testing.T) {
+	w := newWorkspace(t)
+	engine, tc := devServerWithSearchAttributes(t)
+	w.startRole("worker", w.writeConfigAt("worker.toml", w.path("worker-data"), ""), engine)
+	a := w.startFront(w.writeConfigAt("front-a.toml", w.path("front-a-data"), ""), engine)
+	b := w.startFront(w.writeConfigAt("front-b.toml", w.path("front-b-data"), ""), engine)
+	waiter, poster := a.client(t), b.client(t)
+
+	for round, post := range []func(name string){
+		func(name string) { poster.postEvent(t, map[string]any{"name": name, "payload": "over MCP"}) },
+		func(name string) {
+			status, body := curlPost(t, "http://"+b.http+"/hooks/"+name, []byte(`"over the hook"`), "Idempotency-Key: split-1")
+			require.Equal(t, 200, status, body)
+		},
+	} {
+		name := "split-" + itoa(round)
+		answered := make(chan eventWait, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			got, err := waiter.tryWaitEvent(ctx, map[string]any{"name": name})
+			if err != nil {
+				t.Error(err)
+			}
+			answered <- got
+		}()
+		eventually(t, "the wait subscribed", func() bool {
+			_, err := tc.DescribeWorkflowExecution(context.Background(), "event/"+name, "")
+			return err == nil
+		})
+		post(name)
+		got := <-answered
+		assert.Equal(t, "posted", got.Reason, "round %d", round)
+		require.NotNil(t, got.Event)
+		assert.False(t, got.Latched, "round %d", round)
+	}
 }

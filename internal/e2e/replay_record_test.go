@@ -63,26 +63,24 @@ func recordEvents(t *testing.T, prefix string) {
 	tc := temporalClient(t, engine)
 	rec := newRecorder(t, prefix)
 
-	c.postEvent(t, map[string]any{"name": "recorded", "payload": map[string]any{"n": 1}, "delivery_id": "r-1"})
+	first := c.postEvent(t, map[string]any{"name": "recorded", "payload": map[string]any{"n": 1}, "delivery_id": "r-1"})
 	posted := c.waitEvent(t, map[string]any{"name": "recorded"})
 	require.Equal(t, "posted", posted.Reason)
 	c.postEvent(t, map[string]any{"name": "recorded", "payload": map[string]any{"n": 1}, "delivery_id": "r-1"})
 	rec.byInput(engine, workflows.WaitForEventWorkflowName, "eventwait_posted", `"name":"recorded"`)
-	timedOut := c.waitEvent(t, map[string]any{"name": "recorded", "after_seq": 1, "max_wait_sec": 1})
+	timedOut := c.waitEvent(t, map[string]any{"name": "recorded", "after_seq": first.Seq, "max_wait_sec": 1})
 	require.Equal(t, "timeout", timedOut.Reason)
-	rec.byInput(engine, workflows.WaitForEventWorkflowName, "eventwait_timeout", `"after_seq":1`)
+	rec.byInput(engine, workflows.WaitForEventWorkflowName, "eventwait_timeout", fmt.Sprintf(`"after_seq":%d`, first.Seq))
 
 	w.write("woken", "pending")
 	woken := make(chan waitResult, 1)
 	go func() {
-		woken <- c.waitFor(t, readFileWait(w.path("woken"), map[string]any{"poll_sec": 50, "max_wait_sec": 100, "wake_on_event": "recorded"}))
+		woken <- c.waitFor(t, readFileWait(w.path("woken"), map[string]any{"poll_sec": 50, "max_wait_sec": 100, "wake_on_event": "recorded-wake"}))
 	}()
 	eventually(t, "the wait_for's first sample", func() bool { return w.calls("woken") >= 1 })
+	latchTookTheWait(t, tc, "event/recorded-wake")
 	w.write("woken", "READY")
-	eventually(t, "the wake-up to sample again", func() bool {
-		c.postEvent(t, map[string]any{"name": "recorded", "payload": "wake"})
-		return w.calls("woken") >= 2
-	})
+	c.postEvent(t, map[string]any{"name": "recorded-wake", "payload": "wake"})
 	assert.Equal(t, "matched", (<-woken).Reason)
 	rec.waitFor(engine, "waitfor_woken", w.path("woken"))
 

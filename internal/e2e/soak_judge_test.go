@@ -726,7 +726,7 @@ func (j *judge) judgeEvent(sw *soakWait, answer string, from *soakRun, runs []*s
 }
 
 // eventOutcome judges a wait_for_event result of run r against the plan:
-// its own post (seq 1, its payload, its delivery ID, from the hook), or a
+// its own post (its payload, its delivery ID, from the hook), or a
 // timeout only when the hook took no post from the flip (or the run's
 // start) to the run's bound plus the answer margin.
 func (j *judge) eventOutcome(sw *soakWait, res soakEventResult, r *soakRun) (problem, excuse string) {
@@ -734,7 +734,7 @@ func (j *judge) eventOutcome(sw *soakWait, res soakEventResult, r *soakRun) (pro
 	switch {
 	case res.Reason == "posted" && res.Event != nil:
 		var payload any
-		if res.Event.Seq != 1 || res.Event.Source != "hook" || res.Event.DeliveryID != sw.event() ||
+		if res.Event.Seq <= 0 || res.Event.Source != "hook" || res.Event.DeliveryID != sw.event() ||
 			json.Unmarshal(res.Event.Payload, &payload) != nil || string(res.Event.Payload) != sw.payload() {
 			return fmt.Sprintf("answered a post that is not its own: seq %d, source %s, delivery %q, payload %s",
 				res.Event.Seq, res.Event.Source, res.Event.DeliveryID, res.Event.Payload), ""

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -52,8 +53,14 @@ func Post(ctx context.Context, c client.Client, taskQueue string, latch workflow
 	)
 	for attempt := 1; attempt <= postAttempts; attempt++ {
 		answer, err = postOnce(ctx, c, taskQueue, latch, req)
-		if err == nil || !latchEnded(err) || ctx.Err() != nil {
+		if err == nil || !latchEnded(err) || attempt == postAttempts {
 			break
+		}
+		// The ending run closes within its last workflow task.
+		select {
+		case <-ctx.Done():
+			return workflows.EventPostAnswer{}, fmt.Errorf("post to event %s: %w", latch.Start.Name, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
 	if err != nil {

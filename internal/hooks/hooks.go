@@ -20,6 +20,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -69,6 +71,8 @@ type Set struct {
 	// check is the event-name rule the hooks' names follow.
 	check   func(string) string
 	onError func(error)
+	// lastError is the last reload failure told (report).
+	lastError string
 }
 
 // Load reads a hooks file. checkName says what is wrong with a hook's
@@ -83,15 +87,22 @@ func Load(path string, checkName func(string) string, onError func(error)) (*Set
 }
 
 func (s *Set) reload(checkName func(string) string) error {
-	st, err := os.Stat(s.path)
+	// One open, its mode and its content read from the same file (no
+	// swap between a stat and a read).
+	f, err := os.Open(s.path)
 	if err != nil {
 		return fmt.Errorf("events.hooks_file: %w", err)
 	}
-	if perm := st.Mode().Perm(); perm&0o007 != 0 {
-		return fmt.Errorf("events.hooks_file %s: mode %04o lets every user of the machine read or change its secrets: "+
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("events.hooks_file: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o027 != 0 {
+		return fmt.Errorf("events.hooks_file %s: mode %04o lets other users of the machine read its secrets or change its hooks: "+
 			"chmod 600 it (640 or 440 for a group the service runs in)", s.path, perm)
 	}
-	hooks, err := parse(s.path, checkName)
+	hooks, err := parse(f, s.path, checkName)
 	if err != nil {
 		return err
 	}
@@ -102,7 +113,7 @@ func (s *Set) reload(checkName func(string) string) error {
 	return nil
 }
 
-func parse(path string, checkName func(string) string) (map[string]Hook, error) {
+func parse(r io.Reader, path string, checkName func(string) string) (map[string]Hook, error) {
 	var file struct {
 		Hook []struct {
 			Name      string `toml:"name"`
@@ -111,7 +122,7 @@ func parse(path string, checkName func(string) string) (map[string]Hook, error) 
 			Principal string `toml:"principal"`
 		} `toml:"hook"`
 	}
-	md, err := toml.DecodeFile(path, &file)
+	md, err := toml.NewDecoder(r).Decode(&file)
 	if err != nil {
 		return nil, fmt.Errorf("events.hooks_file %s: %w", path, err)
 	}
@@ -194,7 +205,9 @@ func (s *Set) Verify(name string, h http.Header, body []byte) (Hook, error) {
 }
 
 // maybeReload reads the file again when it changed, at most once a
-// second; a failed read keeps the hooks read before.
+// second. A file that no longer parses keeps the hooks read before; a file
+// removed removes them all (removing it revokes every secret). Each new
+// failure is reported once.
 func (s *Set) maybeReload() {
 	s.mu.Lock()
 	if time.Since(s.checked) < statEvery {
@@ -205,21 +218,58 @@ func (s *Set) maybeReload() {
 	modTime, size, check := s.modTime, s.size, s.check
 	s.mu.Unlock()
 	st, err := os.Stat(s.path)
-	if err == nil && st.ModTime().Equal(modTime) && st.Size() == size {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.mu.Lock()
+		s.hooks, s.modTime, s.size = nil, time.Time{}, 0
+		s.mu.Unlock()
+		s.report(fmt.Errorf("events.hooks_file %s is gone: every hook is off until it is back", s.path))
 		return
-	}
-	if err == nil {
+	case err == nil && st.ModTime().Equal(modTime) && st.Size() == size:
+		return
+	case err == nil:
 		err = s.reload(check)
 	}
-	if err != nil && s.onError != nil {
-		s.onError(fmt.Errorf("%w; the hooks read before stay in force", err))
+	if err != nil {
+		s.report(fmt.Errorf("%w; the hooks read before stay in force", err))
+		return
+	}
+	s.report(nil)
+}
+
+// report tells onError of a failure unlike the last one told.
+func (s *Set) report(err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.mu.Lock()
+	same := msg == s.lastError
+	s.lastError = msg
+	s.mu.Unlock()
+	if err != nil && !same && s.onError != nil {
+		s.onError(err)
 	}
 }
 
-// DeliveryID is the delivery's ID from the headers CI systems send
-// (GitHub's X-GitHub-Delivery, GitLab's X-Gitlab-Event-UUID) or a generic
-// Idempotency-Key, or "".
-func DeliveryID(h http.Header) string {
+// DeliveryID is the ID of a delivery to hook (the zero Hook: an unsigned
+// delivery) with headers h and body. A delivery signed with an HMAC of its
+// body (GitHub's scheme) is named by a hash of that body: the signature
+// covers the body alone, so whoever captured one delivery could replay it
+// under another delivery header, and GitHub's own redelivery sends the same
+// body. Any other delivery is named by the header CI systems send
+// (X-GitHub-Delivery, GitLab's X-Gitlab-Event-UUID) or a generic
+// Idempotency-Key, or "" when none is sent.
+func DeliveryID(hook Hook, h http.Header, body []byte) string {
+	if hook.Scheme == SchemeGitHub {
+		sum := sha256.Sum256(body)
+		return "sha256:" + hex.EncodeToString(sum[:16])
+	}
+	return headerDeliveryID(h)
+}
+
+// headerDeliveryID is the delivery ID a request's headers name, or "".
+func headerDeliveryID(h http.Header) string {
 	for _, name := range []string{"X-GitHub-Delivery", "X-Gitlab-Event-UUID", "Idempotency-Key"} {
 		if v := h.Get(name); v != "" {
 			return v

@@ -79,7 +79,11 @@ secret = "`+secret+`"
 
 func TestLoadRefusesAnOpenFileAndNamesEachBrokenRule(t *testing.T) {
 	_, err := Load(write(t, "", 0o604), noRule, nil)
-	assert.ErrorContains(t, err, "mode 0604 lets every user of the machine read or change its secrets")
+	assert.ErrorContains(t, err, "mode 0604 lets other users of the machine read its secrets or change its hooks")
+	_, err = Load(write(t, "", 0o620), noRule, nil)
+	assert.ErrorContains(t, err, "mode 0620", "a group that may write adds hooks")
+	_, err = Load(write(t, "", 0o640), noRule, nil)
+	assert.NoError(t, err, "a group the service runs in may read it")
 	_, err = Load(write(t, `
 [[hook]]
 name = "x"
@@ -128,15 +132,29 @@ func TestAChangedFileIsReadAgainAndABrokenOneKeepsTheHooks(t *testing.T) {
 	require.NoError(t, err, "a file that no longer parses keeps the hooks")
 	require.Error(t, reloadErr)
 	assert.Contains(t, reloadErr.Error(), "the hooks read before stay in force")
+
+	require.NoError(t, os.Remove(path))
+	set.mu.Lock()
+	set.checked = time.Time{}
+	set.mu.Unlock()
+	_, err = set.Verify("b", g, nil)
+	assert.ErrorIs(t, err, ErrUnknownHook, "a removed file revokes every hook")
+	assert.Contains(t, reloadErr.Error(), "is gone")
 }
 
 func TestDeliveryIDAndPing(t *testing.T) {
 	h := http.Header{}
-	assert.Equal(t, "", DeliveryID(h))
+	assert.Equal(t, "", DeliveryID(Hook{}, h, nil))
 	h.Set("Idempotency-Key", "k")
-	assert.Equal(t, "k", DeliveryID(h))
+	assert.Equal(t, "k", DeliveryID(Hook{}, h, nil))
 	h.Set("X-GitHub-Delivery", "gh")
-	assert.Equal(t, "gh", DeliveryID(h), "the CI system's own ID first")
+	assert.Equal(t, "gh", DeliveryID(Hook{Scheme: SchemeGitLab}, h, nil), "the CI system's own ID first")
+	github := Hook{Scheme: SchemeGitHub}
+	id := DeliveryID(github, h, []byte(`{"a":1}`))
+	assert.True(t, strings.HasPrefix(id, "sha256:"), id)
+	h.Set("X-GitHub-Delivery", "another")
+	assert.Equal(t, id, DeliveryID(github, h, []byte(`{"a":1}`)), "an HMAC-signed delivery is its body: another header replays it")
+	assert.NotEqual(t, id, DeliveryID(github, h, []byte(`{"a":2}`)))
 	assert.False(t, Ping(h))
 	h.Set("X-GitHub-Event", "ping")
 	assert.True(t, Ping(h))

@@ -46,7 +46,8 @@ func (r *Runtime) startProbe(parent context.Context, ref loopRef, in workflows.P
 		if in.Spec.WakeOnEvent != "" {
 			wake = make(chan struct{}, 1)
 			r.wakes.Store(ref.key(), wake)
-			defer r.wakes.Delete(ref.key())
+			// A loop of the same run started again (resumed) keeps its own.
+			defer r.wakes.CompareAndDelete(ref.key(), wake)
 		}
 		return r.opts.Poller.Run(ctx, activities.ProbeRun{
 			WorkflowID: ref.WorkflowID, Input: in, Resumed: record, Wake: wake,
