@@ -2,6 +2,7 @@ package worker
 
 import (
 	"log/slog"
+	"sync"
 
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
@@ -23,13 +24,46 @@ const endOutcomeError = string(workflows.StateError)
 // worker (or after a cache eviction) does not log its end again, and it
 // adds no command to the workflow (no upsert, no activity), so recorded
 // histories replay as before. docs/operations.md describes the line.
+//
+// A run's last workflow task can run twice in one worker: the engine
+// refuses a completion that raced a new event (UnhandledCommand), and the
+// task runs again with it, not as a replay. The logger remembers the runs
+// whose end it logged (the last endMemory of them), so each is logged once
+// per process.
 type WaitEndLogger struct {
 	interceptor.WorkerInterceptorBase
+
+	mu     sync.Mutex
+	logged map[string]bool
+	order  []string
+}
+
+// endMemory is how many logged runs a WaitEndLogger remembers.
+const endMemory = 4096
+
+// first reports whether runID's end is logged for the first time here, and
+// remembers it.
+func (l *WaitEndLogger) first(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.logged[runID] {
+		return false
+	}
+	if l.logged == nil {
+		l.logged = map[string]bool{}
+	}
+	l.logged[runID] = true
+	l.order = append(l.order, runID)
+	if len(l.order) > endMemory {
+		delete(l.logged, l.order[0])
+		l.order = l.order[1:]
+	}
+	return true
 }
 
 // InterceptWorkflow wraps the wait workflows; the other workflows run as
 // they are.
-func (*WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+func (l *WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	name := workflow.GetInfo(ctx).WorkflowType.Name
 	if name != workflows.WaitForWorkflowName && name != workflows.WaitForTextWorkflowName && name != workflows.AgentWorkflowName && name != workflows.WaitForEventWorkflowName {
 		return next
@@ -37,19 +71,20 @@ func (*WaitEndLogger) InterceptWorkflow(ctx workflow.Context, next interceptor.W
 	// The tool, should the run carry no DurawaitTool (a run begun before
 	// search attributes).
 	tool := workflows.ToolOfWorkflowType(name)
-	return &waitEndInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, tool: tool}
+	return &waitEndInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, tool: tool, logger: l}
 }
 
 type waitEndInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
 	// tool is the tool of the workflow's type, when DurawaitTool is unset.
-	tool string
+	tool   string
+	logger *WaitEndLogger
 }
 
 // ExecuteWorkflow runs the workflow, then logs its end.
 func (w *waitEndInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
 	out, err := w.Next.ExecuteWorkflow(ctx, in)
-	if err == nil || !workflow.IsContinueAsNewError(err) {
+	if (err == nil || !workflow.IsContinueAsNewError(err)) && w.logger.first(workflow.GetInfo(ctx).WorkflowExecution.RunID) {
 		logWaitEnd(ctx, w.tool, err)
 	}
 	return out, err

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -147,4 +148,18 @@ func TestWaitEndLoggerNamesTheCallerAndAnError(t *testing.T) {
 	assert.Equal(t, "error", l["outcome"])
 	assert.Contains(t, l["error"], "probe failed")
 	assert.Equal(t, float64(90000), l["duration_ms"])
+}
+
+// A run's end is logged once per process, even when its last workflow
+// task runs twice (the engine refused a completion that raced a new event);
+// the memory of logged runs is bounded.
+func TestWaitEndLoggerRemembersTheRunsItLogged(t *testing.T) {
+	var l WaitEndLogger
+	assert.True(t, l.first("r1"))
+	assert.False(t, l.first("r1"), "the task that ran again logs nothing")
+	for i := range endMemory {
+		l.first(fmt.Sprintf("other-%d", i))
+	}
+	assert.Len(t, l.order, endMemory)
+	assert.True(t, l.first("r1"), "forgotten past endMemory runs")
 }
