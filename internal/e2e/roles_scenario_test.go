@@ -104,6 +104,9 @@ func (rw *rolesWorld) start(role, config string, i int) *instance {
 //   - two workers and two front ends start, each connecting on its own;
 //   - an agent invocation runs on worker 1 (the agent host) and a tmux
 //     wait on worker 2 (the tmux host), whichever front end took the call;
+//   - an event posted through front B ends a wait_for_event through front
+//     A (the wait's answer from its workflow, not in process), and a wait
+//     after the post is answered from the latch;
 //   - a wait_for started through front A is re-attached through front B
 //     (same workflow, elapsed_sec from the first call); the worker running
 //     its probe loop is killed with SIGKILL, and the other one finishes it.
@@ -208,6 +211,31 @@ func runRolesScenario(t *testing.T, target temporalTarget) {
 		ran := activityRuns(t, tc, ids[0], workflows.WatchPaneActivityName)
 		require.NotEmpty(t, ran)
 		assert.Equal(t, worker2.cmd.Process.Pid, ran[len(ran)-1].pid, "the pane watch ran on worker 2")
+	})
+
+	t.Run("an event posted through one front ends a wait through the other", func(t *testing.T) {
+		answered := make(chan eventWait, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			got, err := a.tryWaitEvent(ctx, map[string]any{"name": "cluster-release"})
+			if err != nil {
+				t.Error(err)
+			}
+			answered <- got
+		}()
+		latchTookTheWait(t, tc, "event/cluster-release")
+		posted := b.postEvent(t, map[string]any{"name": "cluster-release", "payload": map[string]any{"on": "front B"}, "delivery_id": "cluster-1"})
+		assert.Equal(t, 1, posted.Answered)
+		got := <-answered
+		assert.Equal(t, "posted", got.Reason)
+		require.NotNil(t, got.Event)
+		assert.Equal(t, posted.Seq, got.Event.Seq)
+		assert.JSONEq(t, `{"on":"front B"}`, string(got.Event.Payload))
+		// Post, then wait, the other way round: kept by the latch.
+		again := a.waitEvent(t, map[string]any{"name": "cluster-release"})
+		assert.True(t, again.Latched)
+		assert.Equal(t, posted.Seq, again.Event.Seq)
 	})
 
 	t.Run("a wait re-attached through the other front outlives its worker", func(t *testing.T) {
