@@ -144,7 +144,7 @@ const (
 // when its history grows long, its tells sent first.
 //
 // It shows DurawaitState running while it holds posts or waits, and
-// expired when it ends.
+// expired when it ends (cancelled when an operator cancelled it).
 func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 	markRunning(ctx)
 	l := &latch{in: in, changed: workflow.NewBufferedChannel(ctx, 1), patterns: map[string]*regexp.Regexp{}}
@@ -160,6 +160,11 @@ func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 		cancelTimer workflow.CancelFunc
 	)
 	for {
+		if err := ctx.Err(); err != nil {
+			// An operator cancelled the event (its posts with it).
+			setState(ctx, StateCancelled)
+			return err
+		}
 		for {
 			var sub EventSubscription
 			if !subscribe.ReceiveAsync(&sub) {
@@ -191,6 +196,7 @@ func EventLatch(ctx workflow.Context, in EventLatchInput) error {
 			timer, timerAt = workflow.NewTimer(tctx, max(at.Sub(workflow.Now(ctx)), time.Millisecond)), at
 		}
 		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 		sel.AddReceive(subscribe, func(workflow.ReceiveChannel, bool) {})
 		sel.AddReceive(l.changed, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 		if timer != nil {

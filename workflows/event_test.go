@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 )
@@ -294,4 +295,19 @@ func TestAFullLatchRefusesAWaitAndTheWaitSaysWhy(t *testing.T) {
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "holds as many waits as it may")
+}
+
+// An operator's cancel ends a latch, cancelled.
+func TestACancelledLatchEnds(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(EventLatch, workflow.RegisterOptions{Name: EventLatchWorkflowName})
+	start := env.Now()
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(EventLatchWorkflowName, EventLatchInput{Name: "x", Retention: time.Hour,
+		Posts: []EventPost{{Seq: 1, PostedAt: start, Payload: json.RawMessage(`1`)}}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.Error(t, env.GetWorkflowError())
+	assert.True(t, temporal.IsCanceledError(env.GetWorkflowError()), env.GetWorkflowError().Error())
+	assert.Less(t, env.Now().Sub(start), time.Hour, "ended by the cancel, not the retention")
 }

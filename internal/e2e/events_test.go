@@ -389,3 +389,46 @@ func TestAPostOnOneFrontEndAnswersAWaitOnAnother(t *testing.T) {
 		assert.False(t, got.Latched, "round %d", round)
 	}
 }
+
+// An operator cancels a wait_for_event with `durawait waits cancel`: the
+// waiting call answers reason cancelled, naming who and why, as an error.
+func TestAnOperatorCancelsAnEventWait(t *testing.T) {
+	w := newWorkspace(t)
+	config := w.writeConfig()
+	inst := w.startServe(config)
+	c := inst.client(t)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		res, err := c.call(ctx, "wait_for_event", map[string]any{"name": "never-posted"}, "")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	type row struct{ ID string }
+	var rows []row
+	eventually(t, "the wait listed", func() bool {
+		out, errOut, ok := w.waits("list", "--config", config, "--running", "--tool", "wait_for_event", "--json")
+		require.True(t, ok, errOut)
+		rows = nil
+		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		return len(rows) == 1
+	})
+	out, errOut, ok := w.waits("cancel", rows[0].ID, "--config", config, "--reason", "release called off")
+	require.True(t, ok, errOut)
+	assert.Contains(t, out, "cancel requested")
+	res := <-done
+	require.NotNil(t, res)
+	assert.True(t, res.IsError)
+	var got struct {
+		eventWait
+		Cancelled struct{ By, Cause string } `json:"cancelled"`
+	}
+	structuredAs(t, res, &got)
+	assert.Equal(t, "cancelled", got.Reason)
+	assert.Equal(t, "never-posted", got.Name)
+	assert.True(t, strings.HasPrefix(got.Cancelled.By, "durawait-waits:"), got.Cancelled.By)
+	assert.Equal(t, "release called off", got.Cancelled.Cause)
+}
