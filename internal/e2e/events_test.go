@@ -290,8 +290,11 @@ func TestEventsAndTheirWaitsSurviveKill9(t *testing.T) {
 	got := c2.waitEvent(t, pending)
 	assert.Equal(t, "posted", got.Reason)
 	require.NotNil(t, got.Event)
+	// The wait begun before the crash took the post (and the call
+	// re-attached to it), or it had closed with the post before the call
+	// came, which then started a new wait that the kept post answered: the
+	// same post either way.
 	assert.Equal(t, posted.Seq, got.Event.Seq)
-	assert.False(t, got.Latched, "the wait began before the crash, and the post came after it")
 }
 
 // wait_for_event runs as a task in both protocol eras: a 2025-11-25
