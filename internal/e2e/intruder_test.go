@@ -40,11 +40,15 @@ type intruderAttempt struct {
 // own server, the MCP port but for a serve without [auth], which serves
 // every local user by design: docs/security.md) with the Temporal
 // frontend's calls (list, read a history, start durawait's workflow,
-// signal, cancel) over plain gRPC and TLS, the UI's HTTP API and an MCP
-// call, each also as a DNS-rebound page would (Host evil.example), and
-// reads the data dir's credentials, database and folder, and (stdio) the
-// registry by which `durawait status` finds the daemon. Every attempt
-// fails, and the running wait it aimed at is still running, unsignalled.
+// signal, cancel) over plain gRPC and TLS, the UI's HTTP API, an unsigned
+// hook post and an MCP call, each also as a DNS-rebound page would (Host
+// evil.example), posts to every hook of the serve's hooks file with forged
+// GitHub and GitLab signatures on every listener (the MCP port of a serve
+// without [auth] too: a hook's secret holds whoever may call /mcp), and
+// reads the data dir's credentials, database and folder, the hooks file,
+// and (stdio) the registry by which `durawait status` finds the daemon.
+// Every attempt fails, the running wait it aimed at is still running, unsignalled, and
+// no event was posted.
 // The process's listening sockets are exactly those docs/security.md's
 // listener table names.
 func TestASecondOSUserReachesNothing(t *testing.T) {
@@ -69,7 +73,7 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			// only the data dir's own permissions keep nobody out.
 			require.NoError(t, os.Chmod(filepath.Dir(w.dir), 0o755))
 			require.NoError(t, os.Chmod(w.dir, 0o755))
-			config := w.writeConfig(w.demoServer("demo"))
+			config := w.withHooks(w.writeConfig(w.demoServer("demo")), "")
 			if tc.auth {
 				config = w.withTokens(config)
 			}
@@ -133,7 +137,7 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			assert.Equal(t, 4, others, "listeners besides the MCP port, the engine's frontend and the UI's gate: %v", listeners)
 
 			dataDir := w.path("data")
-			files := []string{dataDir, enginecreds.FilesIn(dataDir).ClientKey, enginecreds.FilesIn(dataDir).CA, filepath.Join(dataDir, "temporal.db")}
+			files := []string{dataDir, enginecreds.FilesIn(dataDir).ClientKey, enginecreds.FilesIn(dataDir).CA, filepath.Join(dataDir, "temporal.db"), w.path("hooks.toml")}
 			if tc.stdio {
 				files = append(files, filepath.Join(dataDir, "local.token"), owner.Log, w.path("registry"))
 				entries, err := os.ReadDir(w.path("registry"))
@@ -144,7 +148,9 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			if tc.auth {
 				files = append(files, w.path("tokens.toml"))
 			}
-			plan, err := json.Marshal(map[string]any{"addrs": targets, "workflow": target, "files": files, "controls": []string{w.dir}})
+			hookNames := []string{"ci-done", "deploy-done", "alice-ci"}
+			plan, err := json.Marshal(map[string]any{"addrs": targets, "workflow": target, "files": files, "controls": []string{w.dir},
+				"hooks": listeners, "hook_names": hookNames})
 			require.NoError(t, err)
 			cmd := exec.Command(setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", intruder, string(plan))
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
@@ -162,7 +168,7 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 				}
 				assert.False(t, a.Got, "nobody got through: %s on %s (%s): %s", a.Attack, a.Target, known[a.Target], a.Detail)
 			}
-			assert.Equal(t, len(targets)*(2*5+4*3)+len(files)+1, attempts, "every attack was tried")
+			assert.Equal(t, len(targets)*(2*5+4*4)+len(listeners)*len(hookNames)*2+len(files)+1, attempts, "every attack was tried")
 
 			desc, err := engine.DescribeWorkflowExecution(ctx, target, "")
 			require.NoError(t, err)
@@ -170,6 +176,9 @@ func TestASecondOSUserReachesNothing(t *testing.T) {
 			resp, err := engine.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId STARTS_WITH 'intruder'"})
 			require.NoError(t, err)
 			assert.Empty(t, resp.Executions, "no workflow of the intruder's")
+			resp, err = engine.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowType = 'EventLatch'"})
+			require.NoError(t, err)
+			assert.Empty(t, resp.Executions, "no hook post of the intruder's was kept")
 		})
 	}
 }

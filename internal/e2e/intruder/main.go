@@ -6,13 +6,17 @@
 //
 // Usage: intruder PLAN, PLAN a JSON object:
 //
-//	{"addrs": ["127.0.0.1:7233", ...], "workflow": "wait_for/…", "files": ["/data/…", ...]}
+//	{"addrs": ["127.0.0.1:7233", ...], "workflow": "wait_for/…", "files": ["/data/…", ...],
+//	 "hooks": ["127.0.0.1:8080", ...], "hook_names": ["ci-done", ...]}
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +45,12 @@ type plan struct {
 	// Controls are paths the intruder can read (the data dir's parent):
 	// reading them proves the reads of Files reached the data dir.
 	Controls []string `json:"controls"`
+	// Hooks are addresses whose /hooks/{name} the intruder posts to with
+	// forged signatures (each of HookNames, a GitHub and a GitLab forgery):
+	// every listener, the MCP port of a serve without [auth] too, since a
+	// signed hook holds its secret whoever may call /mcp.
+	Hooks     []string `json:"hooks"`
+	HookNames []string `json:"hook_names"`
 }
 
 // attempt is one attack's outcome.
@@ -69,6 +79,11 @@ func main() {
 			report(a)
 		}
 		for _, a := range httpAttacks(addr) {
+			report(a)
+		}
+	}
+	for _, addr := range p.Hooks {
+		for _, a := range hookForgeries(addr, p.HookNames) {
 			report(a)
 		}
 	}
@@ -147,7 +162,8 @@ func grpcAttacks(addr, workflowID string) []attempt {
 
 // httpAttacks are the HTTP requests an intruder (or a DNS-rebound page,
 // whose requests name its own host) sends, over HTTP and HTTPS: the Web
-// UI's API (list, start a workflow) and an MCP initialize.
+// UI's API (list, start a workflow), an unsigned hook post and an MCP
+// initialize.
 func httpAttacks(addr string) []attempt {
 	var out []attempt
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -163,6 +179,8 @@ func httpAttacks(addr string) []attempt {
 				func(code int, body string) bool { return code == http.StatusOK && strings.Contains(body, "executions") }},
 			{"Web UI API: start a workflow", http.MethodPost, "/api/v1/namespaces/default/workflows/intruder-ui",
 				`{"workflowType":{"name":"CallDownstreamTool"},"taskQueue":{"name":"durawait"}}`,
+				func(code int, _ string) bool { return code/100 == 2 }},
+			{"hook: post unsigned, with a made-up token", http.MethodPost, "/hooks/ci-done", `{"forged":true}`,
 				func(code int, _ string) bool { return code/100 == 2 }},
 			{"MCP: initialize", http.MethodPost, "/mcp",
 				`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"intruder","version":"1"}}}`,
@@ -194,6 +212,47 @@ func httpAttacks(addr string) []attempt {
 			if len(a.Detail) > 200 {
 				a.Detail = a.Detail[:200]
 			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// hookForgeries post to each named hook at addr as a CI system would, with
+// a signature the intruder made up: GitHub's HMAC header (over a key it
+// guessed) and GitLab's token header. A 2xx is a breach: the post was
+// kept.
+func hookForgeries(addr string, names []string) []attempt {
+	var out []attempt
+	hc := &http.Client{Timeout: 5 * time.Second}
+	body := []byte(`{"workflow_run":{"conclusion":"success"},"forged":true}`)
+	mac := hmac.New(sha256.New, []byte("guessed-secret"))
+	mac.Write(body)
+	forgeries := []struct{ attack, header, value string }{
+		{"hook: post with a forged GitHub signature", "X-Hub-Signature-256", "sha256=" + hex.EncodeToString(mac.Sum(nil))},
+		{"hook: post with a guessed GitLab token", "X-Gitlab-Token", "guessed-secret"},
+	}
+	for _, name := range names {
+		for _, f := range forgeries {
+			a := attempt{Target: addr, Attack: f.attack + " (" + name + ")"}
+			req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/"+name, bytes.NewReader(body))
+			if err != nil {
+				a.Detail = err.Error()
+				out = append(out, a)
+				continue
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(f.header, f.value)
+			resp, err := hc.Do(req)
+			if err != nil {
+				a.Detail = err.Error()
+				out = append(out, a)
+				continue
+			}
+			reply, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			a.Got = resp.StatusCode/100 == 2
+			a.Detail = fmt.Sprintf("%d %s", resp.StatusCode, strings.Join(strings.Fields(string(reply)), " "))
 			out = append(out, a)
 		}
 	}
