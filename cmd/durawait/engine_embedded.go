@@ -15,6 +15,7 @@ import (
 
 	"github.com/durawait/durawait/internal/datadir"
 	"github.com/durawait/durawait/internal/engine"
+	"github.com/durawait/durawait/internal/heapfloor"
 	"github.com/durawait/durawait/workflows"
 )
 
@@ -23,7 +24,9 @@ const hasEmbeddedEngine = true
 
 // startEngine starts the embedded Temporal engine (serve without
 // --temporal), after taking the data dir's lock, and fills p.target. It
-// records the MCP URL of listenHTTP, if any, in the lock file.
+// records the MCP URL of listenHTTP, if any, in the lock file, and keeps
+// the process's heap goal at or above heapfloor's floor (not when GOGC is
+// set).
 func (p *process) startEngine(context.Context) (func(), error) {
 	if !p.roles.engine {
 		return nil, nil
@@ -67,7 +70,17 @@ func (p *process) startEngine(context.Context) (func(), error) {
 		lock.Release()
 		return nil, explainEngineStart(err)
 	}
-	stop := func() { eng.Stop(); lock.Release() }
+	// The engine is most of the process's allocation: its heap goal is
+	// kept at or above a floor unless the user set GOGC.
+	floorCtx, stopFloor := context.WithCancel(context.Background())
+	if heapfloor.Enabled(os.Getenv) {
+		p.logger.Debug("keeping the heap goal at or above a floor; set GOGC to choose the collector's pacing yourself",
+			"floor_mib", heapfloor.DefaultFloor>>20)
+		go heapfloor.Keep(floorCtx, heapfloor.Options{})
+	} else {
+		p.logger.Debug("GOGC is set: the collector paces as it says, with no heap floor", "gogc", os.Getenv("GOGC"))
+	}
+	stop := func() { stopFloor(); eng.Stop(); lock.Release() }
 	owner.Engine = eng.Addr()
 	owner.UI = eng.UILoginURL()
 	if err := lock.Update(owner); err != nil {

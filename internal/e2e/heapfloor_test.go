@@ -1,0 +1,32 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// What a process with the embedded engine logs as it starts it: it keeps
+// its heap goal at or above internal/heapfloor's floor, or GOGC paces it.
+const (
+	heapFloorLine = "keeping the heap goal at or above a floor"
+	gogcLine      = "GOGC is set: the collector paces as it says"
+)
+
+// A serve with the embedded engine keeps its heap goal at or above the
+// floor (docs/operations.md, "Memory"); one whose environment sets GOGC
+// leaves the pacing to it.
+func TestServeKeepsAHeapFloorUnlessGOGCIsSet(t *testing.T) {
+	t.Setenv("GOGC", "")
+	w := newWorkspace(t)
+	floored := w.startServe(w.writeConfig(w.demoServer("demo")))
+	// Both lines are written before the engine starts, so before the
+	// process is healthy.
+	assert.Contains(t, floored.log.String(), heapFloorLine)
+	assert.NotContains(t, floored.log.String(), gogcLine)
+
+	other := newWorkspace(t)
+	paced := other.startServeWith(other.writeConfig(other.demoServer("demo")), freeAddr(t), []string{"GOGC=100"})
+	assert.Contains(t, paced.log.String(), gogcLine)
+	assert.NotContains(t, paced.log.String(), heapFloorLine, "GOGC set: no floor")
+}
