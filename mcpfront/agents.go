@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -156,16 +157,20 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	events, unsubscribe := f.subscribe(sharedWait{id: id})
 	defer unsubscribe()
 	var (
-		payload workflows.InvocationPayload
+		answer  workflows.AgentWaitAnswer
 		waitErr error
 		done    = make(chan struct{})
 	)
 	until := time.Now().Add(f.opts.Agents.WaitWindow)
+	// The wait is releasable, as each of a fan-in's is: it returns a
+	// blocker without taking it, and the call acks the blocker it reports
+	// (below). A caller that hangs up acks nothing, and its wait is
+	// released: the blocker waits for the next call instead of going to
+	// nobody.
+	release := "wait-agent-" + strings.TrimPrefix(newAgentWaitUpdateID(), "wait-")
 	go func() {
 		defer close(done)
-		var answer workflows.AgentWaitAnswer
-		answer, waitErr = f.awaitInvocation(ctx, id, until, "", func() { noteWait(ctx, id, waitAttached) })
-		payload = answer.InvocationPayload
+		answer, waitErr = f.awaitInvocation(ctx, id, until, release, func() { noteWait(ctx, id, waitAttached) })
 	}()
 	token := progressToken(req)
 	report := func(ev workflows.WaitEvent) {
@@ -185,12 +190,16 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	// out too.
 	drainPending(events, report)
 	switch {
-	case waitErr != nil && ctx.Err() != nil:
+	case ctx.Err() != nil:
+		// The caller hung up: its wait ends now (signalInvocation is not
+		// cancelled with ctx), and a blocker it returned is not acked.
+		f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
 		return nil, ctx.Err()
 	case waitErr != nil:
 		return mcp.NewToolResultError("wait_agent: " + waitErr.Error()), nil
 	}
-	return f.agentAnswer(ctx, id, payload, nil), nil
+	f.ackBlockers(ctx, []string{id}, []workflows.AgentWaitAnswer{answer})
+	return f.agentAnswer(ctx, id, answer.InvocationPayload, nil), nil
 }
 
 // awaitInvocation waits on invocation id, as one wait_agent call does, until

@@ -3,6 +3,8 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,7 +63,88 @@ func agentFront(t *testing.T, updates, gets []error, sent *[]client.UpdateWorkfl
 			}
 			return nil
 		})
+	// A single wait_agent is releasable: a call that hangs up releases its
+	// wait, one that reports a blocker acks it.
+	tc.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(nil)
 	return New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}})
+}
+
+// signalled is a signal a test's mock engine took.
+type signalled struct {
+	id, name string
+	arg      any
+}
+
+// releasableFront is a front whose engine answers every wait update with
+// answer (or, with block, not until the call's context ends), and records
+// the updates sent and the signals taken.
+func releasableFront(t *testing.T, answer workflows.AgentWaitAnswer, block bool) (*Front, *[]client.UpdateWorkflowOptions, *[]signalled) {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		sent    []client.UpdateWorkflowOptions
+		signals []signalled
+	)
+	tc := &mocks.Client{}
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, opts client.UpdateWorkflowOptions) client.WorkflowUpdateHandle {
+			mu.Lock()
+			sent = append(sent, opts)
+			mu.Unlock()
+			h := &mocks.WorkflowUpdateHandle{}
+			h.On("Get", mock.Anything, mock.Anything).Return(func(ctx context.Context, out any) error {
+				if block {
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				*out.(*workflows.AgentWaitAnswer) = answer
+				return nil
+			})
+			return h
+		}, nil)
+	tc.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, _, name string, arg any) error {
+			mu.Lock()
+			signals = append(signals, signalled{id: id, name: name, arg: arg})
+			mu.Unlock()
+			return nil
+		})
+	return New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}}), &sent, &signals
+}
+
+// A single wait_agent's wait is releasable; the blocker it reports is
+// acked before the call answers, so the next wait does not report it
+// again.
+func TestAWaitAgentAcksTheBlockerItReports(t *testing.T) {
+	id := workflows.InvocationID("", [16]byte{1})
+	blocked := workflows.AgentWaitAnswer{InvocationPayload: workflows.InvocationPayload{
+		InvocationID: id, Status: workflows.AgentRunning, Reason: workflows.AgentReasonExecutionBlocked,
+		Error: &workflows.AgentError{Code: "permission_denied", Message: "Write"},
+	}, PendingBlocker: "blocker-1"}
+	f, sent, signals := releasableFront(t, blocked, false)
+	res, err := f.handleWaitAgent(context.Background(), waitAgentRequest())
+	require.NoError(t, err)
+	require.False(t, res.IsError, resultText(res))
+	require.Len(t, *sent, 1)
+	req := (*sent)[0].Args[0].(workflows.AgentWaitRequest)
+	assert.True(t, strings.HasPrefix(req.Release, "wait-agent-"), "the wait is releasable: %q", req.Release)
+	require.Len(t, *signals, 1)
+	assert.Equal(t, signalled{id: id, name: workflows.AgentAckBlockerSignal, arg: workflows.AgentAckBlocker{Key: "blocker-1"}}, (*signals)[0])
+}
+
+// A call that hangs up releases its wait and acks nothing: a blocker
+// stays for the next call.
+func TestAWaitAgentWhoseCallerHangsUpReleasesItsWait(t *testing.T) {
+	id := workflows.InvocationID("", [16]byte{1})
+	f, sent, signals := releasableFront(t, workflows.AgentWaitAnswer{}, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := f.handleWaitAgent(ctx, waitAgentRequest())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotEmpty(t, *sent)
+	req := (*sent)[0].Args[0].(workflows.AgentWaitRequest)
+	require.Len(t, *signals, 1, "one release, no ack")
+	assert.Equal(t, signalled{id: id, name: workflows.AgentReleaseWaitSignal, arg: workflows.AgentReleaseWait{Key: req.Release}}, (*signals)[0])
 }
 
 func waitAgentRequest() mcp.CallToolRequest {

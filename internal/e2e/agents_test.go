@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -308,6 +309,48 @@ func TestBlockersWakeOncePerCategoryAndTheWindowExpires(t *testing.T) {
 	final := c.waitUntilFinished(t, id)
 	assert.Equal(t, "succeeded", final.Status)
 	assert.Equal(t, "done", final.output())
+}
+
+// A wait_agent whose caller hangs up takes no blocker with it: the next
+// call reports the blocker the run hit after the hang-up, and the call
+// after that does not report it again.
+func TestAWaitAgentCallerWhoHangsUpLeavesTheBlockerForTheNextCall(t *testing.T) {
+	// A window far longer than the test: a wait left behind would hold
+	// the blocker for all of it.
+	w := newAgentWorkspace(t, 60)
+	w.script("asks",
+		`{"type":"system","subtype":"init","session_id":"{session}"}`,
+		`@wait step1`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Write, but you haven't granted it yet."}]}}`,
+		`@wait step2`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"{session}"}`)
+	inst := w.startServe(w.config)
+	c := inst.client(t)
+	id := c.startAgent(t, "fake", "asks", nil)
+
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	go func() { _, _ = c.call(ctx, "wait_agent", map[string]any{"invocation_id": id}, "") }()
+	eventually(t, "the first call's wait to be attached", func() bool {
+		return regexp.MustCompile(`msg="wait attached".* tool=wait_agent`).MatchString(inst.log.String())
+	})
+	hangUp()
+	eventually(t, "durawait to see the hang-up", func() bool {
+		return regexp.MustCompile(`msg="wait call ended".* tool=wait_agent`).MatchString(inst.log.String())
+	})
+
+	w.release("step1")
+	p := c.waitAgent(t, id)
+	require.Equal(t, "execution_blocked", p.Reason, "the blocker is the next call's: %+v", p)
+	require.NotNil(t, p.Error)
+	assert.Equal(t, "permission_denied", p.Error.Code)
+
+	// Acked: the next wait does not report it again, and answers the
+	// run's end.
+	w.release("step2")
+	final := c.waitAgent(t, id)
+	assert.Equal(t, "finished", final.Reason, "the blocker was reported once: %+v", final)
+	assert.Equal(t, "succeeded", final.Status)
 }
 
 func TestAgentExitingOnABlockerEndsBlocked(t *testing.T) {

@@ -59,6 +59,13 @@ type soakCaught struct {
 // and Text stay right, so only the judge's baseline rule can catch it:
 // the time the text was typed, against the time the answering watch read
 // its baseline (durawait's log).
+//
+// "A post tells no wait_for_event waiting on it": the event's latch keeps
+// the post but drops the waits it passes without telling them (nor the
+// front end that took the post). Those waits answer timeout though the
+// hook took their post while durawait was up, which the judge's event
+// rule must count as wrong (and not excuse as a post after the bound or
+// a durawait down).
 var soakInjectedFaults = []soakFault{{
 	name:    "a probe loop resumed after a crash never samples again",
 	file:    "activities/pollprobe.go",
@@ -78,6 +85,25 @@ var soakInjectedFaults = []soakFault{{
 	snippet:     `NewTextResult(spec, true, "output",`,
 	replacement: `NewTextResult(spec, true, /* INJECTED FAULT (internal/e2e/soak_inject_test.go) */ "baseline",`,
 	caught:      soakCaught{ruleWrongAnswer, kindText},
+}, {
+	name: "a post tells no wait_for_event waiting on it",
+	file: "workflows/event_latch.go",
+	snippet: `		l.tell(s.WaitID, p)
+		if s.Wake {
+			answer.Woken++
+			kept = append(kept, s)
+		} else {
+			answer.Answered = append(answer.Answered, AnsweredWait{WaitID: s.WaitID, Started: s.Started})
+		}
+`,
+	replacement: `		// INJECTED FAULT (internal/e2e/soak_inject_test.go): a post drops the waits it passes untold.
+		if s.Wake {
+			l.tell(s.WaitID, p)
+			answer.Woken++
+			kept = append(kept, s)
+		}
+`,
+	caught: soakCaught{ruleWrongAnswer, kindEvent},
 }}
 
 // TestSoakJudgeFailsAnInjectedFault proves the soak's judge the way a
