@@ -191,11 +191,13 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	drainPending(events, report)
 	switch {
 	case ctx.Err() != nil:
-		// The caller hung up: its wait ends now (signalInvocation is not
-		// cancelled with ctx), and a blocker it returned is not acked.
-		f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
+		// The caller hung up: its wait is released (signalInvocation is
+		// not cancelled with ctx), and a blocker it returned is not acked.
+		go f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
 		return nil, ctx.Err()
 	case waitErr != nil:
+		// A wait the engine took may still be in flight: released too.
+		go f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
 		return mcp.NewToolResultError("wait_agent: " + waitErr.Error()), nil
 	}
 	f.ackBlockers(ctx, []string{id}, []workflows.AgentWaitAnswer{answer})

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +79,7 @@ type signalled struct {
 // releasableFront is a front whose engine answers every wait update with
 // answer (or, with block, not until the call's context ends), and records
 // the updates sent and the signals taken.
-func releasableFront(t *testing.T, answer workflows.AgentWaitAnswer, block bool) (*Front, *[]client.UpdateWorkflowOptions, *[]signalled) {
+func releasableFront(t *testing.T, answer workflows.AgentWaitAnswer, block bool) (*Front, *[]client.UpdateWorkflowOptions, func() []signalled) {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -109,7 +110,12 @@ func releasableFront(t *testing.T, answer workflows.AgentWaitAnswer, block bool)
 			mu.Unlock()
 			return nil
 		})
-	return New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}}), &sent, &signals
+	taken := func() []signalled {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(signals)
+	}
+	return New(Options{Temporal: tc, TaskQueue: "q", Agents: AgentOptions{WaitWindow: time.Minute}}), &sent, taken
 }
 
 // A single wait_agent's wait is releasable; the blocker it reports is
@@ -128,8 +134,8 @@ func TestAWaitAgentAcksTheBlockerItReports(t *testing.T) {
 	require.Len(t, *sent, 1)
 	req := (*sent)[0].Args[0].(workflows.AgentWaitRequest)
 	assert.True(t, strings.HasPrefix(req.Release, "wait-agent-"), "the wait is releasable: %q", req.Release)
-	require.Len(t, *signals, 1)
-	assert.Equal(t, signalled{id: id, name: workflows.AgentAckBlockerSignal, arg: workflows.AgentAckBlocker{Key: "blocker-1"}}, (*signals)[0])
+	require.Len(t, signals(), 1, "acked before the call answered")
+	assert.Equal(t, signalled{id: id, name: workflows.AgentAckBlockerSignal, arg: workflows.AgentAckBlocker{Key: "blocker-1"}}, signals()[0])
 }
 
 // A call that hangs up releases its wait and acks nothing: a blocker
@@ -143,8 +149,8 @@ func TestAWaitAgentWhoseCallerHangsUpReleasesItsWait(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotEmpty(t, *sent)
 	req := (*sent)[0].Args[0].(workflows.AgentWaitRequest)
-	require.Len(t, *signals, 1, "one release, no ack")
-	assert.Equal(t, signalled{id: id, name: workflows.AgentReleaseWaitSignal, arg: workflows.AgentReleaseWait{Key: req.Release}}, (*signals)[0])
+	require.Eventually(t, func() bool { return len(signals()) > 0 }, 10*time.Second, 5*time.Millisecond, "the wait is released")
+	assert.Equal(t, []signalled{{id: id, name: workflows.AgentReleaseWaitSignal, arg: workflows.AgentReleaseWait{Key: req.Release}}}, signals(), "one release, no ack")
 }
 
 func waitAgentRequest() mcp.CallToolRequest {

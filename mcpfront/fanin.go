@@ -16,9 +16,9 @@ import (
 	"github.com/durawait/durawait/workflows"
 )
 
-// fanInSignalTimeout bounds each signal a wait_agent on several
-// invocations sends (an ack, a release).
-const fanInSignalTimeout = 5 * time.Second
+// agentSignalTimeout bounds each signal a wait_agent sends an
+// invocation (an ack, a release).
+const agentSignalTimeout = 5 * time.Second
 
 // fanInAnswer is one invocation's outcome within a fan-in call.
 type fanInAnswer struct {
@@ -210,10 +210,10 @@ func (f *Front) ackBlockers(ctx context.Context, ids []string, got []workflows.A
 }
 
 // signalInvocation sends invocation id a signal, bounded by
-// fanInSignalTimeout and not cancelled with ctx (a caller that hung up
+// agentSignalTimeout and not cancelled with ctx (a caller that hung up
 // releases its waits too); a failure is logged.
 func (f *Front) signalInvocation(ctx context.Context, id, name string, arg any) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fanInSignalTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentSignalTimeout)
 	defer cancel()
 	if err := f.opts.Temporal.SignalWorkflow(sctx, id, "", name, arg); err != nil {
 		f.opts.Logger.Debug("signal an invocation", "invocation", id, "signal", name, "error", err)

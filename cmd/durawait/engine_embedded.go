@@ -76,7 +76,7 @@ func (p *process) startEngine(context.Context) (func(), error) {
 	if heapfloor.Enabled(os.Getenv) {
 		p.logger.Debug("keeping the heap goal at or above a floor; set GOGC to choose the collector's pacing yourself",
 			"floor_mib", heapfloor.DefaultFloor>>20)
-		go heapfloor.Keep(floorCtx, heapfloor.Options{})
+		go heapfloor.Keep(floorCtx, heapfloor.Options{Base: defaultGCPercent})
 	} else {
 		p.logger.Debug("GOGC is set: the collector paces as it says, with no heap floor", "gogc", os.Getenv("GOGC"))
 	}

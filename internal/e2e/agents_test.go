@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/durawait/durawait/activities"
 	"github.com/durawait/durawait/internal/agentproc"
@@ -338,6 +339,27 @@ func TestAWaitAgentCallerWhoHangsUpLeavesTheBlockerForTheNextCall(t *testing.T) 
 	eventually(t, "durawait to see the hang-up", func() bool {
 		return regexp.MustCompile(`msg="wait call ended".* tool=wait_agent`).MatchString(inst.log.String())
 	})
+	// The hang-up released the wait: it ended long before its window.
+	tc := temporalClient(t, w.owner().Engine)
+	var accepted, completed time.Time
+	eventually(t, "the first call's wait to end", func() bool {
+		accepted, completed = time.Time{}, time.Time{}
+		iter := tc.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				return false
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				accepted = ev.GetEventTime().AsTime()
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+				completed = ev.GetEventTime().AsTime()
+			}
+		}
+		return !completed.IsZero()
+	})
+	assert.Less(t, completed.Sub(accepted), 30*time.Second, "released at the hang-up, not left to its 60 s window")
 
 	w.release("step1")
 	p := c.waitAgent(t, id)

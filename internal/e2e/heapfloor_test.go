@@ -20,8 +20,8 @@ func TestServeKeepsAHeapFloorUnlessGOGCIsSet(t *testing.T) {
 	t.Setenv("GOGC", "")
 	w := newWorkspace(t)
 	floored := w.startServe(w.writeConfig(w.demoServer("demo")))
-	// Both lines are written before the engine starts, so before the
-	// process is healthy.
+	// Both lines are written as the engine starts, before the process is
+	// healthy.
 	assert.Contains(t, floored.log.String(), heapFloorLine)
 	assert.NotContains(t, floored.log.String(), gogcLine)
 
