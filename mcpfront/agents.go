@@ -167,7 +167,7 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	// (below). A caller that hangs up acks nothing, and its wait is
 	// released: the blocker waits for the next call instead of going to
 	// nobody.
-	release := "wait-agent-" + strings.TrimPrefix(newAgentWaitUpdateID(), "wait-")
+	release := newReleaseKey("wait-agent")
 	go func() {
 		defer close(done)
 		answer, waitErr = f.awaitInvocation(ctx, id, until, release, func() { noteWait(ctx, id, waitAttached) })
@@ -189,15 +189,16 @@ func (f *Front) handleWaitAgent(ctx context.Context, req mcp.CallToolRequest) (*
 	// What the run reported before the wait returned (its exit, say) goes
 	// out too.
 	drainPending(events, report)
+	if ctx.Err() != nil || waitErr != nil {
+		// The caller hung up, or the wait failed while the engine may
+		// still hold it: it is released (signalInvocation is not
+		// cancelled with ctx), and a blocker it returned is not acked.
+		go f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
+	}
 	switch {
 	case ctx.Err() != nil:
-		// The caller hung up: its wait is released (signalInvocation is
-		// not cancelled with ctx), and a blocker it returned is not acked.
-		go f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
 		return nil, ctx.Err()
 	case waitErr != nil:
-		// A wait the engine took may still be in flight: released too.
-		go f.signalInvocation(ctx, id, workflows.AgentReleaseWaitSignal, workflows.AgentReleaseWait{Key: release})
 		return mcp.NewToolResultError("wait_agent: " + waitErr.Error()), nil
 	}
 	f.ackBlockers(ctx, []string{id}, []workflows.AgentWaitAnswer{answer})
@@ -297,6 +298,12 @@ func (f *Front) sendAgentWait(ctx context.Context, id, updateID string, req work
 		Args:         []any{req},
 		WaitForStage: stage,
 	})
+}
+
+// newReleaseKey names one wait_agent call's release key
+// (workflows.AgentWaitRequest.Release): kind, then random bits.
+func newReleaseKey(kind string) string {
+	return kind + "-" + strings.TrimPrefix(newAgentWaitUpdateID(), "wait-")
 }
 
 // newAgentWaitUpdateID names one wait_agent call's wait update. The call

@@ -50,7 +50,7 @@ func (f *Front) handleWaitAgents(ctx context.Context, req mcp.CallToolRequest, s
 		return bad, nil
 	}
 	until := time.Now().Add(f.opts.Agents.WaitWindow)
-	release := "fan-in-" + strings.TrimPrefix(newAgentWaitUpdateID(), "wait-")
+	release := newReleaseKey("fan-in")
 	var attachOnce sync.Once
 	attached := func() {
 		attachOnce.Do(func() { noteWait(ctx, strings.Join(spec.IDs, ","), waitAttached) })
