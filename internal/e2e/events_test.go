@@ -263,15 +263,8 @@ func TestEventsAndTheirWaitsSurviveKill9(t *testing.T) {
 		_, err := tc.DescribeWorkflowExecution(context.Background(), "event/released", "")
 		return err == nil
 	})
-	type row struct{ ID, Tool, State, Target string }
-	var rows []row
-	eventually(t, "the latches and the wait listed", func() bool {
-		out, errOut, ok := w.waits("list", "--config", config, "--running", "--json")
-		require.True(t, ok, errOut)
-		rows = nil
-		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
-		return len(rows) == 3
-	})
+	// The two latches and the wait.
+	rows := w.waitsListed(3, "--config", config, "--running")
 	tools := map[string]int{}
 	for _, r := range rows {
 		tools[r.Tool]++
@@ -410,15 +403,7 @@ func TestAnOperatorCancelsAnEventWait(t *testing.T) {
 		}
 		done <- res
 	}()
-	type row struct{ ID string }
-	var rows []row
-	eventually(t, "the wait listed", func() bool {
-		out, errOut, ok := w.waits("list", "--config", config, "--running", "--tool", "wait_for_event", "--json")
-		require.True(t, ok, errOut)
-		rows = nil
-		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
-		return len(rows) == 1
-	})
+	rows := w.waitsListed(1, "--config", config, "--running", "--tool", "wait_for_event")
 	out, errOut, ok := w.waits("cancel", rows[0].ID, "--config", config, "--reason", "release called off")
 	require.True(t, ok, errOut)
 	assert.Contains(t, out, "cancel requested")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -357,6 +358,26 @@ func TestOpsReadyzAndJSONLogs(t *testing.T) {
 	assert.True(t, sawWorkerEnd)
 }
 
+// listedWait is a row of `durawait waits list --json`.
+type listedWait struct {
+	ID, Tool, State, Summary, Target string
+}
+
+// waitsListed runs `durawait waits list --json` with args until it lists n
+// waits, and returns them.
+func (w *workspace) waitsListed(n int, args ...string) []listedWait {
+	w.t.Helper()
+	var rows []listedWait
+	eventually(w.t, "waits list to list "+strconv.Itoa(n)+" waits", func() bool {
+		out, errOut, ok := w.waits(append(append([]string{"list"}, args...), "--json")...)
+		require.True(w.t, ok, errOut)
+		rows = nil
+		require.NoError(w.t, json.Unmarshal([]byte(out), &rows), out)
+		return len(rows) == n
+	})
+	return rows
+}
+
 // waits runs `durawait waits` with args; it returns stdout, stderr and
 // whether it succeeded.
 func (w *workspace) waits(args ...string) (string, string, bool) {
@@ -392,17 +413,7 @@ func TestOpsWaitsListShowCancel(t *testing.T) {
 	eventually(t, "two samples", func() bool { return w.calls("job") >= 2 })
 
 	// list --running --tool wait_for finds it (JSON and table).
-	type row struct {
-		ID, Tool, State, Summary, Target string
-	}
-	var rows []row
-	eventually(t, "the running wait listed", func() bool {
-		out, errOut, ok := w.waits("list", "--config", config, "--running", "--tool", "wait_for", "--json")
-		require.True(t, ok, errOut)
-		rows = nil
-		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
-		return len(rows) == 1
-	})
+	rows := w.waitsListed(1, "--config", config, "--running", "--tool", "wait_for")
 	id := rows[0].ID
 	assert.True(t, strings.HasPrefix(id, "wait_for/"), id)
 	assert.Equal(t, "wait_for", rows[0].Tool)
